@@ -1,0 +1,10 @@
+//! Karpenter's API: the `karpenter.sh/v1` NodePool and NodeClaim, the `karpenter.k8s.aws/v1`
+//! EC2NodeClass, the legacy versions users migrate from (read-only), the well-known labels,
+//! annotations, taints and finalizers, validation equal to upstream's CRD rules, and CRD
+//! generation.
+//!
+//! This crate is pure: it links no Kubernetes client, no async runtime and no AWS SDK, reads no
+//! clock and does no I/O. `kube` is used with default features off, for the `CustomResource`
+//! derive only.
+
+pub mod labels;

@@ -1,0 +1,41 @@
+//! `karpenter`: the karpenter-rs command line.
+//!
+//! Each subcommand lives in its own module under `cmd/` and keeps its logic in a library crate;
+//! this file only parses arguments and maps results to exit codes. `anyhow` is used here and
+//! nowhere else.
+
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "karpenter", version, about = "karpenter-rs: a Kubernetes node autoscaler, API-compatible with Karpenter v1")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the v1 CustomResourceDefinitions (NodePool, NodeClaim, EC2NodeClass) as YAML.
+    Crds(cmd::crds::Args),
+    /// Validate NodePool, NodeClaim and EC2NodeClass manifests against the v1 rules.
+    Validate(cmd::validate::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Crds(args) => cmd::crds::run(args),
+        Command::Validate(args) => cmd::validate::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
