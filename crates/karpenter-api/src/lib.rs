@@ -8,3 +8,5 @@
 //! derive only.
 
 pub mod labels;
+pub mod duration;
+pub mod v1;
