@@ -1,0 +1,271 @@
+//! The solver's input: plain values describing NodePools, the instance-type catalog, the cluster
+//! (existing nodes and their pods, DaemonSets, volumes, namespaces) and the pending pods.
+//!
+//! Cloud providers convert their catalogs into [`InstanceType`]; controllers snapshot cluster
+//! state into [`SolveInput`]. Nothing here refers to a client, a clock or a cache.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{
+    Namespace, PersistentVolume, PersistentVolumeClaim, Pod, Taint,
+};
+use k8s_openapi::api::storage::v1::StorageClass;
+use serde::{Deserialize, Serialize};
+
+use crate::resources::ResourceList;
+
+/// A node selector operator, including Karpenter's `Gte`/`Lte`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Operator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+    Gt,
+    Lt,
+    Gte,
+    Lte,
+}
+
+impl Operator {
+    /// Parses the Kubernetes spelling (`"In"`, `"NotIn"`, ...).
+    pub fn parse(s: &str) -> Option<Operator> {
+        Some(match s {
+            "In" => Operator::In,
+            "NotIn" => Operator::NotIn,
+            "Exists" => Operator::Exists,
+            "DoesNotExist" => Operator::DoesNotExist,
+            "Gt" => Operator::Gt,
+            "Lt" => Operator::Lt,
+            "Gte" => Operator::Gte,
+            "Lte" => Operator::Lte,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Operator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// One node selector requirement as users write it (`NodeSelectorRequirementWithMinValues`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequirementSpec {
+    pub key: String,
+    pub operator: Operator,
+    #[serde(default)]
+    pub values: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_values: Option<u32>,
+}
+
+impl RequirementSpec {
+    pub fn new(key: impl Into<String>, operator: Operator, values: &[&str]) -> Self {
+        RequirementSpec {
+            key: key.into(),
+            operator,
+            values: values.iter().map(|v| v.to_string()).collect(),
+            min_values: None,
+        }
+    }
+
+    /// `key In [values]`.
+    pub fn is_in(key: impl Into<String>, values: &[&str]) -> Self {
+        Self::new(key, Operator::In, values)
+    }
+
+    pub fn with_min_values(mut self, min_values: u32) -> Self {
+        self.min_values = Some(min_values);
+        self
+    }
+}
+
+/// Resources a node keeps for itself; allocatable = capacity - all three.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Overhead {
+    #[serde(default)]
+    pub kube_reserved: ResourceList,
+    #[serde(default)]
+    pub system_reserved: ResourceList,
+    #[serde(default)]
+    pub eviction_threshold: ResourceList,
+}
+
+impl Overhead {
+    pub fn total(&self) -> ResourceList {
+        let mut total = self.kube_reserved.clone();
+        total.add(&self.system_reserved);
+        total.add(&self.eviction_threshold);
+        total
+    }
+}
+
+/// A place and purchase option where an instance type can be launched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Offering {
+    /// `topology.kubernetes.io/zone` value.
+    pub zone: String,
+    /// `karpenter.sh/capacity-type` value (`on-demand`, `spot`, `reserved`).
+    pub capacity_type: String,
+    /// Price per hour.
+    pub price: f64,
+    /// False when the cloud currently cannot launch it (e.g. insufficient capacity).
+    #[serde(default = "default_true")]
+    pub available: bool,
+    /// Further offering labels (e.g. a capacity reservation id), beyond zone and capacity type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requirements: Vec<RequirementSpec>,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// A launchable instance type, as a cloud provider describes it.
+///
+/// `requirements` carries the instance type's labels as requirements (normally `In` with one or
+/// more values: instance-type, arch, os, zones, capacity types, families...). Resources are exact
+/// [`crate::Quantity`] values; allocatable = capacity - overhead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceType {
+    pub name: String,
+    #[serde(default)]
+    pub requirements: Vec<RequirementSpec>,
+    #[serde(default)]
+    pub offerings: Vec<Offering>,
+    pub capacity: ResourceList,
+    #[serde(default)]
+    pub overhead: Overhead,
+}
+
+impl InstanceType {
+    /// Capacity minus overhead, never negative.
+    pub fn allocatable(&self) -> ResourceList {
+        let mut alloc = self.capacity.clone();
+        alloc.sub(&self.overhead.total());
+        for q in alloc.0.values_mut() {
+            if q.millis() < 0 {
+                *q = crate::Quantity::ZERO;
+            }
+        }
+        alloc
+    }
+}
+
+/// The scheduling-relevant part of a `karpenter.sh/v1` NodePool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodePool {
+    pub name: String,
+    /// `spec.weight` (nil is 0). Higher weights are tried first; ties by name descending.
+    #[serde(default)]
+    pub weight: i32,
+    /// `spec.template.spec.requirements`.
+    #[serde(default)]
+    pub requirements: Vec<RequirementSpec>,
+    /// `spec.template.metadata.labels`.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub taints: Vec<Taint>,
+    #[serde(default)]
+    pub startup_taints: Vec<Taint>,
+    /// `spec.limits` (may include the `nodes` pseudo-resource).
+    #[serde(default)]
+    pub limits: ResourceList,
+}
+
+/// A node (or launched NodeClaim) already in the cluster, with the pods bound to it.
+#[derive(Debug, Clone, Default)]
+pub struct ExistingNode {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub capacity: ResourceList,
+    pub allocatable: ResourceList,
+    /// Pods bound to the node (they use its resources and count for topology).
+    pub pods: Vec<Pod>,
+    /// Initialized nodes are preferred; an uninitialized managed node hides its startup and
+    /// ephemeral taints.
+    pub initialized: bool,
+    /// Nodes being deleted are not scheduled to (their pods still count for topology).
+    pub deleting: bool,
+    /// Volume attach limits per CSI driver (driver -> max volumes), from CSINode.
+    pub volume_limits: BTreeMap<String, u32>,
+}
+
+/// Preference handling (`--preference-policy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PreferencePolicy {
+    #[default]
+    Respect,
+    Ignore,
+}
+
+/// minValues handling (`--min-values-policy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MinValuesPolicy {
+    #[default]
+    Strict,
+    BestEffort,
+}
+
+/// Solver options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SolveOptions {
+    pub preference_policy: PreferencePolicy,
+    pub min_values_policy: MinValuesPolicy,
+    /// Instance types kept per NodeClaim (upstream `MaxInstanceTypes` = 600).
+    pub max_instance_types: usize,
+    /// Labels to treat as well known in addition to core, AWS and every label an instance type
+    /// defines.
+    pub extra_well_known_labels: Vec<String>,
+}
+
+impl Default for SolveOptions {
+    fn default() -> Self {
+        SolveOptions {
+            preference_policy: PreferencePolicy::Respect,
+            min_values_policy: MinValuesPolicy::Strict,
+            max_instance_types: 600,
+            extra_well_known_labels: Vec::new(),
+        }
+    }
+}
+
+/// Everything one scheduling simulation needs.
+#[derive(Debug, Clone, Default)]
+pub struct SolveInput {
+    pub node_pools: Vec<NodePool>,
+    /// Instance types offered to each NodePool, by NodePool name. A pool missing here gets
+    /// `default_instance_types`.
+    pub instance_types: BTreeMap<String, Vec<InstanceType>>,
+    pub default_instance_types: Vec<InstanceType>,
+    pub existing_nodes: Vec<ExistingNode>,
+    pub daemonsets: Vec<DaemonSet>,
+    /// Pods to place.
+    pub pods: Vec<Pod>,
+    pub persistent_volume_claims: Vec<PersistentVolumeClaim>,
+    pub persistent_volumes: Vec<PersistentVolume>,
+    pub storage_classes: Vec<StorageClass>,
+    /// Namespaces with their labels, for pod-affinity `namespaceSelector`.
+    pub namespaces: Vec<Namespace>,
+    pub options: SolveOptions,
+}
+
+impl SolveInput {
+    /// The instance types offered to `pool`.
+    pub fn instance_types_for(&self, pool: &str) -> &[InstanceType] {
+        self.instance_types
+            .get(pool)
+            .map_or(self.default_instance_types.as_slice(), Vec::as_slice)
+    }
+}

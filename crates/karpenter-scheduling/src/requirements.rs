@@ -1,0 +1,232 @@
+//! A set of requirements keyed by label key: adding intersects, a missing key means `Exists`,
+//! and compatibility follows upstream's rules for undefined custom vs well-known keys.
+
+use crate::hash::FxHashSet;
+use crate::input::RequirementSpec;
+use crate::intern::{Interner, Sym};
+use crate::requirement::Requirement;
+
+/// Requirements keyed by interned label key, kept sorted by key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Requirements {
+    entries: Vec<(Sym, Requirement)>,
+}
+
+/// Why two requirement sets are incompatible.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incompatibility {
+    /// A custom key the incoming side needs is not defined on this side.
+    Undefined { key: Sym },
+    /// Both sides define the key but their values do not overlap.
+    Disjoint {
+        key: Sym,
+        existing: Requirement,
+        incoming: Requirement,
+    },
+}
+
+impl Incompatibility {
+    pub fn describe(&self, interner: &Interner) -> String {
+        match self {
+            Incompatibility::Undefined { key } => {
+                format!("label {:?} does not have known values", interner.resolve(*key))
+            }
+            Incompatibility::Disjoint {
+                key,
+                existing,
+                incoming,
+            } => format!(
+                "key {}, {} not in {}",
+                interner.resolve(*key),
+                incoming.describe(interner),
+                existing.describe(interner)
+            ),
+        }
+    }
+
+    pub fn key(&self) -> Sym {
+        match self {
+            Incompatibility::Undefined { key } | Incompatibility::Disjoint { key, .. } => *key,
+        }
+    }
+}
+
+impl Requirements {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builds requirements from specs (keys normalized, values interned).
+    pub fn from_specs<'a>(
+        specs: impl IntoIterator<Item = &'a RequirementSpec>,
+        interner: &mut Interner,
+    ) -> Self {
+        let mut reqs = Requirements::new();
+        for spec in specs {
+            let key = interner.intern(karpenter_api::labels::normalize_label_key(&spec.key));
+            let values: Vec<Sym> = spec.values.iter().map(|v| interner.intern(v)).collect();
+            let req = Requirement::new(spec.operator, &values, interner)
+                .with_min_values(spec.min_values);
+            reqs.add(key, req, interner);
+        }
+        reqs
+    }
+
+    /// `key In [value]` for every label.
+    pub fn from_labels<'a>(
+        labels: impl IntoIterator<Item = (&'a String, &'a String)>,
+        interner: &mut Interner,
+    ) -> Self {
+        let mut reqs = Requirements::new();
+        for (k, v) in labels {
+            let key = interner.intern(karpenter_api::labels::normalize_label_key(k));
+            let value = interner.intern(v);
+            reqs.add(key, Requirement::is_in([value]), interner);
+        }
+        reqs
+    }
+
+    fn position(&self, key: Sym) -> Result<usize, usize> {
+        self.entries.binary_search_by_key(&key, |(k, _)| *k)
+    }
+
+    /// The requirement on `key`, if defined.
+    pub fn get(&self, key: Sym) -> Option<&Requirement> {
+        self.position(key).ok().map(|i| &self.entries[i].1)
+    }
+
+    pub fn has(&self, key: Sym) -> bool {
+        self.position(key).is_ok()
+    }
+
+    /// Intersects `req` into the requirement on `key`.
+    pub fn add(&mut self, key: Sym, req: Requirement, interner: &Interner) {
+        match self.position(key) {
+            Ok(i) => {
+                let merged = self.entries[i].1.intersection(&req, interner);
+                self.entries[i].1 = merged;
+            }
+            Err(i) => self.entries.insert(i, (key, req)),
+        }
+    }
+
+    /// Replaces the requirement on `key`.
+    pub fn set(&mut self, key: Sym, req: Requirement) {
+        match self.position(key) {
+            Ok(i) => self.entries[i].1 = req,
+            Err(i) => self.entries.insert(i, (key, req)),
+        }
+    }
+
+    pub fn remove(&mut self, key: Sym) {
+        if let Ok(i) = self.position(key) {
+            self.entries.remove(i);
+        }
+    }
+
+    /// Intersects every requirement of `other` into this set.
+    pub fn add_all(&mut self, other: &Requirements, interner: &Interner) {
+        for (k, r) in &other.entries {
+            self.add(*k, r.clone(), interner);
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (Sym, &Requirement)> {
+        self.entries.iter().map(|(k, r)| (*k, r))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = Sym> + '_ {
+        self.entries.iter().map(|(k, _)| *k)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn has_min_values(&self) -> bool {
+        self.entries.iter().any(|(_, r)| r.min_values.is_some())
+    }
+
+    /// Upstream `Intersects`: for every shared key the sets overlap, unless both sides are
+    /// `NotIn`/`DoesNotExist`. Keys defined on only one side are fine.
+    pub fn intersects(&self, incoming: &Requirements, interner: &Interner) -> Result<(), Incompatibility> {
+        let (mut i, mut j) = (0, 0);
+        while i < self.entries.len() && j < incoming.entries.len() {
+            let (ka, ra) = &self.entries[i];
+            let (kb, rb) = &incoming.entries[j];
+            match ka.cmp(kb) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    if !ra.compatible_with(rb, interner) {
+                        return Err(Incompatibility::Disjoint {
+                            key: *ka,
+                            existing: ra.clone(),
+                            incoming: rb.clone(),
+                        });
+                    }
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Upstream `Compatible`: keys of `incoming` that are not in `allow_undefined` must be
+    /// defined here unless `incoming` uses `NotIn`/`DoesNotExist` on them; then [`Self::intersects`].
+    pub fn compatible(
+        &self,
+        incoming: &Requirements,
+        allow_undefined: &FxHashSet<Sym>,
+        interner: &Interner,
+    ) -> Result<(), Incompatibility> {
+        for (key, req) in &incoming.entries {
+            if allow_undefined.contains(key) || req.allows_absence() || self.has(*key) {
+                continue;
+            }
+            return Err(Incompatibility::Undefined { key: *key });
+        }
+        self.intersects(incoming, interner)
+    }
+
+    /// Converts back to specs (for output), in key order.
+    pub fn to_specs(&self, interner: &Interner) -> Vec<RequirementSpec> {
+        use crate::input::Operator;
+        self.entries
+            .iter()
+            .map(|(k, r)| {
+                let (operator, values) = match (r.operator(), r.gte, r.lte) {
+                    (Operator::Exists, Some(g), None) => (Operator::Gte, vec![g.to_string()]),
+                    (Operator::Exists, None, Some(l)) => (Operator::Lte, vec![l.to_string()]),
+                    (op, _, _) => (
+                        op,
+                        r.values
+                            .iter()
+                            .map(|v| interner.resolve(*v).to_string())
+                            .collect(),
+                    ),
+                };
+                RequirementSpec {
+                    key: interner.resolve(*k).to_string(),
+                    operator,
+                    values,
+                    min_values: r.min_values,
+                }
+            })
+            .collect()
+    }
+
+    /// Renders `key In [a b], key2 Exists`.
+    pub fn describe(&self, interner: &Interner) -> String {
+        self.entries
+            .iter()
+            .map(|(k, r)| format!("{} {}", interner.resolve(*k), r.describe(interner)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
