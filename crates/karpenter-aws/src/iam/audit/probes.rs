@@ -1,0 +1,350 @@
+//! Probes: requests the controller never makes, that a least-privilege policy must deny.
+//!
+//! Most probes are derived from the contract by changing one thing a guard protects:
+//! the ownership tags on the target (another cluster's resource, an untagged one), the tags a
+//! create writes, the region, the `ec2:CreateAction` of a CreateTags, the role passed. The rest
+//! are actions outside the contract: writes that would let the controller escalate or destroy
+//! (over-broad), and reads it does not need (notes).
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::iam::contract::{Access, Call, LAUNCH_TAGS, Sid, ambient};
+use crate::iam::eval::Request;
+use crate::iam::scope::Scope;
+
+/// How serious it is when a policy allows a probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    /// A grant broader than the contract needs that a compromised controller could abuse.
+    OverBroad,
+    /// Broader than needed, low risk (reads, or writes still fenced by another guard).
+    Note,
+}
+
+/// A request the controller never makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// Short machine name of the probe family, e.g. `foreign-resource`.
+    pub kind: &'static str,
+    pub severity: Severity,
+    pub request: Request,
+    /// Why allowing it is broader than the contract.
+    pub why: String,
+}
+
+/// The cluster name probes use for "another cluster".
+pub const OTHER_CLUSTER: &str = "other-cluster";
+
+/// A scope identical to `scope` but for another cluster (and optionally region).
+fn other_scope(scope: &Scope, region: Option<&str>) -> Scope {
+    let mut s = scope.clone();
+    s.cluster = OTHER_CLUSTER.to_string();
+    if let Some(r) = region {
+        s.region = r.to_string();
+    }
+    s
+}
+
+/// A resource type name from a sample ARN (`instance`, `launch-template`, `instance-profile`).
+fn kind_of(arn: &str) -> &str {
+    let resource = arn.splitn(6, ':').nth(5).unwrap_or(arn);
+    resource.split('/').next().unwrap_or(resource)
+}
+
+fn is_ownership_tag(key: &str) -> bool {
+    key.starts_with("kubernetes.io/cluster/")
+}
+
+/// A call's request with tags replaced.
+fn with_tags(call: &Call, scope: &Scope, request_tags: &Scope, resource_tags: &Scope, keep_request: bool, keep_resource: bool) -> Request {
+    let mut req = ambient(
+        Request::new(call.action, scope.render(call.resource_sample)),
+        scope,
+    );
+    if keep_request {
+        for (k, v) in call.request_tags {
+            req = req.with_request_tag(&request_tags.render(k), &request_tags.render(v));
+        }
+    }
+    if keep_resource {
+        for (k, v) in call.resource_tags {
+            req = req.with_resource_tag(&resource_tags.render(k), &resource_tags.render(v));
+        }
+    }
+    for (k, v) in call.context {
+        req = req.with(scope.render(k), scope.render(v));
+    }
+    req
+}
+
+/// Probes derived from the contract's calls.
+fn derived(scope: &Scope, calls: &[Call]) -> Vec<Probe> {
+    let other = other_scope(scope, None);
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for call in calls.iter().filter(|c| c.access == Access::Write) {
+        let kind = kind_of(call.resource_sample).to_string();
+        let owned_target = call.resource_tags.iter().any(|(k, _)| is_ownership_tag(k));
+        let owned_create = call.request_tags.iter().any(|(k, _)| is_ownership_tag(k));
+        // Using a launch template or creating a spot request is still fenced by the instance's
+        // own tag conditions and by iam:PassRole: a note, not over-broad.
+        let fenced = call.sid == Sid::AllowScopedEC2LaunchTemplateAccessActions
+            || kind == "spot-instances-request";
+        let severity = if fenced { Severity::Note } else { Severity::OverBroad };
+        let key = (call.action, call.resource_pattern, call.context);
+        if !seen.insert(key) {
+            continue;
+        }
+        if owned_target {
+            out.push(Probe {
+                kind: "foreign-resource",
+                severity,
+                request: with_tags(call, scope, scope, &other, true, true),
+                why: format!(
+                    "{} on a {kind} owned by another cluster ({OTHER_CLUSTER}); the contract only acts on resources tagged kubernetes.io/cluster/{}=owned",
+                    call.action, scope.cluster
+                ),
+            });
+            out.push(Probe {
+                kind: "untagged-resource",
+                severity,
+                request: with_tags(call, scope, scope, scope, true, false),
+                why: format!(
+                    "{} on a {kind} without Karpenter's ownership tags (not created by this cluster's Karpenter)",
+                    call.action
+                ),
+            });
+        }
+        if owned_create {
+            out.push(Probe {
+                kind: "create-for-other-cluster",
+                severity,
+                request: with_tags(call, scope, &other, scope, true, true),
+                why: format!(
+                    "{} creating a {kind} tagged for another cluster ({OTHER_CLUSTER})",
+                    call.action
+                ),
+            });
+            out.push(Probe {
+                kind: "create-untagged",
+                severity,
+                request: with_tags(call, scope, scope, scope, false, true),
+                why: format!(
+                    "{} creating a {kind} without the cluster's ownership tags (it could never be attributed or cleaned up)",
+                    call.action
+                ),
+            });
+        }
+    }
+    // Outside the region: one representative call per statement.
+    let region = scope.partition_kind.other_region(&scope.region);
+    let away = other_scope(scope, Some(region));
+    let mut away_same_cluster = away.clone();
+    away_same_cluster.cluster = scope.cluster.clone();
+    let mut sids = BTreeSet::new();
+    for call in calls {
+        let regional = call.resource_pattern.contains("{region}")
+            || call.context.iter().any(|(k, _)| *k == "aws:RequestedRegion");
+        if !regional || !sids.insert(call.sid) {
+            continue;
+        }
+        out.push(Probe {
+            kind: "other-region",
+            severity: Severity::Note,
+            request: call.request(&away_same_cluster),
+            why: format!(
+                "{} in {region}; the controller only works in {}",
+                call.action, scope.region
+            ),
+        });
+    }
+    out
+}
+
+/// Probes about tagging, roles, parameters, queues and clusters.
+fn targeted(scope: &Scope) -> Vec<Probe> {
+    let r = |t: &str| scope.render(t);
+    let instance = r("arn:{partition}:ec2:{region}:{account}:instance/i-0fedcba9876543210");
+    let mut out = Vec::new();
+
+    let mut hijack = ambient(Request::new("ec2:CreateTags", &instance), scope);
+    for (k, v) in LAUNCH_TAGS {
+        hijack = hijack.with_request_tag(&r(k), &r(v));
+    }
+    out.push(Probe {
+        kind: "create-tags-outside-create",
+        severity: Severity::OverBroad,
+        request: hijack,
+        why: "CreateTags without ec2:CreateAction adds the ownership tags to an instance Karpenter did not launch; the deletion grant would then let it terminate that instance".into(),
+    });
+
+    let mut retag = ambient(Request::new("ec2:CreateTags", &instance), scope);
+    for (k, v) in LAUNCH_TAGS {
+        retag = retag.with_resource_tag(&r(k), &r(v));
+    }
+    retag = retag
+        .with_request_tag("karpenter.sh/nodepool", "another-nodepool")
+        .with_request_tag(&format!("kubernetes.io/cluster/{OTHER_CLUSTER}"), "owned");
+    out.push(Probe {
+        kind: "retag-ownership",
+        severity: Severity::OverBroad,
+        request: retag,
+        why: "CreateTags on its own instance rewriting ownership tags (karpenter.sh/nodepool, kubernetes.io/cluster/*); after launch the contract only writes Name, karpenter.sh/nodeclaim and eks:eks-cluster-name".into(),
+    });
+
+    let sg = r("arn:{partition}:ec2:{region}:{account}:security-group/sg-0fedcba9876543210");
+    out.push(Probe {
+        kind: "create-tags-outside-create",
+        severity: Severity::OverBroad,
+        request: ambient(Request::new("ec2:CreateTags", sg), scope)
+            .with_request_tag(&r("karpenter.sh/discovery"), &r("{cluster}")),
+        why: "CreateTags on a security group: tags select the subnets and security groups nodes get, so retagging them changes node networking".into(),
+    });
+
+    out.push(Probe {
+        kind: "pass-other-role",
+        severity: Severity::OverBroad,
+        request: ambient(
+            Request::new("iam:PassRole", r("arn:{partition}:iam::{account}:role/AdministratorAccess")),
+            scope,
+        )
+        .with("iam:PassedToService", r("{ec2_principal}")),
+        why: "iam:PassRole on a role other than the node role: instances Karpenter launches could run with any role".into(),
+    });
+    out.push(Probe {
+        kind: "pass-role-to-other-service",
+        severity: Severity::Note,
+        request: ambient(Request::new("iam:PassRole", r("{node_role_arn}")), scope)
+            .with("iam:PassedToService", "lambda.amazonaws.com"),
+        why: "iam:PassRole of the node role to a service other than EC2".into(),
+    });
+    out.push(Probe {
+        kind: "ssm-private-parameter",
+        severity: Severity::OverBroad,
+        request: ambient(
+            Request::new(
+                "ssm:GetParameter",
+                r("arn:{partition}:ssm:{region}:{account}:parameter/prod/database/password"),
+            ),
+            scope,
+        ),
+        why: "ssm:GetParameter outside /aws/service/: private parameters can hold secrets".into(),
+    });
+    for action in ["sqs:ReceiveMessage", "sqs:DeleteMessage"] {
+        out.push(Probe {
+            kind: "other-queue",
+            severity: Severity::OverBroad,
+            request: ambient(
+                Request::new(action, r("arn:{partition}:sqs:{region}:{account}:payments-orders")),
+                scope,
+            ),
+            why: format!("{action} on a queue other than the interruption queue"),
+        });
+    }
+    out.push(Probe {
+        kind: "other-cluster",
+        severity: Severity::Note,
+        request: ambient(
+            Request::new(
+                "eks:DescribeCluster",
+                r(&format!("arn:{{partition}}:eks:{{region}}:{{account}}:cluster/{OTHER_CLUSTER}")),
+            ),
+            scope,
+        ),
+        why: "eks:DescribeCluster on another cluster".into(),
+    });
+    out.push(Probe {
+        kind: "other-cluster",
+        severity: Severity::Note,
+        request: ambient(Request::new("arc-zonal-shift:GetManagedResource", "*"), scope).with(
+            "arc-zonal-shift:ResourceIdentifier",
+            r(&format!("arn:{{partition}}:eks:{{region}}:{{account}}:cluster/{OTHER_CLUSTER}")),
+        ),
+        why: "arc-zonal-shift:GetManagedResource for another cluster".into(),
+    });
+    out
+}
+
+/// Write actions the controller never performs: (action, resource template, own tags on target).
+const OUTSIDE_WRITES: &[(&str, &str, bool, &str)] = &[
+    ("ec2:StopInstances", "arn:{partition}:ec2:{region}:{account}:instance/i-0123456789abcdef0", true, "stop instances"),
+    ("ec2:ModifyInstanceAttribute", "arn:{partition}:ec2:{region}:{account}:instance/i-0123456789abcdef0", true, "change user data, instance type or security groups of running instances"),
+    ("ec2:AssociateIamInstanceProfile", "arn:{partition}:ec2:{region}:{account}:instance/i-0123456789abcdef0", true, "attach another instance profile to running instances"),
+    ("ec2:DeleteTags", "arn:{partition}:ec2:{region}:{account}:instance/i-0123456789abcdef0", true, "remove tags"),
+    ("ec2:CreateLaunchTemplateVersion", "arn:{partition}:ec2:{region}:{account}:launch-template/lt-0123456789abcdef0", true, "rewrite launch templates in place"),
+    ("ec2:DeleteVolume", "arn:{partition}:ec2:{region}:{account}:volume/vol-0123456789abcdef0", true, "delete volumes"),
+    ("ec2:CreateSnapshot", "arn:{partition}:ec2:{region}:{account}:volume/vol-0123456789abcdef0", false, "snapshot (copy) volumes"),
+    ("ec2:AuthorizeSecurityGroupIngress", "arn:{partition}:ec2:{region}:{account}:security-group/sg-0123456789abcdef0", false, "open security groups"),
+    ("ec2:DeleteSecurityGroup", "arn:{partition}:ec2:{region}:{account}:security-group/sg-0123456789abcdef0", false, "delete security groups"),
+    ("ec2:DeleteSubnet", "arn:{partition}:ec2:{region}:{account}:subnet/subnet-0123456789abcdef0", false, "delete subnets"),
+    ("ec2:CreateKeyPair", "arn:{partition}:ec2:{region}:{account}:key-pair/probe", false, "create SSH key pairs"),
+    ("iam:CreateRole", "arn:{partition}:iam::{account}:role/probe-role", false, "create roles"),
+    ("iam:AttachRolePolicy", "{node_role_arn}", false, "attach policies to roles"),
+    ("iam:PutRolePolicy", "{node_role_arn}", false, "write inline role policies"),
+    ("iam:UpdateAssumeRolePolicy", "{node_role_arn}", false, "change who can assume roles"),
+    ("iam:CreateAccessKey", "arn:{partition}:iam::{account}:user/probe-user", false, "create access keys"),
+    ("ssm:SendCommand", "arn:{partition}:ec2:{region}:{account}:instance/i-0123456789abcdef0", true, "run commands on nodes"),
+    ("ssm:PutParameter", "arn:{partition}:ssm:{region}:{account}:parameter/probe", false, "write SSM parameters"),
+    ("sqs:SendMessage", "{queue_arn}", false, "inject fake interruption events (they make Karpenter delete nodes)"),
+    ("sqs:PurgeQueue", "{queue_arn}", false, "drop pending interruption events"),
+    ("sqs:SetQueueAttributes", "{queue_arn}", false, "change the interruption queue's policy"),
+    ("eks:DeleteCluster", "arn:{partition}:eks:{region}:{account}:cluster/{cluster}", false, "delete the cluster"),
+    ("eks:CreateAccessEntry", "arn:{partition}:eks:{region}:{account}:cluster/{cluster}", false, "grant Kubernetes access"),
+    ("arc-zonal-shift:StartZonalShift", "arn:{partition}:eks:{region}:{account}:cluster/{cluster}", false, "shift traffic away from zones"),
+    ("sts:AssumeRole", "arn:{partition}:iam::{account}:role/probe-role", false, "assume other roles"),
+    ("s3:GetObject", "arn:{partition}:s3:::probe-bucket/secrets.txt", false, "read S3 objects"),
+    ("kms:Decrypt", "arn:{partition}:kms:{region}:{account}:key/11111111-2222-3333-4444-555555555555", false, "decrypt with KMS keys"),
+];
+
+/// Read actions the controller does not need.
+pub const OUTSIDE_READS: &[(&str, &str)] = &[
+    ("ec2:DescribeAvailabilityZones", "*"),
+    ("ec2:DescribeVpcs", "*"),
+    ("ec2:DescribeVolumes", "*"),
+    ("ec2:GetConsoleOutput", "arn:{partition}:ec2:{region}:{account}:instance/i-0123456789abcdef0"),
+    ("ec2:GetPasswordData", "arn:{partition}:ec2:{region}:{account}:instance/i-0123456789abcdef0"),
+    ("iam:GetRole", "{node_role_arn}"),
+    ("iam:ListRoles", "*"),
+    ("ssm:GetParametersByPath", "arn:{partition}:ssm:{region}::parameter/aws/service/*"),
+    ("sqs:GetQueueAttributes", "{queue_arn}"),
+    ("eks:ListClusters", "*"),
+    ("pricing:DescribeServices", "*"),
+];
+
+fn outside(scope: &Scope) -> Vec<Probe> {
+    let mut out = Vec::new();
+    for (action, resource, owned, what) in OUTSIDE_WRITES {
+        let mut req = ambient(Request::new(*action, scope.render(resource)), scope);
+        if *owned {
+            for (k, v) in LAUNCH_TAGS {
+                req = req.with_resource_tag(&scope.render(k), &scope.render(v));
+            }
+        }
+        out.push(Probe {
+            kind: "action-outside-contract",
+            severity: Severity::OverBroad,
+            request: req,
+            why: format!("{action} is not in the contract; it would let the controller {what}"),
+        });
+    }
+    for (action, resource) in OUTSIDE_READS {
+        out.push(Probe {
+            kind: "read-outside-contract",
+            severity: Severity::Note,
+            request: ambient(Request::new(*action, scope.render(resource)), scope),
+            why: format!("{action} is not in the contract (read-only)"),
+        });
+    }
+    out
+}
+
+/// Every probe for a scope, in a stable order.
+pub fn probes(scope: &Scope, calls: &[Call]) -> Vec<Probe> {
+    let mut out = derived(scope, calls);
+    out.extend(targeted(scope));
+    out.extend(outside(scope));
+    out
+}

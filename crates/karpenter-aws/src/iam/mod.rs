@@ -1,0 +1,13 @@
+//! Karpenter's IAM: the call contract, the generated policy and template, the evaluator and the
+//! auditor. See the crate docs for the boundaries.
+
+pub mod audit;
+pub mod cloudformation;
+pub mod contract;
+pub mod eval;
+pub mod generate;
+pub mod policy;
+pub mod scope;
+
+pub use policy::PolicyDocument;
+pub use scope::{Partition, Scope, ScopeError};

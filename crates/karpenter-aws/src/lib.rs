@@ -1,0 +1,20 @@
+//! The AWS side of karpenter-rs.
+//!
+//! Today this crate owns the **IAM story** (module [`iam`]), as pure code:
+//!
+//! * the IAM call contract: every AWS API operation the controller performs, as data, with the
+//!   resource ARNs it touches and the request/resource tags it carries ([`iam::contract`]);
+//! * the least-privilege controller policy generated from that contract ([`iam::generate`]) and
+//!   the getting-started CloudFormation template around it ([`iam::cloudformation`]);
+//! * an IAM policy evaluator ([`iam::eval`]) and an auditor that runs a user's policy against the
+//!   contract and against probes the contract would never make ([`iam::audit`]).
+//!
+//! A later issue adds the EC2 `CloudProvider` (aws-sdk clients, SQS interruption, SSM AMIs,
+//! pricing, instance profiles) next to it. That code must stay inside the contract: every call it
+//! makes has an entry in [`iam::contract::calls`], and a test against the AWS emulator checks
+//! recorded calls against it.
+//!
+//! What the `iam` module must not do: talk to AWS, read the clock, or do any I/O (callers read
+//! policy files and print reports).
+
+pub mod iam;
