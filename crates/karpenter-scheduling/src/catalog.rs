@@ -1,0 +1,280 @@
+//! A NodePool's instance types, indexed for fast narrowing.
+//!
+//! Questions the solver asks thousands of times are answered with bitsets:
+//! - which instance types are compatible with a requirement on key `k` (per-key, per-value
+//!   bitsets, plus a slow path for irregular instance-type requirements);
+//! - which have at least `x` of resource `r` allocatable (per-resource sorted order with
+//!   suffix bitsets, one binary search);
+//! - which have an available offering compatible with the requirements (bitsets per distinct
+//!   offering signature).
+
+use crate::bitset::Bitset;
+use crate::dims::{Dims, Res};
+use crate::hash::{FxHashMap, FxHashSet};
+use crate::input::InstanceType;
+use crate::intern::{Interner, Sym};
+use crate::requirement::Requirement;
+use crate::requirements::Requirements;
+
+/// One offering, compiled.
+#[derive(Debug, Clone)]
+pub struct OfferingInfo {
+    pub requirements: Requirements,
+    pub capacity_type: Sym,
+    pub price: f64,
+    pub available: bool,
+}
+
+/// One instance type, compiled.
+#[derive(Debug, Clone)]
+pub struct ItInfo {
+    pub name: String,
+    pub requirements: Requirements,
+    pub allocatable: Res,
+    pub capacity: Res,
+    pub offerings: Vec<OfferingInfo>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct KeyIndex {
+    /// Instance types that do not define the key (always compatible).
+    undefined: Bitset,
+    /// For instance types whose requirement is a plain `In`, the types listing each value.
+    by_value: FxHashMap<Sym, Bitset>,
+    by_value_list: Vec<(Sym, Bitset)>,
+    /// Instance types with any other requirement shape.
+    irregular: Vec<(usize, Requirement)>,
+}
+
+#[derive(Debug, Clone)]
+struct FitIndex {
+    /// Allocatable amounts in ascending order.
+    sorted: Vec<i64>,
+    /// `suffix[k]`: instance types at sorted positions `k..`.
+    suffix: Vec<Bitset>,
+}
+
+/// The indexed catalog of one NodePool.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub its: Vec<ItInfo>,
+    pub all: Bitset,
+    keys: FxHashMap<Sym, KeyIndex>,
+    fits: Vec<FitIndex>,
+    /// Distinct requirement sets of available offerings, with the types having one.
+    offering_sigs: Vec<(Requirements, Bitset)>,
+    /// Keys that appear in offering requirements.
+    pub offering_keys: FxHashSet<Sym>,
+}
+
+impl Catalog {
+    /// Compiles instance types. `dims` must already hold every resource the solve uses.
+    pub fn build(types: &[InstanceType], interner: &mut Interner, dims: &Dims) -> Catalog {
+        let zone = interner.intern(karpenter_api::labels::ZONE);
+        let ct = interner.intern(karpenter_api::labels::CAPACITY_TYPE);
+        let its: Vec<ItInfo> = types
+            .iter()
+            .map(|it| {
+                let offerings = it
+                    .offerings
+                    .iter()
+                    .map(|o| {
+                        let mut reqs = Requirements::from_specs(&o.requirements, interner);
+                        let z = interner.intern(&o.zone);
+                        let c = interner.intern(&o.capacity_type);
+                        reqs.add(zone, Requirement::is_in([z]), interner);
+                        reqs.add(ct, Requirement::is_in([c]), interner);
+                        OfferingInfo {
+                            requirements: reqs,
+                            capacity_type: c,
+                            price: o.price,
+                            available: o.available,
+                        }
+                    })
+                    .collect();
+                ItInfo {
+                    name: it.name.clone(),
+                    requirements: Requirements::from_specs(&it.requirements, interner),
+                    allocatable: dims.res_known(&it.allocatable()),
+                    capacity: dims.res_known(&it.capacity),
+                    offerings,
+                }
+            })
+            .collect();
+        let n = its.len();
+        let mut keys: FxHashMap<Sym, KeyIndex> = FxHashMap::default();
+        for it in &its {
+            for key in it.requirements.keys() {
+                keys.entry(key).or_insert_with(|| KeyIndex {
+                    undefined: Bitset::empty(n),
+                    ..Default::default()
+                });
+            }
+        }
+        for (i, it) in its.iter().enumerate() {
+            for (key, index) in keys.iter_mut() {
+                match it.requirements.get(*key) {
+                    None => index.undefined.insert(i),
+                    Some(r) if !r.complement && !r.values.is_empty() && r.gte.is_none() && r.lte.is_none() => {
+                        for v in &r.values {
+                            index
+                                .by_value
+                                .entry(*v)
+                                .or_insert_with(|| Bitset::empty(n))
+                                .insert(i);
+                        }
+                    }
+                    Some(r) => index.irregular.push((i, r.clone())),
+                }
+            }
+        }
+        for index in keys.values_mut() {
+            let mut list: Vec<(Sym, Bitset)> =
+                index.by_value.iter().map(|(k, b)| (*k, b.clone())).collect();
+            list.sort_by_key(|(k, _)| *k);
+            index.by_value_list = list;
+        }
+        let fits = (0..dims.len())
+            .map(|d| {
+                let mut order: Vec<usize> = (0..n).collect();
+                order.sort_by_key(|&i| crate::dims::get(&its[i].allocatable, d));
+                let sorted: Vec<i64> = order
+                    .iter()
+                    .map(|&i| crate::dims::get(&its[i].allocatable, d))
+                    .collect();
+                let mut suffix = vec![Bitset::empty(n); n + 1];
+                for k in (0..n).rev() {
+                    let mut b = suffix[k + 1].clone();
+                    b.insert(order[k]);
+                    suffix[k] = b;
+                }
+                FitIndex { sorted, suffix }
+            })
+            .collect();
+        let mut offering_sigs: Vec<(Requirements, Bitset)> = Vec::new();
+        let mut offering_keys = FxHashSet::default();
+        for (i, it) in its.iter().enumerate() {
+            for o in it.offerings.iter().filter(|o| o.available) {
+                offering_keys.extend(o.requirements.keys());
+                match offering_sigs.iter_mut().find(|(r, _)| *r == o.requirements) {
+                    Some((_, b)) => b.insert(i),
+                    None => {
+                        let mut b = Bitset::empty(n);
+                        b.insert(i);
+                        offering_sigs.push((o.requirements.clone(), b));
+                    }
+                }
+            }
+        }
+        Catalog {
+            all: Bitset::full(n),
+            its,
+            keys,
+            fits,
+            offering_sigs,
+            offering_keys,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.its.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.its.is_empty()
+    }
+
+    /// True when some instance type defines `key`.
+    pub fn defines(&self, key: Sym) -> bool {
+        self.keys.contains_key(&key)
+    }
+
+    pub fn defined_keys(&self) -> impl Iterator<Item = Sym> + '_ {
+        self.keys.keys().copied()
+    }
+
+    /// Narrows `bits` to instance types compatible with `req` on `key`.
+    pub fn narrow_by_requirement(&self, bits: &mut Bitset, key: Sym, req: &Requirement, interner: &Interner) {
+        let Some(index) = self.keys.get(&key) else {
+            return;
+        };
+        let mut ok = index.undefined.clone();
+        if req.complement || req.gte.is_some() || req.lte.is_some() {
+            for (v, b) in &index.by_value_list {
+                if req.has(*v, interner) {
+                    ok.or_with(b);
+                }
+            }
+        } else {
+            for v in &req.values {
+                if let Some(b) = index.by_value.get(v) {
+                    ok.or_with(b);
+                }
+            }
+        }
+        for (i, it_req) in &index.irregular {
+            if it_req.compatible_with(req, interner) {
+                ok.insert(*i);
+            }
+        }
+        bits.and_with(&ok);
+    }
+
+    /// Narrows `bits` to instance types compatible with every requirement in `reqs`.
+    pub fn narrow_by_requirements(&self, bits: &mut Bitset, reqs: &Requirements, interner: &Interner) {
+        for (key, req) in reqs.iter() {
+            self.narrow_by_requirement(bits, key, req, interner);
+        }
+    }
+
+    /// Narrows `bits` to instance types with at least `need` allocatable.
+    pub fn narrow_by_fit(&self, bits: &mut Bitset, need: &Res) {
+        for (d, n) in need.iter().enumerate() {
+            if *n <= 0 {
+                continue;
+            }
+            match self.fits.get(d) {
+                Some(index) => {
+                    let k = index.sorted.partition_point(|v| *v < *n);
+                    bits.and_with(&index.suffix[k]);
+                }
+                None => bits.clear(),
+            }
+        }
+    }
+
+    /// Narrows `bits` to instance types with an available offering compatible with `reqs`.
+    pub fn narrow_by_offerings(&self, bits: &mut Bitset, reqs: &Requirements, interner: &Interner) {
+        let mut ok = Bitset::empty(self.its.len());
+        for (sig, b) in &self.offering_sigs {
+            if reqs.intersects(sig, interner).is_ok() {
+                ok.or_with(b);
+            }
+        }
+        bits.and_with(&ok);
+    }
+
+    /// Cheapest available offering of `it` compatible with `reqs`.
+    pub fn cheapest_price(&self, it: usize, reqs: &Requirements, interner: &Interner) -> Option<f64> {
+        self.its.get(it)?
+            .offerings
+            .iter()
+            .filter(|o| o.available && reqs.intersects(&o.requirements, interner).is_ok())
+            .map(|o| o.price)
+            .min_by(f64::total_cmp)
+    }
+
+    /// Capacity types of available offerings of `it` compatible with `reqs`.
+    pub fn capacity_types(&self, it: usize, reqs: &Requirements, interner: &Interner) -> Vec<Sym> {
+        self.its
+            .get(it)
+            .map(|t| {
+                t.offerings
+                    .iter()
+                    .filter(|o| o.available && reqs.intersects(&o.requirements, interner).is_ok())
+                    .map(|o| o.capacity_type)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}

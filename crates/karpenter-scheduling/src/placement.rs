@@ -1,0 +1,457 @@
+//! Placing one pod: on an existing node, on a NodeClaim created earlier in this solve, or on a
+//! new NodeClaim from the first NodePool (in weight order) that can take it.
+
+use std::borrow::Cow;
+
+use crate::bitset::Bitset;
+use crate::dims::{self, Res};
+use crate::hostports;
+use crate::input::MinValuesPolicy;
+use crate::intern::Sym;
+use crate::requirement::Requirement;
+use crate::requirements::Requirements;
+use crate::scheduler::Solver;
+use crate::state::{Attempt, Claim, Reasons};
+use crate::topology::PodView;
+
+/// What adding a pod to a claim would change.
+#[derive(Debug)]
+pub struct ClaimUpdate {
+    pub requirements: Option<Requirements>,
+    pub its: Bitset,
+    pub min_values_relaxed: bool,
+}
+
+impl Solver<'_> {
+    /// The topology domain requirements for a pod on a node with `node` requirements.
+    fn topology_requirements(
+        &self,
+        pi: usize,
+        a: &Attempt,
+        node: &Requirements,
+    ) -> Result<Vec<(Sym, Requirement)>, String> {
+        let mut out = Vec::new();
+        if a.groups.is_empty() {
+            return Ok(out);
+        }
+        let pod = &self.pods[pi];
+        let view = PodView {
+            namespace: pod.namespace,
+            labels: &pod.labels,
+            tolerations: &a.tolerations,
+        };
+        let exists = Requirement::exists();
+        for g in &a.groups {
+            let spec = match g {
+                crate::topology::GroupRef::Owned(i) => &self.topology.groups[*i].spec,
+                crate::topology::GroupRef::Inverse(i) => &self.topology.inverse[*i].spec,
+            };
+            let key = spec.key;
+            let pod_domains = a.strict.get(key).unwrap_or(&exists);
+            let node_domains = node.get(key).unwrap_or(&exists);
+            let domains = self
+                .topology
+                .next_domains(*g, &view, pod_domains, node_domains, &self.interner);
+            if domains.is_empty() {
+                return Err(format!(
+                    "unsatisfiable topology constraint for {}, key={}",
+                    match spec.kind {
+                        crate::topology::GroupKind::Spread => "topology spread",
+                        crate::topology::GroupKind::Affinity => "pod affinity",
+                        crate::topology::GroupKind::AntiAffinity => "pod anti-affinity",
+                    },
+                    self.interner.resolve(key)
+                ));
+            }
+            out.push((key, domains));
+        }
+        Ok(out)
+    }
+
+    /// Tries existing nodes in order; places the pod on the first that accepts it.
+    pub(crate) fn add_to_existing(&mut self, pi: usize, a: &Attempt) -> bool {
+        let pod = &self.pods[pi];
+        let mut chosen = None;
+        for (ni, node) in self.existing.iter().enumerate() {
+            if node.deleting
+                || !dims::fits(&pod.requests, &node.remaining)
+                || crate::taints::first_untolerated(&node.taints, &a.tolerations).is_some()
+                || hostports::conflict(&node.host_ports, &pod.host_ports).is_some()
+                || node
+                    .requirements
+                    .compatible(&a.requirements, &self.strict_keys, &self.interner)
+                    .is_err()
+            {
+                continue;
+            }
+            if !pod.volume_alternatives.is_empty()
+                && !pod.volume_alternatives.iter().any(|v| {
+                    node.requirements
+                        .compatible(v, &self.strict_keys, &self.interner)
+                        .is_ok()
+                })
+            {
+                continue;
+            }
+            let mut merged = node.requirements.clone();
+            merged.add_all(&a.requirements, &self.interner);
+            let Ok(topo) = self.topology_requirements(pi, a, &merged) else {
+                continue;
+            };
+            let mut ok = true;
+            for (k, d) in topo {
+                merged.add(k, d, &self.interner);
+                if merged.get(k).is_some_and(Requirement::is_empty) {
+                    ok = false;
+                }
+            }
+            if ok {
+                chosen = Some((ni, merged));
+                break;
+            }
+        }
+        let Some((ni, merged)) = chosen else {
+            return false;
+        };
+        let pod = &self.pods[pi];
+        let node = &mut self.existing[ni];
+        dims::sub(&mut node.remaining, &pod.requests);
+        node.host_ports.extend(pod.host_ports.iter().cloned());
+        let view = PodView {
+            namespace: pod.namespace,
+            labels: &pod.labels,
+            tolerations: &a.tolerations,
+        };
+        let (taints, ts, index) = (node.taints.clone(), node.taint_set, node.index);
+        self.topology
+            .record(&view, &taints, ts, &merged, &self.strict_keys, &self.interner);
+        self.placements.push((pi, index));
+        true
+    }
+
+    /// Whether a pod fits on a claim, and the claim's state if it is added.
+    pub(crate) fn claim_can_add(&self, claim: &Claim, pi: usize, a: &Attempt) -> Result<ClaimUpdate, String> {
+        let pod = &self.pods[pi];
+        let pool = &self.pools[claim.pool];
+        if let Some(t) = &a.pool_taint[claim.pool] {
+            return Err(format!("did not tolerate taint {t}"));
+        }
+        let total = dims::sum(&claim.requests, &pod.requests);
+        if let Some(d) = dims::first_exceeding(&total, &claim.max_allocatable) {
+            return Err(self.no_instance_type(pi, a, &total, Some(d)));
+        }
+        if let Some(p) = hostports::conflict(&claim.host_ports, &pod.host_ports) {
+            return Err(format!("host port {p} is already in use"));
+        }
+        if let Err(e) = claim
+            .requirements
+            .compatible(&a.requirements, &self.well_known, &self.interner)
+        {
+            return Err(format!("incompatible requirements, {}", e.describe(&self.interner)));
+        }
+        let mut last_err = String::new();
+        let no_volumes = [Requirements::new()];
+        let alternatives: &[Requirements] = if pod.volume_alternatives.is_empty() {
+            &no_volumes
+        } else {
+            &pod.volume_alternatives
+        };
+        for volume in alternatives {
+            let mut merged: Cow<'_, Requirements> = Cow::Borrowed(&claim.requirements);
+            if !a.requirements.is_empty() {
+                merged.to_mut().add_all(&a.requirements, &self.interner);
+            }
+            if !volume.is_empty() {
+                if let Err(e) = merged.compatible(volume, &self.well_known, &self.interner) {
+                    last_err = format!("incompatible volume requirements, {}", e.describe(&self.interner));
+                    continue;
+                }
+                merged.to_mut().add_all(volume, &self.interner);
+            }
+            let topo = match self.topology_requirements(pi, a, &merged) {
+                Ok(t) => t,
+                Err(e) => {
+                    last_err = e;
+                    continue;
+                }
+            };
+            let mut empty_key = None;
+            for (k, d) in topo {
+                if merged.get(k) == Some(&d) {
+                    continue;
+                }
+                let m = merged.to_mut();
+                m.add(k, d, &self.interner);
+                if m.get(k).is_some_and(Requirement::is_empty) {
+                    empty_key = Some(k);
+                }
+            }
+            if let Some(k) = empty_key {
+                last_err = format!(
+                    "unsatisfiable topology constraint, key={}",
+                    self.interner.resolve(k)
+                );
+                continue;
+            }
+            // Narrow instance types by the requirements that changed.
+            let mut its = claim.its.clone();
+            if let Cow::Owned(m) = &merged {
+                let mut offerings_changed = false;
+                for (k, r) in m.iter() {
+                    if claim.requirements.get(k) != Some(r) {
+                        pool.catalog.narrow_by_requirement(&mut its, k, r, &self.interner);
+                        offerings_changed |= pool.catalog.offering_keys.contains(&k);
+                    }
+                }
+                if offerings_changed {
+                    pool.catalog.narrow_by_offerings(&mut its, m, &self.interner);
+                }
+            }
+            if its.is_empty() {
+                last_err = self.no_instance_type(pi, a, &total, None);
+                continue;
+            }
+            let mut fitting = Bitset::empty(pool.catalog.len());
+            for g in &pool.overhead_groups {
+                if hostports::conflict(&g.host_ports, &pod.host_ports).is_some() {
+                    continue;
+                }
+                let mut b = its.clone();
+                b.and_with(&g.its);
+                if b.is_empty() {
+                    continue;
+                }
+                pool.catalog.narrow_by_fit(&mut b, &dims::sum(&total, &g.overhead));
+                fitting.or_with(&b);
+            }
+            if fitting.is_empty() {
+                last_err = self.no_instance_type(pi, a, &total, None);
+                continue;
+            }
+            let mut relaxed = claim.min_values_relaxed;
+            if merged.has_min_values() {
+                match self.check_min_values(claim.pool, &fitting, &merged) {
+                    Ok(()) => {}
+                    Err(lowered) => {
+                        if self.min_values_policy == MinValuesPolicy::Strict {
+                            last_err = format!(
+                                "minValues requirement is not met for {}",
+                                lowered
+                                    .iter()
+                                    .map(|(k, n)| format!("{} (only {n})", self.interner.resolve(*k)))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            );
+                            continue;
+                        }
+                        let m = merged.to_mut();
+                        for (k, n) in lowered {
+                            if let Some(r) = m.get(k) {
+                                let r = r.clone().with_min_values(Some(n));
+                                m.set(k, r);
+                            }
+                        }
+                        relaxed = true;
+                    }
+                }
+            }
+            return Ok(ClaimUpdate {
+                requirements: match merged {
+                    Cow::Owned(m) => Some(m),
+                    Cow::Borrowed(_) => None,
+                },
+                its: fitting,
+                min_values_relaxed: relaxed,
+            });
+        }
+        Err(last_err)
+    }
+
+    /// `Ok` when every minValues holds over `its`, else the achievable count per failing key.
+    fn check_min_values(&self, pool: usize, its: &Bitset, reqs: &Requirements) -> Result<(), Vec<(Sym, u32)>> {
+        let catalog = &self.pools[pool].catalog;
+        let mut short = Vec::new();
+        for (key, req) in reqs.iter() {
+            let Some(min) = req.min_values else {
+                continue;
+            };
+            let mut values: Vec<Sym> = Vec::new();
+            for i in its.iter() {
+                if let Some(r) = catalog.its[i].requirements.get(key)
+                    && !r.complement
+                {
+                    values.extend(r.values.iter().copied());
+                }
+            }
+            values.sort_unstable();
+            values.dedup();
+            let n = u32::try_from(values.len()).unwrap_or(u32::MAX);
+            if n < min {
+                short.push((key, n));
+            }
+        }
+        if short.is_empty() { Ok(()) } else { Err(short) }
+    }
+
+    /// "no instance type satisfies cpu=96, zone=us-east-1d".
+    fn no_instance_type(&self, pi: usize, a: &Attempt, total: &Res, _dim: Option<usize>) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        for (i, v) in total.iter().enumerate() {
+            if *v != 0 && i != dims::PODS {
+                parts.push(format!(
+                    "{}={}",
+                    self.dims.name(i),
+                    crate::quantity::format_millis(i128::from(*v))
+                ));
+            }
+        }
+        let _ = pi;
+        for (k, r) in a.requirements.iter() {
+            match r.single_value() {
+                Some(v) => parts.push(format!("{}={}", self.interner.resolve(k), self.interner.resolve(v))),
+                None => parts.push(format!("{} {}", self.interner.resolve(k), r.describe(&self.interner))),
+            }
+        }
+        format!("no instance type satisfies {}", parts.join(", "))
+    }
+
+    /// Commits a pod to a claim.
+    fn commit_claim(&mut self, ci: usize, pi: usize, a: &Attempt, update: ClaimUpdate) {
+        let pool_idx = self.claims[ci].pool;
+        let claim = &mut self.claims[ci];
+        let pod = &self.pods[pi];
+        if let Some(r) = update.requirements {
+            claim.requirements = r;
+        }
+        claim.its = update.its;
+        claim.min_values_relaxed = update.min_values_relaxed;
+        dims::add(&mut claim.requests, &pod.requests);
+        claim.pods.push(pi);
+        claim.host_ports.extend(pod.host_ports.iter().cloned());
+        let catalog = &self.pools[pool_idx].catalog;
+        let mut max = vec![0; self.dims.len()];
+        for i in claim.its.iter() {
+            dims::max_with(&mut max, &catalog.its[i].allocatable);
+        }
+        claim.max_allocatable = max;
+        let view = PodView {
+            namespace: pod.namespace,
+            labels: &pod.labels,
+            tolerations: &a.tolerations,
+        };
+        let pool = &self.pools[pool_idx];
+        self.topology.record(
+            &view,
+            &pool.spec.taints,
+            pool.taint_set,
+            &self.claims[ci].requirements,
+            &self.well_known,
+            &self.interner,
+        );
+    }
+
+    /// Tries NodeClaims created earlier in this solve, fewest pods first.
+    pub(crate) fn add_to_inflight(&mut self, pi: usize, a: &Attempt) -> bool {
+        let mut found = None;
+        for (_, &ci) in self.order.iter() {
+            if let Ok(update) = self.claim_can_add(&self.claims[ci], pi, a) {
+                found = Some((ci, update));
+                break;
+            }
+        }
+        let Some((ci, update)) = found else {
+            return false;
+        };
+        self.commit_claim(ci, pi, a, update);
+        self.order_bump(ci);
+        true
+    }
+
+    /// Tries a new NodeClaim from each NodePool in weight order.
+    pub(crate) fn add_to_new(&mut self, pi: usize, a: &Attempt) -> Result<(), Reasons> {
+        let mut reasons = Reasons::new();
+        for p in 0..self.pools.len() {
+            let key = format!("nodepool {}", self.pools[p].spec.name);
+            let pool = &self.pools[p];
+            if let Some(d) = &pool.disabled {
+                reasons.insert(key, d.clone());
+                continue;
+            }
+            if pool.nodes_remaining == Some(0) {
+                reasons.insert(key, "nodepool nodes limit reached".into());
+                continue;
+            }
+            let mut its = pool.template_its.clone();
+            if pool.remaining.iter().any(Option::is_some) {
+                for i in pool.template_its.iter() {
+                    let cap = &pool.catalog.its[i].capacity;
+                    if pool
+                        .remaining
+                        .iter()
+                        .enumerate()
+                        .any(|(d, r)| r.is_some_and(|r| dims::get(cap, d) > r))
+                    {
+                        its.remove(i);
+                    }
+                }
+                if its.is_empty() {
+                    reasons.insert(key, "all available instance types exceed limits for nodepool".into());
+                    continue;
+                }
+            }
+            self.hostname_counter += 1;
+            let hostname = self
+                .interner
+                .intern(&format!("hostname-placeholder-{:04}", self.hostname_counter));
+            let pool = &self.pools[p];
+            self.topology.add_domain(self.keys.hostname, hostname, pool.taint_set);
+            let mut requirements = pool.template.clone();
+            requirements.set(self.keys.hostname, Requirement::is_in([hostname]));
+            let mut max = vec![0; self.dims.len()];
+            for i in its.iter() {
+                dims::max_with(&mut max, &pool.catalog.its[i].allocatable);
+            }
+            let claim = Claim {
+                pool: p,
+                hostname,
+                requirements,
+                its,
+                max_allocatable: max,
+                requests: Res::new(),
+                pods: Vec::new(),
+                host_ports: Vec::new(),
+                min_values_relaxed: false,
+                order_key: (0, 0),
+            };
+            match self.claim_can_add(&claim, pi, a) {
+                Ok(update) => {
+                    self.claims.push(claim);
+                    let ci = self.claims.len() - 1;
+                    self.commit_claim(ci, pi, a, update);
+                    self.order_push_back(ci);
+                    let pool = &mut self.pools[p];
+                    let mut max_cap = vec![0; self.dims.len()];
+                    for i in self.claims[ci].its.iter() {
+                        dims::max_with(&mut max_cap, &pool.catalog.its[i].capacity);
+                    }
+                    for (d, r) in pool.remaining.iter_mut().enumerate() {
+                        if let Some(r) = r {
+                            *r = r.saturating_sub(dims::get(&max_cap, d));
+                        }
+                    }
+                    if let Some(n) = pool.nodes_remaining.as_mut() {
+                        *n -= 1;
+                    }
+                    return Ok(());
+                }
+                Err(e) => {
+                    reasons.insert(key, e);
+                }
+            }
+        }
+        if self.pools.is_empty() {
+            reasons.insert("scheduler".into(), "no nodepools are available".into());
+        }
+        Err(reasons)
+    }
+}

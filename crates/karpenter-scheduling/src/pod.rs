@@ -1,0 +1,407 @@
+//! What the solver needs from a pod, compiled once: requests (the Kubernetes `PodRequests` rule),
+//! node selector and node affinity terms, tolerations, pod (anti-)affinity terms, topology
+//! spread constraints and host ports.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinityTerm, Toleration,
+};
+
+use crate::dims::{self, Dims, Res};
+use crate::hostports::HostPort;
+use crate::input::{Operator, PreferencePolicy};
+use crate::intern::{Interner, Sym};
+use crate::output::PodRef;
+use crate::requirement::Requirement;
+use crate::requirements::Requirements;
+use crate::resources::ResourceList;
+use crate::selector::{Labels, NamespaceSet, Selector, intern_labels, label_value};
+
+/// A pod-affinity or anti-affinity term.
+#[derive(Debug, Clone)]
+pub struct AffinityTerm {
+    pub anti: bool,
+    pub required: bool,
+    pub weight: i32,
+    pub key: Sym,
+    pub selector: Option<Selector>,
+    pub namespaces: NamespaceSet,
+}
+
+/// A topology spread constraint.
+#[derive(Debug, Clone)]
+pub struct Spread {
+    pub key: Sym,
+    pub max_skew: i32,
+    pub min_domains: Option<i32>,
+    pub schedule_anyway: bool,
+    pub selector: Option<Selector>,
+    pub honor_affinity: bool,
+    pub honor_taints: bool,
+}
+
+/// A compiled pod.
+#[derive(Debug, Clone)]
+pub struct PodInfo {
+    pub index: usize,
+    pub pod_ref: PodRef,
+    pub namespace: Sym,
+    pub labels: Labels,
+    pub created: i128,
+    pub requests: Res,
+    pub node_selector: Requirements,
+    /// Required node-affinity terms (OR).
+    pub required_terms: Vec<Requirements>,
+    /// Preferred node-affinity terms, heaviest first (stable).
+    pub preferred_terms: Vec<(i32, Requirements)>,
+    pub tolerations: Vec<Toleration>,
+    /// Required terms, then preferred terms heaviest first; affinity and anti-affinity mixed.
+    pub affinity_terms: Vec<AffinityTerm>,
+    pub spreads: Vec<Spread>,
+    pub host_ports: Vec<HostPort>,
+    /// PVC names (namespace-local) the pod mounts.
+    pub claims: Vec<String>,
+    /// Requirement alternatives from volume topology (empty: none).
+    pub volume_alternatives: Vec<Requirements>,
+    pub owned_by_daemonset: bool,
+}
+
+/// The pod cannot be scheduled as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PodError {
+    #[error("invalid resource request: {0}")]
+    Resources(String),
+    #[error("{0}")]
+    Validation(String),
+}
+
+/// Shared compile state.
+#[derive(Debug)]
+pub struct Compiler<'a> {
+    pub interner: &'a mut Interner,
+    pub dims: &'a mut Dims,
+    pub namespaces: &'a BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// Kubernetes `PodRequests`: containers summed, restartable init containers (sidecars) added,
+/// the max with each regular init container (plus sidecars started before it), plus overhead.
+/// Limits stand in for missing requests (API server defaulting).
+pub fn pod_requests(pod: &Pod) -> Result<ResourceList, PodError> {
+    let err = |e: crate::resources::ResourceParseError| PodError::Resources(e.to_string());
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(ResourceList::new());
+    };
+    let container_requests = |c: &k8s_openapi::api::core::v1::Container| -> Result<ResourceList, PodError> {
+        let mut list = ResourceList::new();
+        if let Some(res) = c.resources.as_ref() {
+            if let Some(limits) = res.limits.as_ref() {
+                list = ResourceList::from_k8s(limits).map_err(err)?;
+            }
+            if let Some(requests) = res.requests.as_ref() {
+                for (k, v) in ResourceList::from_k8s(requests).map_err(err)?.iter() {
+                    list.set(k, *v);
+                }
+            }
+        }
+        Ok(list)
+    };
+    let mut reqs = ResourceList::new();
+    for c in &spec.containers {
+        reqs.add(&container_requests(c)?);
+    }
+    let mut sidecars = ResourceList::new();
+    let mut init_max = ResourceList::new();
+    for c in spec.init_containers.iter().flatten() {
+        let r = container_requests(c)?;
+        if c.restart_policy.as_deref() == Some("Always") {
+            reqs.add(&r);
+            sidecars.add(&r);
+            init_max.max_with(&sidecars);
+        } else {
+            let mut tmp = r;
+            tmp.add(&sidecars);
+            init_max.max_with(&tmp);
+        }
+    }
+    reqs.max_with(&init_max);
+    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+        for (k, v) in ResourceList::from_k8s(pod_level).map_err(err)?.iter() {
+            reqs.set(k, *v);
+        }
+    }
+    if let Some(overhead) = spec.overhead.as_ref() {
+        reqs.add(&ResourceList::from_k8s(overhead).map_err(err)?);
+    }
+    reqs.set("pods", crate::Quantity::from_units(1));
+    Ok(reqs)
+}
+
+fn node_selector_requirements(
+    exprs: &[NodeSelectorRequirement],
+    interner: &mut Interner,
+) -> Result<Requirements, PodError> {
+    let mut reqs = Requirements::new();
+    for e in exprs {
+        let op = Operator::parse(&e.operator).ok_or_else(|| {
+            PodError::Validation(format!("unsupported node selector operator {:?}", e.operator))
+        })?;
+        let key = interner.intern(karpenter_api::labels::normalize_label_key(&e.key));
+        let values: Vec<Sym> = e.values.iter().flatten().map(|v| interner.intern(v)).collect();
+        let req = Requirement::new(op, &values, interner);
+        reqs.add(key, req, interner);
+    }
+    Ok(reqs)
+}
+
+fn validate_keys(reqs: &Requirements, interner: &Interner, what: &str) -> Result<(), PodError> {
+    for (key, req) in reqs.iter() {
+        let name = interner.resolve(key);
+        if karpenter_api::labels::is_restricted_label(name) {
+            return Err(PodError::Validation(format!(
+                "{what}: label {name} is restricted; specify a well known label or a custom label that does not use a restricted domain"
+            )));
+        }
+        if name == karpenter_api::labels::NODEPOOL && req.operator() == Operator::DoesNotExist {
+            return Err(PodError::Validation(format!(
+                "{what}: {name} DoesNotExist would never select a Karpenter node"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn term_requirements(
+    term: &NodeSelectorTerm,
+    interner: &mut Interner,
+) -> Result<Requirements, PodError> {
+    if term.match_fields.as_ref().is_some_and(|f| !f.is_empty()) {
+        return Err(PodError::Validation(
+            "node affinity matchFields are not supported".to_string(),
+        ));
+    }
+    let reqs = node_selector_requirements(term.match_expressions.as_deref().unwrap_or(&[]), interner)?;
+    validate_keys(&reqs, interner, "node affinity")?;
+    Ok(reqs)
+}
+
+impl Compiler<'_> {
+    fn namespace_set(
+        &mut self,
+        term: &PodAffinityTerm,
+        own: Sym,
+    ) -> Result<NamespaceSet, PodError> {
+        let mut names: Vec<Sym> = term
+            .namespaces
+            .iter()
+            .flatten()
+            .map(|n| self.interner.intern(n))
+            .collect();
+        if let Some(sel) = term.namespace_selector.as_ref() {
+            let empty = sel.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
+                && sel.match_expressions.as_ref().is_none_or(Vec::is_empty);
+            if empty {
+                return Ok(NamespaceSet::All);
+            }
+            let compiled = Selector::compile(sel, &[], self.interner)
+                .map_err(|e| PodError::Validation(e.to_string()))?;
+            for (name, labels) in self.namespaces {
+                if compiled.matches_map(labels, self.interner) {
+                    names.push(self.interner.intern(name));
+                }
+            }
+        } else if names.is_empty() {
+            names.push(own);
+        }
+        names.sort_unstable();
+        names.dedup();
+        Ok(NamespaceSet::Some(names))
+    }
+
+    fn affinity_term(
+        &mut self,
+        term: &PodAffinityTerm,
+        anti: bool,
+        required: bool,
+        weight: i32,
+        own: Sym,
+    ) -> Result<AffinityTerm, PodError> {
+        let selector = match term.label_selector.as_ref() {
+            Some(sel) => Some(
+                Selector::compile(sel, &[], self.interner)
+                    .map_err(|e| PodError::Validation(e.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok(AffinityTerm {
+            anti,
+            required,
+            weight,
+            key: self.interner.intern(&term.topology_key),
+            selector,
+            namespaces: self.namespace_set(term, own)?,
+        })
+    }
+
+    /// Compiles one pod.
+    pub fn compile(
+        &mut self,
+        index: usize,
+        pod: &Pod,
+        policy: PreferencePolicy,
+    ) -> Result<PodInfo, PodError> {
+        let meta = &pod.metadata;
+        let namespace_name = meta.namespace.clone().unwrap_or_else(|| "default".to_string());
+        let name = meta.name.clone().unwrap_or_default();
+        let uid = meta
+            .uid
+            .clone()
+            .unwrap_or_else(|| format!("{namespace_name}/{name}"));
+        let pod_ref = PodRef {
+            namespace: namespace_name.clone(),
+            name,
+            uid,
+        };
+        let namespace = self.interner.intern(&namespace_name);
+        let labels = intern_labels(meta.labels.as_ref(), self.interner);
+        let created = meta
+            .creation_timestamp
+            .as_ref()
+            .map_or(0, |t| t.0.as_nanosecond());
+        let requests = self.dims.res(&pod_requests(pod)?);
+        let owned_by_daemonset = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.kind == "DaemonSet");
+        let mut info = PodInfo {
+            index,
+            pod_ref,
+            namespace,
+            labels,
+            created,
+            requests,
+            node_selector: Requirements::new(),
+            required_terms: Vec::new(),
+            preferred_terms: Vec::new(),
+            tolerations: Vec::new(),
+            affinity_terms: Vec::new(),
+            spreads: Vec::new(),
+            host_ports: Vec::new(),
+            claims: Vec::new(),
+            volume_alternatives: Vec::new(),
+            owned_by_daemonset,
+        };
+        let Some(spec) = pod.spec.as_ref() else {
+            return Ok(info);
+        };
+        if let Some(sel) = spec.node_selector.as_ref() {
+            info.node_selector = Requirements::from_labels(sel.iter(), self.interner);
+            validate_keys(&info.node_selector, self.interner, "node selector")?;
+        }
+        info.tolerations = spec.tolerations.clone().unwrap_or_default();
+        let affinity = spec.affinity.as_ref();
+        if let Some(na) = affinity.and_then(|a| a.node_affinity.as_ref()) {
+            if let Some(req) = na.required_during_scheduling_ignored_during_execution.as_ref() {
+                for term in &req.node_selector_terms {
+                    info.required_terms.push(term_requirements(term, self.interner)?);
+                }
+            }
+            if policy == PreferencePolicy::Respect {
+                for p in na.preferred_during_scheduling_ignored_during_execution.iter().flatten() {
+                    info.preferred_terms
+                        .push((p.weight, term_requirements(&p.preference, self.interner)?));
+                }
+                info.preferred_terms.sort_by(|a, b| b.0.cmp(&a.0));
+            }
+        }
+        let mut required = Vec::new();
+        let mut preferred = Vec::new();
+        if let Some(pa) = affinity.and_then(|a| a.pod_affinity.as_ref()) {
+            for t in pa.required_during_scheduling_ignored_during_execution.iter().flatten() {
+                required.push(self.affinity_term(t, false, true, 0, namespace)?);
+            }
+            if policy == PreferencePolicy::Respect {
+                for w in pa.preferred_during_scheduling_ignored_during_execution.iter().flatten() {
+                    preferred.push(self.affinity_term(&w.pod_affinity_term, false, false, w.weight, namespace)?);
+                }
+            }
+        }
+        if let Some(pa) = affinity.and_then(|a| a.pod_anti_affinity.as_ref()) {
+            for t in pa.required_during_scheduling_ignored_during_execution.iter().flatten() {
+                required.push(self.affinity_term(t, true, true, 0, namespace)?);
+            }
+            if policy == PreferencePolicy::Respect {
+                for w in pa.preferred_during_scheduling_ignored_during_execution.iter().flatten() {
+                    preferred.push(self.affinity_term(&w.pod_affinity_term, true, false, w.weight, namespace)?);
+                }
+            }
+        }
+        preferred.sort_by(|a, b| b.weight.cmp(&a.weight));
+        info.affinity_terms = required;
+        info.affinity_terms.extend(preferred);
+        for tsc in spec.topology_spread_constraints.iter().flatten() {
+            let schedule_anyway = tsc.when_unsatisfiable == "ScheduleAnyway";
+            if schedule_anyway && policy == PreferencePolicy::Ignore {
+                continue;
+            }
+            let extra: Vec<(Sym, Sym)> = tsc
+                .match_label_keys
+                .iter()
+                .flatten()
+                .filter_map(|k| {
+                    let key = self.interner.intern(k);
+                    label_value(&info.labels, key).map(|v| (key, v))
+                })
+                .collect();
+            let selector = match tsc.label_selector.as_ref() {
+                Some(sel) => Some(
+                    Selector::compile(sel, &extra, self.interner)
+                        .map_err(|e| PodError::Validation(e.to_string()))?,
+                ),
+                None => None,
+            };
+            info.spreads.push(Spread {
+                key: self.interner.intern(&tsc.topology_key),
+                max_skew: tsc.max_skew.max(1),
+                min_domains: tsc.min_domains,
+                schedule_anyway,
+                selector,
+                honor_affinity: tsc.node_affinity_policy.as_deref() != Some("Ignore"),
+                honor_taints: tsc.node_taints_policy.as_deref() == Some("Honor"),
+            });
+        }
+        for c in spec.containers.iter().chain(spec.init_containers.iter().flatten()) {
+            for p in c.ports.iter().flatten() {
+                if let Some(port) = p.host_port.filter(|p| *p > 0) {
+                    info.host_ports.push(HostPort::new(
+                        p.host_ip.as_deref().unwrap_or(""),
+                        port,
+                        p.protocol.as_deref().unwrap_or("TCP"),
+                    ));
+                }
+            }
+        }
+        for v in spec.volumes.iter().flatten() {
+            if let Some(pvc) = v.persistent_volume_claim.as_ref() {
+                info.claims.push(pvc.claim_name.clone());
+            } else if let Some(eph) = v.ephemeral.as_ref()
+                && eph.volume_claim_template.is_some()
+            {
+                // Generic ephemeral volumes are named <pod>-<volume>.
+                info.claims.push(format!("{}-{}", info.pod_ref.name, v.name));
+            }
+        }
+        Ok(info)
+    }
+}
+
+impl PodInfo {
+    pub fn cpu(&self) -> i64 {
+        dims::get(&self.requests, dims::CPU)
+    }
+
+    pub fn memory(&self) -> i64 {
+        dims::get(&self.requests, dims::MEMORY)
+    }
+}

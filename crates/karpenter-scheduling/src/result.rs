@@ -1,0 +1,125 @@
+//! Turning solver state into a [`SolveResult`]: NodeClaims with their instance-type options
+//! ordered by price and truncated, the daemon overhead added to their requests, placements on
+//! existing nodes and reasons for unschedulable pods.
+
+use std::collections::BTreeMap;
+
+use crate::dims;
+use crate::output::{
+    ExistingPlacement, InstanceTypeOption, NewNodeClaim, SolveResult, Unschedulable,
+};
+use crate::requirement::Requirement;
+use crate::scheduler::{Solver, format_reasons};
+
+impl Solver<'_> {
+    /// The decisions of the solve.
+    pub fn result(&self) -> SolveResult {
+        let mut result = SolveResult::default();
+        for claim in &self.claims {
+            let pool = &self.pools[claim.pool];
+            let catalog = &pool.catalog;
+            let mut reqs = claim.requirements.clone();
+            reqs.remove(self.keys.hostname);
+            let mut options: Vec<(usize, f64)> = claim
+                .its
+                .iter()
+                .filter_map(|i| catalog.cheapest_price(i, &reqs, &self.interner).map(|p| (i, p)))
+                .collect();
+            options.sort_by(|a, b| a.1.total_cmp(&b.1));
+            options.truncate(self.input.options.max_instance_types);
+            let mut capacity_types = Vec::new();
+            for (i, _) in &options {
+                capacity_types.extend(catalog.capacity_types(*i, &reqs, &self.interner));
+            }
+            let mut requests = claim.requests.clone();
+            // The smallest daemon overhead among groups that still hold an option.
+            let overhead = pool
+                .overhead_groups
+                .iter()
+                .filter(|g| options.iter().any(|(i, _)| g.its.contains(*i)))
+                .map(|g| g.overhead.clone())
+                .min_by_key(|o| (dims::get(o, dims::CPU), dims::get(o, dims::MEMORY)));
+            if let Some(o) = overhead {
+                dims::add(&mut requests, &o);
+            }
+            let mut it_names: Vec<crate::intern::Sym> = Vec::new();
+            let mut names = Vec::new();
+            for (i, _) in &options {
+                names.push(catalog.its[*i].name.clone());
+            }
+            for n in &names {
+                if let Some(s) = self.interner.get(n) {
+                    it_names.push(s);
+                }
+            }
+            let min_it = reqs.get(self.keys.instance_type).and_then(|r| r.min_values);
+            let mut specs = reqs.to_specs(&self.interner);
+            specs.retain(|s| s.key != karpenter_api::labels::INSTANCE_TYPE && s.key != karpenter_api::labels::CAPACITY_TYPE);
+            specs.push(crate::input::RequirementSpec {
+                key: karpenter_api::labels::INSTANCE_TYPE.into(),
+                operator: crate::input::Operator::In,
+                values: names.clone(),
+                min_values: min_it,
+            });
+            let mut cts: Vec<String> = capacity_types
+                .iter()
+                .map(|c| self.interner.resolve(*c).to_string())
+                .collect();
+            cts.sort();
+            cts.dedup();
+            let ct_min = reqs.get(self.keys.capacity_type).and_then(|r| r.min_values);
+            specs.push(crate::input::RequirementSpec {
+                key: karpenter_api::labels::CAPACITY_TYPE.into(),
+                operator: crate::input::Operator::In,
+                values: cts,
+                min_values: ct_min,
+            });
+            specs.sort_by(|a, b| a.key.cmp(&b.key));
+            let mut labels: BTreeMap<String, String> = pool.spec.labels.clone();
+            for (k, r) in reqs.iter() {
+                if let Some(v) = r.single_value() {
+                    labels.insert(self.interner.resolve(k).to_string(), self.interner.resolve(v).to_string());
+                }
+            }
+            labels.remove(karpenter_api::labels::REGISTERED);
+            labels.remove(karpenter_api::labels::INITIALIZED);
+            result.new_node_claims.push(NewNodeClaim {
+                node_pool: pool.spec.name.clone(),
+                requirements: specs,
+                instance_type_options: options
+                    .iter()
+                    .map(|(i, p)| InstanceTypeOption {
+                        name: catalog.its[*i].name.clone(),
+                        price: *p,
+                    })
+                    .collect(),
+                requests: self.dims.to_list(&requests),
+                pods: claim.pods.iter().map(|p| self.pods[*p].pod_ref.clone()).collect(),
+                min_values_relaxed: claim.min_values_relaxed,
+                labels,
+            });
+            let _ = Requirement::exists;
+        }
+        for (pi, ni) in &self.placements {
+            result.existing_placements.push(ExistingPlacement {
+                pod: self.pods[*pi].pod_ref.clone(),
+                node: self.input.existing_nodes[*ni].name.clone(),
+            });
+        }
+        for (pod, reason) in &self.pod_errors {
+            result.unschedulable.push(Unschedulable {
+                pod: pod.clone(),
+                reason: format!("validation: {reason}"),
+                reasons: vec![("validation".into(), reason.clone())],
+            });
+        }
+        for (pi, reasons) in &self.failures {
+            result.unschedulable.push(Unschedulable {
+                pod: self.pods[*pi].pod_ref.clone(),
+                reason: format_reasons(reasons),
+                reasons: reasons.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            });
+        }
+        result
+    }
+}

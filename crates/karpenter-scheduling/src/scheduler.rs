@@ -1,0 +1,623 @@
+//! The solver: setup (compile pods, DaemonSets, NodePool templates, catalogs, topology and
+//! existing nodes) and the main loop in upstream order.
+//!
+//! Pods are queued by CPU desc, memory desc, creation time, UID. Each popped pod tries existing
+//! nodes (initialized first, then by name), then the NodeClaims created so far (fewest pods first,
+//! stable), then a new NodeClaim per NodePool in weight order. A pod that fails is relaxed one
+//! preference at a time and retried; if it still fails it goes back to the queue unrelaxed. The
+//! loop ends when the queue is empty or a full cycle made no progress.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::catalog::Catalog;
+use crate::daemons::{daemon_compatible, overhead_groups};
+use crate::dims::{self, Dims};
+use crate::hash::FxHashSet;
+use crate::input::{MinValuesPolicy, SolveInput};
+use crate::intern::{Interner, Sym};
+use crate::output::{PodRef, SolveResult};
+use crate::pod::{Compiler, PodInfo};
+use crate::preferences::{self, Relaxation};
+use crate::requirement::Requirement;
+use crate::requirements::Requirements;
+use crate::selector::label_value;
+use crate::state::{Attempt, Claim, ExistingPod, ExistingState, PoolState, Reasons};
+use crate::taints;
+use crate::topology::{GroupKind, GroupRef, GroupSpec, PodView, Topology};
+use crate::volumes::VolumeIndex;
+
+/// Interned well-known keys.
+#[derive(Debug, Clone, Copy)]
+pub struct Keys {
+    pub hostname: Sym,
+    pub zone: Sym,
+    pub capacity_type: Sym,
+    pub instance_type: Sym,
+    pub nodepool: Sym,
+}
+
+/// All state of one solve.
+#[derive(Debug)]
+pub struct Solver<'a> {
+    pub input: &'a SolveInput,
+    pub interner: Interner,
+    pub dims: Dims,
+    pub keys: Keys,
+    pub well_known: FxHashSet<Sym>,
+    pub strict_keys: FxHashSet<Sym>,
+    pub pods: Vec<PodInfo>,
+    pub pod_errors: Vec<(PodRef, String)>,
+    pub daemons: Vec<PodInfo>,
+    pub pools: Vec<PoolState<'a>>,
+    pub existing: Vec<ExistingState>,
+    pub existing_pods: Vec<Vec<ExistingPod>>,
+    pub claims: Vec<Claim>,
+    pub order: BTreeMap<(usize, i64), usize>,
+    pub order_front: i64,
+    pub order_back: i64,
+    pub topology: Topology,
+    pub hostname_counter: usize,
+    pub tolerate_prefer_no_schedule: bool,
+    /// `(pod, existing node index)` placements.
+    pub placements: Vec<(usize, usize)>,
+    /// Pods left unscheduled with their reasons.
+    pub failures: Vec<(usize, Reasons)>,
+    pub min_values_policy: MinValuesPolicy,
+}
+
+/// Runs one scheduling simulation.
+pub fn solve(input: &SolveInput) -> SolveResult {
+    let mut solver = Solver::new(input);
+    solver.run();
+    solver.result()
+}
+
+fn pod_ref(pod: &Pod) -> PodRef {
+    let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    PodRef {
+        uid: pod.metadata.uid.clone().unwrap_or_else(|| format!("{ns}/{name}")),
+        namespace: ns,
+        name,
+    }
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+        || matches!(
+            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Succeeded" | "Failed")
+        )
+}
+
+impl<'a> Solver<'a> {
+    pub fn new(input: &'a SolveInput) -> Self {
+        let mut interner = Interner::new();
+        let mut dims = Dims::default();
+        use karpenter_api::labels as l;
+        let keys = Keys {
+            hostname: interner.intern(l::HOSTNAME),
+            zone: interner.intern(l::ZONE),
+            capacity_type: interner.intern(l::CAPACITY_TYPE),
+            instance_type: interner.intern(l::INSTANCE_TYPE),
+            nodepool: interner.intern(l::NODEPOOL),
+        };
+        let mut well_known: FxHashSet<Sym> = l::WELL_KNOWN_LABELS
+            .iter()
+            .chain(l::AWS_WELL_KNOWN_LABELS)
+            .map(|k| interner.intern(k))
+            .collect();
+        for k in &input.options.extra_well_known_labels {
+            well_known.insert(interner.intern(k));
+        }
+        for pool in &input.node_pools {
+            for name in pool.limits.0.keys() {
+                if name != l::RESOURCE_NODES {
+                    dims.index(name);
+                }
+            }
+        }
+        let namespaces: BTreeMap<String, BTreeMap<String, String>> = input
+            .namespaces
+            .iter()
+            .map(|n| {
+                (
+                    n.metadata.name.clone().unwrap_or_default(),
+                    n.metadata.labels.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let volumes = VolumeIndex::new(
+            &input.persistent_volume_claims,
+            &input.persistent_volumes,
+            &input.storage_classes,
+        );
+        let policy = input.options.preference_policy;
+        let mut pods = Vec::with_capacity(input.pods.len());
+        let mut pod_errors = Vec::new();
+        let mut daemons = Vec::new();
+        {
+            let mut compiler = Compiler {
+                interner: &mut interner,
+                dims: &mut dims,
+                namespaces: &namespaces,
+            };
+            for (i, pod) in input.pods.iter().enumerate() {
+                match compiler.compile(i, pod, policy) {
+                    Ok(mut info) => {
+                        if !info.claims.is_empty() {
+                            match volumes.alternatives(&info.pod_ref.namespace, &info.claims, compiler.interner) {
+                                Ok(alts) => info.volume_alternatives = alts,
+                                Err(e) => {
+                                    pod_errors.push((info.pod_ref.clone(), e));
+                                    continue;
+                                }
+                            }
+                        }
+                        pods.push(info);
+                    }
+                    Err(e) => pod_errors.push((pod_ref(pod), e.to_string())),
+                }
+            }
+            for (i, ds) in input.daemonsets.iter().enumerate() {
+                let template = &ds.spec.template;
+                let pod = Pod {
+                    metadata: template.metadata.clone().unwrap_or_default(),
+                    spec: template.spec.clone(),
+                    status: None,
+                };
+                if let Ok(info) = compiler.compile(i, &pod, crate::input::PreferencePolicy::Ignore) {
+                    daemons.push(info);
+                }
+            }
+        }
+        // Existing nodes.
+        let mut topology = Topology::new(keys.hostname);
+        let mut existing = Vec::new();
+        let mut existing_pods = Vec::new();
+        let pools_by_name: BTreeMap<&str, &crate::input::NodePool> =
+            input.node_pools.iter().map(|p| (p.name.as_str(), p)).collect();
+        let mut inverse_specs: Vec<(GroupSpec, usize, Sym)> = Vec::new();
+        for (ni, node) in input.existing_nodes.iter().enumerate() {
+            let mut reqs = Requirements::from_labels(node.labels.iter(), &mut interner);
+            let host = node
+                .labels
+                .get(l::HOSTNAME)
+                .cloned()
+                .unwrap_or_else(|| node.name.clone());
+            let host = interner.intern(&host);
+            reqs.set(keys.hostname, Requirement::is_in([host]));
+            let pool = node.labels.get(l::NODEPOOL).and_then(|p| pools_by_name.get(p.as_str()));
+            let taints: Vec<_> = node
+                .taints
+                .iter()
+                .filter(|t| {
+                    node.initialized
+                        || !node.labels.contains_key(l::NODEPOOL)
+                        || !(taints::is_ephemeral(t)
+                            || pool.is_some_and(|p| {
+                                p.startup_taints
+                                    .iter()
+                                    .any(|s| s.key == t.key && s.effect == t.effect)
+                            }))
+                })
+                .cloned()
+                .collect();
+            let taint_set = topology.taint_set(&taints);
+            let mut remaining = dims.res_known(&node.allocatable);
+            let mut host_ports = Vec::new();
+            let mut ds_used = dims::Res::new();
+            let mut metas = Vec::new();
+            for p in &node.pods {
+                let mut compiler = Compiler {
+                    interner: &mut interner,
+                    dims: &mut dims,
+                    namespaces: &namespaces,
+                };
+                let Ok(info) = compiler.compile(0, p, crate::input::PreferencePolicy::Ignore) else {
+                    continue;
+                };
+                if is_terminal(p) {
+                    continue;
+                }
+                dims::sub(&mut remaining, &info.requests);
+                host_ports.extend(info.host_ports.iter().cloned());
+                if info.owned_by_daemonset {
+                    dims::add(&mut ds_used, &info.requests);
+                }
+                for t in info.affinity_terms.iter().filter(|t| t.anti && t.required) {
+                    inverse_specs.push((
+                        GroupSpec {
+                            kind: GroupKind::AntiAffinity,
+                            key: t.key,
+                            namespaces: t.namespaces.clone(),
+                            selector: t.selector.clone(),
+                            max_skew: i32::MAX,
+                            min_domains: None,
+                            filter: Default::default(),
+                        },
+                        ni,
+                        t.key,
+                    ));
+                }
+                metas.push(ExistingPod {
+                    namespace: info.namespace,
+                    labels: info.labels,
+                });
+            }
+            let empty = FxHashSet::default();
+            let mut ds_needed = dims::Res::new();
+            for d in &daemons {
+                if daemon_compatible(d, &node.taints, &reqs, &empty, &interner) {
+                    dims::add(&mut ds_needed, &d.requests);
+                }
+            }
+            dims::sub(&mut ds_needed, &ds_used);
+            for v in ds_needed.iter_mut() {
+                *v = (*v).max(0);
+            }
+            dims::sub(&mut remaining, &ds_needed);
+            existing.push(ExistingState {
+                index: ni,
+                name: node.name.clone(),
+                requirements: reqs,
+                taints,
+                taint_set,
+                remaining,
+                host_ports,
+                initialized: node.initialized,
+                deleting: node.deleting,
+            });
+            existing_pods.push(metas);
+        }
+        let mut solver = Solver {
+            input,
+            interner,
+            dims,
+            keys,
+            well_known,
+            strict_keys: FxHashSet::default(),
+            pods,
+            pod_errors,
+            daemons,
+            pools: Vec::new(),
+            existing,
+            existing_pods,
+            claims: Vec::new(),
+            order: BTreeMap::new(),
+            order_front: 0,
+            order_back: 0,
+            topology,
+            hostname_counter: 0,
+            tolerate_prefer_no_schedule: false,
+            placements: Vec::new(),
+            failures: Vec::new(),
+            min_values_policy: input.options.min_values_policy,
+        };
+        solver.build_pools();
+        solver.build_topology(inverse_specs);
+        solver
+            .existing
+            .sort_by(|a, b| b.initialized.cmp(&a.initialized).then_with(|| a.name.cmp(&b.name)));
+        solver
+    }
+
+    fn build_pools(&mut self) {
+        use karpenter_api::labels as l;
+        let input = self.input;
+        let mut order: Vec<&crate::input::NodePool> = input.node_pools.iter().collect();
+        order.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| b.name.cmp(&a.name)));
+        let registered = self.interner.intern(l::REGISTERED);
+        let initialized = self.interner.intern(l::INITIALIZED);
+        let yes = self.interner.intern("true");
+        let catalogs: Vec<Catalog> = order
+            .iter()
+            .map(|p| Catalog::build(input.instance_types_for(&p.name), &mut self.interner, &self.dims))
+            .collect();
+        for c in &catalogs {
+            self.well_known.extend(c.defined_keys());
+            self.well_known.extend(c.offering_keys.iter().copied());
+        }
+        for (spec, catalog) in order.into_iter().zip(catalogs) {
+            let name = self.interner.intern(&spec.name);
+            let mut template = Requirements::from_specs(&spec.requirements, &mut self.interner);
+            let labels = Requirements::from_labels(spec.labels.iter(), &mut self.interner);
+            template.add_all(&labels, &self.interner);
+            template.add(self.keys.nodepool, Requirement::is_in([name]), &self.interner);
+            template.add(registered, Requirement::is_in([yes]), &self.interner);
+            template.add(initialized, Requirement::is_in([yes]), &self.interner);
+            let mut template_its = catalog.all.clone();
+            catalog.narrow_by_requirements(&mut template_its, &template, &self.interner);
+            catalog.narrow_by_offerings(&mut template_its, &template, &self.interner);
+            let disabled = if catalog.is_empty() {
+                Some("no instance types are offered to this nodepool".to_string())
+            } else if template_its.is_empty() {
+                Some("no instance type is compatible with the nodepool requirements".to_string())
+            } else {
+                None
+            };
+            if spec.taints.iter().any(|t| t.effect == "PreferNoSchedule") {
+                self.tolerate_prefer_no_schedule = true;
+            }
+            let overhead_groups = overhead_groups(
+                &self.daemons,
+                &spec.taints,
+                &template,
+                &catalog,
+                &template_its,
+                &self.well_known,
+                &self.interner,
+            );
+            let taint_set = self.topology.taint_set(&spec.taints);
+            // Limits minus what existing nodes of the pool already hold.
+            let mut remaining: Vec<Option<i64>> = vec![None; self.dims.len()];
+            let mut nodes_remaining = None;
+            let pool_nodes: Vec<&crate::input::ExistingNode> = input
+                .existing_nodes
+                .iter()
+                .filter(|n| n.labels.get(l::NODEPOOL) == Some(&spec.name))
+                .collect();
+            for (res, q) in spec.limits.iter() {
+                if res == l::RESOURCE_NODES {
+                    nodes_remaining = Some(q.value().saturating_sub(pool_nodes.len() as i128).clamp(0, i128::from(i64::MAX)) as i64);
+                    continue;
+                }
+                if let Some(d) = self.dims.lookup(res) {
+                    let used: i64 = pool_nodes.iter().map(|n| n.capacity.get(res).millis_i64()).sum();
+                    remaining[d] = Some(q.millis_i64().saturating_sub(used));
+                }
+            }
+            self.pools.push(PoolState {
+                spec,
+                name,
+                catalog,
+                template,
+                template_its,
+                overhead_groups,
+                taint_set,
+                remaining,
+                nodes_remaining,
+                disabled,
+            });
+        }
+    }
+
+    fn build_topology(&mut self, inverse_specs: Vec<(GroupSpec, usize, Sym)>) {
+        // Topology keys in use.
+        let mut keys: FxHashSet<Sym> = FxHashSet::default();
+        keys.insert(self.keys.hostname);
+        for p in &self.pods {
+            keys.extend(p.spreads.iter().map(|s| s.key));
+            keys.extend(p.affinity_terms.iter().map(|t| t.key));
+        }
+        for (s, _, _) in &inverse_specs {
+            keys.insert(s.key);
+        }
+        // Universe from pools and their instance types.
+        for pi in 0..self.pools.len() {
+            let pool = &self.pools[pi];
+            let mut adds: Vec<(Sym, Sym)> = Vec::new();
+            for (key, req) in pool.template.iter() {
+                if keys.contains(&key) && !req.complement {
+                    adds.extend(req.values.iter().map(|v| (key, *v)));
+                }
+            }
+            for it in &pool.catalog.its {
+                for (key, req) in it.requirements.iter() {
+                    if !keys.contains(&key) {
+                        continue;
+                    }
+                    let merged = match pool.template.get(key) {
+                        Some(t) => t.intersection(req, &self.interner),
+                        None => req.clone(),
+                    };
+                    if !merged.complement {
+                        adds.extend(merged.values.iter().map(|v| (key, *v)));
+                    }
+                }
+            }
+            let ts = pool.taint_set;
+            for (k, v) in adds {
+                self.topology.add_domain(k, v, ts);
+            }
+        }
+        for e in &self.existing {
+            for (key, req) in e.requirements.iter() {
+                if keys.contains(&key)
+                    && let Some(v) = req.single_value()
+                {
+                    self.topology.add_domain(key, v, e.taint_set);
+                }
+            }
+        }
+        // Inverse anti-affinity from existing pods.
+        for (spec, node, key) in inverse_specs {
+            let gi = self.topology.inverse_group(spec);
+            if let Some(e) = self.existing.iter().find(|e| e.index == node)
+                && let Some(v) = e.requirements.get(key).and_then(Requirement::single_value)
+            {
+                let ts = e.taint_set;
+                self.topology.record_in(GroupRef::Inverse(gi), v, ts);
+            }
+        }
+        // Groups of every pod as written (unrelaxed), counted from existing pods.
+        for i in 0..self.pods.len() {
+            let relax = Relaxation::new(&self.pods[i]);
+            let tolerations = preferences::tolerations(&self.pods[i], &relax);
+            let specs = preferences::group_specs(&self.pods[i], &relax, &tolerations, &self.interner);
+            for s in specs {
+                self.ensure_group(s);
+            }
+        }
+    }
+
+    /// The group for `spec`, counting existing pods when it is new.
+    pub fn ensure_group(&mut self, spec: GroupSpec) -> usize {
+        let (gi, new) = self.topology.group(spec);
+        if new {
+            let mut hits = Vec::new();
+            let g = &self.topology.groups[gi].spec;
+            for (e, pods) in self.existing.iter().zip(&self.existing_pods) {
+                let Some(domain) = e.requirements.get(g.key).and_then(Requirement::single_value) else {
+                    continue;
+                };
+                if g.kind == GroupKind::Spread
+                    && !g.filter.matches(&e.taints, &e.requirements, &self.strict_keys, &self.interner)
+                {
+                    continue;
+                }
+                for p in pods {
+                    if g.selects(p.namespace, &p.labels, &self.interner) {
+                        hits.push((domain, e.taint_set));
+                    }
+                }
+            }
+            for (d, ts) in hits {
+                self.topology.record_in(GroupRef::Owned(gi), d, ts);
+            }
+        }
+        gi
+    }
+
+    /// Builds what a pod looks like at a relaxation step.
+    pub fn attempt(&mut self, pi: usize, relax: &Relaxation) -> Attempt {
+        let pod = &self.pods[pi];
+        let (requirements, strict) = preferences::requirements(pod, relax, &self.interner);
+        let tolerations = preferences::tolerations(pod, relax);
+        let specs = preferences::group_specs(pod, relax, &tolerations, &self.interner);
+        let mut groups: Vec<GroupRef> = specs
+            .into_iter()
+            .map(|s| GroupRef::Owned(self.ensure_group(s)))
+            .collect();
+        let pod = &self.pods[pi];
+        let view = PodView {
+            namespace: pod.namespace,
+            labels: &pod.labels,
+            tolerations: &tolerations,
+        };
+        groups.extend(self.topology.inverse_for(&view, &self.interner));
+        let pool_taint = self
+            .pools
+            .iter()
+            .map(|p| taints::first_untolerated(&p.spec.taints, &tolerations).map(taints::describe))
+            .collect();
+        Attempt {
+            requirements,
+            strict,
+            tolerations,
+            groups,
+            pool_taint,
+        }
+    }
+
+    /// The main loop.
+    pub fn run(&mut self) {
+        let mut order: Vec<usize> = (0..self.pods.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (pa, pb) = (&self.pods[a], &self.pods[b]);
+            pb.cpu()
+                .cmp(&pa.cpu())
+                .then_with(|| pb.memory().cmp(&pa.memory()))
+                .then_with(|| pa.created.cmp(&pb.created))
+                .then_with(|| pa.pod_ref.uid.cmp(&pb.pod_ref.uid))
+        });
+        let mut queue: VecDeque<usize> = order.into_iter().collect();
+        let mut last_len = vec![0usize; self.pods.len()];
+        let mut errors: Vec<Option<Reasons>> = vec![None; self.pods.len()];
+        let mut base: Vec<Option<Attempt>> = vec![None; self.pods.len()];
+        while let Some(&pi) = queue.front() {
+            if last_len[pi] == queue.len() {
+                break;
+            }
+            queue.pop_front();
+            let attempt = match base[pi].take() {
+                Some(a) => a,
+                None => {
+                    let relax = Relaxation::new(&self.pods[pi]);
+                    self.attempt(pi, &relax)
+                }
+            };
+            match self.try_schedule(pi, &attempt) {
+                Ok(()) => errors[pi] = None,
+                Err(reasons) => {
+                    errors[pi] = Some(reasons);
+                    base[pi] = Some(attempt);
+                    queue.push_back(pi);
+                    last_len[pi] = queue.len();
+                }
+            }
+        }
+        for pi in queue {
+            let reasons = errors[pi].take().unwrap_or_default();
+            self.failures.push((pi, reasons));
+        }
+    }
+
+    /// Tries a pod, relaxing preferences one step at a time.
+    fn try_schedule(&mut self, pi: usize, base: &Attempt) -> Result<(), Reasons> {
+        let mut reasons = match self.add(pi, base) {
+            Ok(()) => return Ok(()),
+            Err(r) => r,
+        };
+        let mut relax = Relaxation::new(&self.pods[pi]);
+        while relax
+            .relax(&self.pods[pi], self.tolerate_prefer_no_schedule)
+            .is_some()
+        {
+            let attempt = self.attempt(pi, &relax);
+            match self.add(pi, &attempt) {
+                Ok(()) => return Ok(()),
+                Err(r) => reasons = r,
+            }
+        }
+        Err(reasons)
+    }
+
+    fn add(&mut self, pi: usize, a: &Attempt) -> Result<(), Reasons> {
+        if self.add_to_existing(pi, a) {
+            return Ok(());
+        }
+        if self.add_to_inflight(pi, a) {
+            return Ok(());
+        }
+        self.add_to_new(pi, a)
+    }
+
+    /// Registers a claim at the back of its pod-count bucket.
+    pub fn order_push_back(&mut self, ci: usize) {
+        self.order_back += 1;
+        let key = (self.claims[ci].pods.len(), self.order_back);
+        self.claims[ci].order_key = key;
+        self.order.insert(key, ci);
+    }
+
+    /// Moves a claim whose pod count grew to the front of its new bucket (what a stable sort
+    /// by pod count does).
+    pub fn order_bump(&mut self, ci: usize) {
+        let old = self.claims[ci].order_key;
+        self.order.remove(&old);
+        self.order_front -= 1;
+        let key = (self.claims[ci].pods.len(), self.order_front);
+        self.claims[ci].order_key = key;
+        self.order.insert(key, ci);
+    }
+
+    /// Label value helper for existing pods.
+    pub fn label(&self, pi: usize, key: Sym) -> Option<Sym> {
+        label_value(&self.pods[pi].labels, key)
+    }
+}
+
+/// Joins reasons as `nodepool a: ...; nodepool b: ...`.
+pub fn format_reasons(reasons: &Reasons) -> String {
+    if reasons.is_empty() {
+        return "no nodepool could launch a node for the pod".into();
+    }
+    reasons
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
