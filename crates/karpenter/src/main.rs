@@ -23,6 +23,8 @@ enum Command {
     Crds(cmd::crds::Args),
     /// Validate NodePool, NodeClaim and EC2NodeClass manifests against the v1 rules.
     Validate(cmd::validate::Args),
+    /// Least-privilege IAM: generate the controller policy or CloudFormation template, audit a policy.
+    Iam(cmd::iam::Args),
 }
 
 fn main() -> ExitCode {
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Crds(args) => cmd::crds::run(args),
         Command::Validate(args) => cmd::validate::run(args),
+        Command::Iam(args) => cmd::iam::run(args),
     };
     match result {
         Ok(code) => code,

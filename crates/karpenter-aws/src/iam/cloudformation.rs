@@ -52,7 +52,12 @@ fn s(v: &str) -> Node {
 }
 
 fn map<const N: usize>(entries: [(&str, Node); N]) -> Node {
-    Node::Map(entries.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    Node::Map(
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
 }
 
 fn sub(v: &str) -> Node {
@@ -108,8 +113,8 @@ pub enum TemplateError {
     Yaml(#[source] serde_saphyr::SerializeError),
 }
 
-/// The template as a tree.
-pub fn template() -> Result<Node, TemplateError> {
+/// The template as a tree; `cluster_name` becomes the ClusterName parameter's default.
+pub fn template(cluster_name: Option<&str>) -> Result<Node, TemplateError> {
     let scope = Scope::cloudformation();
     let mut resources: Vec<(String, Node)> = Vec::new();
 
@@ -144,7 +149,9 @@ pub fn template() -> Result<Node, TemplateError> {
                         Node::List(
                             NODE_ROLE_MANAGED_POLICIES
                                 .iter()
-                                .map(|p| sub(&format!("arn:${{AWS::Partition}}:iam::aws:policy/{p}")))
+                                .map(|p| {
+                                    sub(&format!("arn:${{AWS::Partition}}:iam::aws:policy/{p}"))
+                                })
                                 .collect(),
                         ),
                     ),
@@ -275,20 +282,28 @@ pub fn template() -> Result<Node, TemplateError> {
         ("AWSTemplateFormatVersion", s("2010-09-09")),
         (
             "Description",
-            s("Resources used by karpenter-rs: node role, controller policies, interruption queue and its EventBridge rules"),
+            s(
+                "Resources used by karpenter-rs: node role, controller policies, interruption queue and its EventBridge rules",
+            ),
         ),
         (
             "Parameters",
-            map([(
-                "ClusterName",
-                map([("Type", s("String")), ("Description", s("EKS cluster name"))]),
-            )]),
+            map([("ClusterName", {
+                let mut p = vec![
+                    ("Type".to_string(), s("String")),
+                    ("Description".to_string(), s("EKS cluster name")),
+                ];
+                if let Some(name) = cluster_name {
+                    p.push(("Default".to_string(), s(name)));
+                }
+                Node::Map(p)
+            })]),
         ),
         ("Resources", Node::Map(resources)),
     ]))
 }
 
 /// The template as YAML text.
-pub fn template_yaml() -> Result<String, TemplateError> {
-    serde_saphyr::to_string(&template()?).map_err(TemplateError::Yaml)
+pub fn template_yaml(cluster_name: Option<&str>) -> Result<String, TemplateError> {
+    serde_saphyr::to_string(&template(cluster_name)?).map_err(TemplateError::Yaml)
 }

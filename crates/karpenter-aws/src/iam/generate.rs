@@ -5,8 +5,6 @@
 //! ([`contract::grants`]) rendered for the scope. The same function renders the policy with
 //! concrete values (`karpenter iam policy`) and with CloudFormation references (the template).
 
-use std::collections::BTreeMap;
-
 use super::contract::grants::{Guard, guards};
 use super::contract::{self, Call, PolicyGroup, Sid};
 use super::policy::{Condition, ConditionScalar, OneOrMany, PolicyDocument, Statement};
@@ -18,7 +16,12 @@ pub const MANAGED_POLICY_LIMIT: usize = 6144;
 /// The whole controller policy in one document.
 pub fn controller_policy(scope: &Scope) -> PolicyDocument {
     let calls = contract::calls();
-    PolicyDocument::new(Sid::ALL.iter().map(|sid| statement(*sid, &calls, scope)).collect())
+    PolicyDocument::new(
+        Sid::ALL
+            .iter()
+            .map(|sid| statement(*sid, &calls, scope))
+            .collect(),
+    )
 }
 
 /// The controller policy split like upstream's template: one document per [`PolicyGroup`].
@@ -72,7 +75,7 @@ pub fn statement(sid: Sid, calls: &[Call], scope: &Scope) -> Statement {
         let values = OneOrMany::from_vec(values.into_iter().map(ConditionScalar::from).collect());
         condition
             .entry(op.to_string())
-            .or_insert_with(BTreeMap::new)
+            .or_default()
             .insert(key, values);
     };
     for guard in guards(sid) {
@@ -87,9 +90,11 @@ pub fn statement(sid: Sid, calls: &[Call], scope: &Scope) -> Statement {
                 put(op, scope.render(k), vec![value]);
             }
             Guard::Like(k, v) => put("StringLike", scope.render(k), vec![scope.render(v)]),
-            Guard::EqualsIfExists(k, v) => {
-                put("StringEqualsIfExists", scope.render(k), vec![scope.render(v)])
-            }
+            Guard::EqualsIfExists(k, v) => put(
+                "StringEqualsIfExists",
+                scope.render(k),
+                vec![scope.render(v)],
+            ),
             Guard::AnyOf(k, vs) => put(
                 "StringEquals",
                 scope.render(k),
@@ -156,15 +161,26 @@ mod tests {
             .iter()
             .map(ConditionScalar::as_text)
             .collect();
-        assert_eq!(values, ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]);
+        assert_eq!(
+            values,
+            ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]
+        );
     }
 
     #[test]
     fn a_wildcard_account_turns_an_exact_arn_condition_into_string_like() {
-        let st = statement(Sid::AllowZonalShiftStatusReadOnly, &contract::calls(), &scope());
+        let st = statement(
+            Sid::AllowZonalShiftStatusReadOnly,
+            &contract::calls(),
+            &scope(),
+        );
         assert!(st.condition.as_ref().unwrap().contains_key("StringLike"));
         let pinned = scope().with_account("111122223333").unwrap();
-        let st = statement(Sid::AllowZonalShiftStatusReadOnly, &contract::calls(), &pinned);
+        let st = statement(
+            Sid::AllowZonalShiftStatusReadOnly,
+            &contract::calls(),
+            &pinned,
+        );
         assert!(st.condition.as_ref().unwrap().contains_key("StringEquals"));
     }
 

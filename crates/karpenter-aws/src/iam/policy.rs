@@ -28,10 +28,10 @@ pub enum OneOrMany<T> {
 impl<T> OneOrMany<T> {
     /// A single value stays a scalar; anything else becomes a list.
     pub fn from_vec(mut values: Vec<T>) -> Self {
-        if values.len() == 1 {
-            if let Some(v) = values.pop() {
-                return OneOrMany::One(v);
-            }
+        if values.len() == 1
+            && let Some(v) = values.pop()
+        {
+            return OneOrMany::One(v);
         }
         OneOrMany::Many(values)
     }
@@ -230,7 +230,9 @@ impl PolicyDocument {
                     if s != VERSION_2012 && s != VERSION_2008 {
                         return Err(invalid(
                             "Version",
-                            format!("expected \"{VERSION_2012}\" or \"{VERSION_2008}\", found {s:?}"),
+                            format!(
+                                "expected \"{VERSION_2012}\" or \"{VERSION_2008}\", found {s:?}"
+                            ),
                         ));
                     }
                     version = Some(s);
@@ -296,7 +298,10 @@ fn strings(v: &Value, location: &str) -> Result<OneOrMany<String>, PolicyParseEr
             .map(OneOrMany::Many),
         other => Err(invalid(
             location,
-            format!("expected a string or a list of strings, found {}", kind(other)),
+            format!(
+                "expected a string or a list of strings, found {}",
+                kind(other)
+            ),
         )),
     }
 }
@@ -433,10 +438,7 @@ fn condition(v: &Value, location: &str) -> Result<Condition, PolicyParseError> {
         let Value::Object(keys) = keys else {
             return Err(invalid(
                 op_at,
-                format!(
-                    "expected an object of context keys, found {}",
-                    kind(keys)
-                ),
+                format!("expected an object of context keys, found {}", kind(keys)),
             ));
         };
         let mut entries = BTreeMap::new();

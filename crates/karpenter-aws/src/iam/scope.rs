@@ -306,10 +306,19 @@ mod tests {
     #[test]
     fn defaults_follow_the_account_once_it_is_pinned() {
         let s = Scope::new("demo", "us-west-2", None).unwrap();
-        assert_eq!(s.node_role_arn, "arn:aws:iam::*:role/KarpenterNodeRole-demo");
+        assert_eq!(
+            s.node_role_arn,
+            "arn:aws:iam::*:role/KarpenterNodeRole-demo"
+        );
         let s = s.with_account("111122223333").unwrap();
-        assert_eq!(s.interruption_queue_arn, "arn:aws:sqs:us-west-2:111122223333:demo");
-        assert_eq!(s.node_role_arn, "arn:aws:iam::111122223333:role/KarpenterNodeRole-demo");
+        assert_eq!(
+            s.interruption_queue_arn,
+            "arn:aws:sqs:us-west-2:111122223333:demo"
+        );
+        assert_eq!(
+            s.node_role_arn,
+            "arn:aws:iam::111122223333:role/KarpenterNodeRole-demo"
+        );
     }
 
     #[test]
@@ -319,7 +328,11 @@ mod tests {
         assert!(Scope::new("c", "uswest2", None).is_err());
         let s = Scope::new("c", "us-west-2", None).unwrap();
         assert!(s.clone().with_account("12345").is_err());
-        assert!(s.clone().with_node_role_arn("arn:aws-cn:iam::1:role/x").is_err());
+        assert!(
+            s.clone()
+                .with_node_role_arn("arn:aws-cn:iam::1:role/x")
+                .is_err()
+        );
         assert!(s.with_interruption_queue_arn("my-queue").is_err());
     }
 }

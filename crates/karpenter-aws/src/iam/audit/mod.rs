@@ -71,7 +71,20 @@ fn is_empty_context(c: &Context) -> bool {
     c.iter().next().is_none()
 }
 
-/// A grant broader than the contract (or a note).
+/// One request (or policy element) a finding is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// What this particular request would allow, when the finding's text does not say it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// A grant broader than the contract (or a note). Probes of one family allowed by the same
+/// statements are grouped into one finding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
     pub kind: &'static str,
@@ -79,11 +92,32 @@ pub struct Finding {
     /// The statements responsible, e.g. `Statement[0] (Sid "X")` (with the file name when the
     /// audit covers several documents).
     pub statements: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub action: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resource: Option<String>,
     pub why: String,
+    pub targets: Vec<Target>,
+}
+
+/// Adds a target to the finding with the same kind, reason and statements, or a new finding.
+fn group(
+    findings: &mut Vec<Finding>,
+    kind: &'static str,
+    severity: Severity,
+    statements: Vec<String>,
+    why: &str,
+    target: Target,
+) {
+    match findings
+        .iter_mut()
+        .find(|f| f.kind == kind && f.why == why && f.statements == statements)
+    {
+        Some(f) => f.targets.push(target),
+        None => findings.push(Finding {
+            kind,
+            severity,
+            statements,
+            why: why.to_string(),
+            targets: vec![target],
+        }),
+    }
 }
 
 /// The audit result.
@@ -132,16 +166,17 @@ fn statement_name(policy: &CompiledPolicy, position: usize, several: bool) -> St
 /// Audits `policy` (one or more documents) for `scope`. The scope's account should be concrete
 /// (12 digits) so ARNs look like real requests; see [`infer_account`].
 pub fn audit(policy: &CompiledPolicy, scope: &Scope, options: &AuditOptions) -> Report {
-    let sources: Vec<String> = policy
-        .statements()
-        .iter()
-        .map(|s| s.source.clone())
-        .fold(Vec::new(), |mut acc, s| {
-            if !acc.contains(&s) {
-                acc.push(s);
-            }
-            acc
-        });
+    let sources: Vec<String> =
+        policy
+            .statements()
+            .iter()
+            .map(|s| s.source.clone())
+            .fold(Vec::new(), |mut acc, s| {
+                if !acc.contains(&s) {
+                    acc.push(s);
+                }
+                acc
+            });
     let several = sources.len() > 1;
     let name = |pos: usize| statement_name(policy, pos, several);
     let calls = contract::calls();
@@ -207,26 +242,38 @@ pub fn audit(policy: &CompiledPolicy, scope: &Scope, options: &AuditOptions) -> 
         if eval.decision != Decision::Allow {
             continue;
         }
-        let finding = Finding {
-            kind: probe.kind,
-            severity: probe.severity,
-            statements: eval.applying(Effect::Allow).map(|t| name(t.position)).collect(),
+        let statements = eval
+            .applying(Effect::Allow)
+            .map(|t| name(t.position))
+            .collect();
+        let target = Target {
             action: Some(probe.request.action.clone()),
             resource: Some(probe.request.resource.clone()),
-            why: probe.why.clone(),
+            detail: probe.detail.clone(),
         };
-        match probe.severity {
-            Severity::OverBroad => over_broad.push(finding),
-            Severity::Note => notes.push(finding),
-        }
+        let list = match probe.severity {
+            Severity::OverBroad => &mut over_broad,
+            Severity::Note => &mut notes,
+        };
+        group(
+            list,
+            probe.kind,
+            probe.severity,
+            statements,
+            &probe.why,
+            target,
+        );
     }
     notes.extend(static_notes(policy, &calls, several));
 
+    let requests = |f: &[Finding]| f.iter().map(|f| f.targets.len()).sum::<usize>();
     let summary = format!(
-        "{} missing, {} over-broad, {} notes ({} of {} contract calls allowed, {} probes)",
+        "{} missing, {} over-broad ({} probe requests allowed), {} {} ({} of {} contract calls allowed, {} probes)",
         missing.len(),
         over_broad.len(),
+        requests(&over_broad),
         notes.len(),
+        if notes.len() == 1 { "note" } else { "notes" },
         active.len() - missing.len(),
         active.len(),
         probe_list.len(),
@@ -265,27 +312,35 @@ fn static_notes(policy: &CompiledPolicy, calls: &[Call], several: bool) -> Vec<F
             for a in actions {
                 let lower = a.to_lowercase();
                 if !a.contains(['*', '?']) && !known.contains(&lower) && !probed.contains(&lower) {
-                    out.push(Finding {
-                        kind: "unused-action",
-                        severity: Severity::Note,
-                        statements: vec![label.clone()],
-                        action: Some(a.clone()),
-                        resource: None,
-                        why: format!("{a} is granted but the controller never calls it"),
-                    });
+                    group(
+                        &mut out,
+                        "unused-action",
+                        Severity::Note,
+                        vec![label.clone()],
+                        "grants actions the controller never calls",
+                        Target {
+                            action: Some(a.clone()),
+                            resource: None,
+                            detail: None,
+                        },
+                    );
                 }
             }
         }
         for r in st.resource_patterns().0 {
-            if let Some(why) = placeholder(r) {
-                out.push(Finding {
-                    kind: "placeholder-arn",
-                    severity: Severity::Note,
-                    statements: vec![label.clone()],
-                    action: None,
-                    resource: Some(r.clone()),
-                    why,
-                });
+            if let Some(detail) = placeholder(r) {
+                group(
+                    &mut out,
+                    "placeholder-arn",
+                    Severity::Note,
+                    vec![label.clone()],
+                    "resource ARNs that look like unfilled placeholders match no request",
+                    Target {
+                        action: None,
+                        resource: Some(r.clone()),
+                        detail: Some(detail),
+                    },
+                );
             }
         }
     }
@@ -301,17 +356,13 @@ fn placeholder(arn: &str) -> Option<String> {
     let plain = |s: &str| !s.contains(['*', '?', '$']);
     let (region, account) = (parts[3], parts[4]);
     if plain(region) && !region.is_empty() && !region.ends_with(|c: char| c.is_ascii_digit()) {
-        return Some(format!(
-            "region segment {region:?} is not a region code: a placeholder left in? It matches no request"
-        ));
+        return Some(format!("region {region:?} is not a region code"));
     }
     let account_ok = account.is_empty()
         || account == "aws"
         || (account.len() == 12 && account.bytes().all(|b| b.is_ascii_digit()));
     if plain(account) && !account_ok {
-        return Some(format!(
-            "account segment {account:?} is not a 12-digit account id: a placeholder left in? It matches no request"
-        ));
+        return Some(format!("account {account:?} is not a 12-digit account id"));
     }
     None
 }
@@ -321,10 +372,11 @@ pub fn infer_account(policy: &CompiledPolicy) -> Option<String> {
     let mut accounts = BTreeSet::new();
     for st in policy.statements() {
         for r in st.resource_patterns().0 {
-            if let Some(acct) = r.splitn(6, ':').nth(4) {
-                if acct.len() == 12 && acct.bytes().all(|b| b.is_ascii_digit()) {
-                    accounts.insert(acct.to_string());
-                }
+            if let Some(acct) = r.split(':').nth(4)
+                && acct.len() == 12
+                && acct.bytes().all(|b| b.is_ascii_digit())
+            {
+                accounts.insert(acct.to_string());
             }
         }
     }

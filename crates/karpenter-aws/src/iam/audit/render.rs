@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{Finding, Report};
+use super::{Finding, Report, Target};
 
 pub(super) fn text(r: &Report) -> String {
     let mut out = String::new();
@@ -23,7 +23,10 @@ pub(super) fn text(r: &Report) -> String {
         );
     }
     if !r.missing.is_empty() {
-        let _ = writeln!(out, "\nMISSING: calls the controller makes that the policy denies");
+        let _ = writeln!(
+            out,
+            "\nMISSING: calls the controller makes that the policy denies"
+        );
         for m in &r.missing {
             let _ = writeln!(out, "  {}  ({} on {})", m.id, m.action, m.resource);
             let _ = writeln!(out, "      used by: {}", m.caller);
@@ -59,14 +62,7 @@ fn section(out: &mut String, title: &str, findings: &[Finding]) {
     }
     let _ = writeln!(out, "\n{title}");
     for f in findings {
-        let target = match (&f.action, &f.resource) {
-            (Some(a), Some(r)) => format!("{a} on {r}"),
-            (Some(a), None) => a.clone(),
-            (None, Some(r)) => r.clone(),
-            (None, None) => String::new(),
-        };
-        let _ = writeln!(out, "  [{}] {}", f.kind, target);
-        let _ = writeln!(out, "      {}", f.why);
+        let _ = writeln!(out, "  [{}] {}", f.kind, f.why);
         if !f.statements.is_empty() {
             let verb = match f.kind {
                 "unused-action" | "placeholder-arn" => "in",
@@ -74,5 +70,54 @@ fn section(out: &mut String, title: &str, findings: &[Finding]) {
             };
             let _ = writeln!(out, "      {verb} {}", f.statements.join(", "));
         }
+        for line in target_lines(&f.targets) {
+            let _ = writeln!(out, "      - {line}");
+        }
     }
+}
+
+/// `arn:...:instance/i-1` -> `instance`; `*` stays `*`.
+fn kind(resource: &str) -> &str {
+    match resource.splitn(6, ':').nth(5) {
+        Some(rest) => rest.split('/').next().unwrap_or(rest),
+        None => resource,
+    }
+}
+
+/// Targets without a detail are merged per action (`ec2:RunInstances on instance, volume`).
+fn target_lines(targets: &[Target]) -> Vec<String> {
+    let mut lines: Vec<(String, Vec<String>)> = Vec::new();
+    for t in targets {
+        let action = t.action.clone().unwrap_or_default();
+        let resource = t.resource.as_deref().unwrap_or_default();
+        match (&t.detail, t.action.is_some()) {
+            (Some(d), true) => lines.push((format!("{action} on {}: {d}", kind(resource)), vec![])),
+            (Some(d), false) => lines.push((format!("{resource}: {d}"), vec![])),
+            (None, _) if resource.is_empty() => lines.push((action, vec![])),
+            (None, _) => {
+                let k = kind(resource).to_string();
+                match lines
+                    .iter_mut()
+                    .find(|(a, ks)| *a == action && !ks.is_empty())
+                {
+                    Some((_, ks)) => {
+                        if !ks.contains(&k) {
+                            ks.push(k);
+                        }
+                    }
+                    None => lines.push((action, vec![k])),
+                }
+            }
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(head, kinds)| {
+            if kinds.is_empty() {
+                head
+            } else {
+                format!("{head} on {}", kinds.join(", "))
+            }
+        })
+        .collect()
 }

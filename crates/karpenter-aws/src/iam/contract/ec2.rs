@@ -154,6 +154,7 @@ fn call(
         resource_sample: res.sample,
         request_tags: NONE,
         resource_tags: NONE,
+        creates: false,
         context: NONE,
         sid,
         feature: Feature::Core,
@@ -174,6 +175,7 @@ pub(super) fn calls() -> Vec<Call> {
             resource_sample: "*",
             request_tags: NONE,
             resource_tags: NONE,
+            creates: false,
             context: REGION,
             sid: Sid::AllowRegionalReadActions,
             feature: Feature::Core,
@@ -205,7 +207,8 @@ pub(super) fn calls() -> Vec<Call> {
             &CAPACITY_RESERVATION,
             &PLACEMENT_GROUP,
         ] {
-            out.push(call(
+            // TagSpecifications are request-wide: every resource of the launch sees them.
+            let mut c = call(
                 api,
                 action,
                 res.kind.into(),
@@ -213,7 +216,9 @@ pub(super) fn calls() -> Vec<Call> {
                 Sid::AllowScopedEC2InstanceAccessActions,
                 Access::Write,
                 caller,
-            ));
+            );
+            c.request_tags = LAUNCH_TAGS;
+            out.push(c);
         }
         let mut lt = call(
             api,
@@ -225,9 +230,16 @@ pub(super) fn calls() -> Vec<Call> {
             caller,
         );
         lt.resource_tags = LAUNCH_TAGS;
+        lt.request_tags = LAUNCH_TAGS;
         out.push(lt);
         let created: &[&Res] = if action == "ec2:CreateFleet" {
-            &[&FLEET, &INSTANCE, &VOLUME, &NETWORK_INTERFACE, &SPOT_REQUEST]
+            &[
+                &FLEET,
+                &INSTANCE,
+                &VOLUME,
+                &NETWORK_INTERFACE,
+                &SPOT_REQUEST,
+            ]
         } else {
             &[&INSTANCE, &VOLUME, &NETWORK_INTERFACE, &SPOT_REQUEST]
         };
@@ -242,6 +254,7 @@ pub(super) fn calls() -> Vec<Call> {
                 caller,
             );
             c.request_tags = LAUNCH_TAGS;
+            c.creates = true;
             out.push(c);
         }
     }
@@ -256,6 +269,7 @@ pub(super) fn calls() -> Vec<Call> {
         "launch template provider (one per AMI/kubelet/network group; also EC2NodeClass validation)",
     );
     create_lt.request_tags = LAUNCH_TAGS;
+    create_lt.creates = true;
     out.push(create_lt);
 
     // Tag-on-create: TagSpecifications are authorized as ec2:CreateTags with ec2:CreateAction.
@@ -269,7 +283,13 @@ pub(super) fn calls() -> Vec<Call> {
         (
             "CreateFleet",
             &[("ec2:CreateAction", "CreateFleet")],
-            &[&FLEET, &INSTANCE, &VOLUME, &NETWORK_INTERFACE, &SPOT_REQUEST],
+            &[
+                &FLEET,
+                &INSTANCE,
+                &VOLUME,
+                &NETWORK_INTERFACE,
+                &SPOT_REQUEST,
+            ],
             "instance launch: CreateFleet TagSpecifications (instance, volume, fleet) and launch template TagSpecifications (network-interface, spot-instances-request)",
         ),
         (
@@ -290,6 +310,7 @@ pub(super) fn calls() -> Vec<Call> {
                 caller,
             );
             c.request_tags = LAUNCH_TAGS;
+            c.creates = true;
             c.context = context;
             out.push(c);
         }

@@ -25,14 +25,17 @@ pub enum Guard {
     TagKeys,
 }
 
-const REQ_CLUSTER_OWNED: Guard = Guard::Equals("aws:RequestTag/kubernetes.io/cluster/{cluster}", "owned");
+const REQ_CLUSTER_OWNED: Guard =
+    Guard::Equals("aws:RequestTag/kubernetes.io/cluster/{cluster}", "owned");
 const REQ_CLUSTER_NAME: Guard = Guard::Equals("aws:RequestTag/eks:eks-cluster-name", "{cluster}");
 const REQ_NODEPOOL: Guard = Guard::Like("aws:RequestTag/karpenter.sh/nodepool", "*");
-const RES_CLUSTER_OWNED: Guard = Guard::Equals("aws:ResourceTag/kubernetes.io/cluster/{cluster}", "owned");
+const RES_CLUSTER_OWNED: Guard =
+    Guard::Equals("aws:ResourceTag/kubernetes.io/cluster/{cluster}", "owned");
 const RES_NODEPOOL: Guard = Guard::Like("aws:ResourceTag/karpenter.sh/nodepool", "*");
 const REQ_REGION: Guard = Guard::Equals("aws:RequestTag/topology.kubernetes.io/region", "{region}");
 const REQ_NODECLASS: Guard = Guard::Like("aws:RequestTag/karpenter.k8s.aws/ec2nodeclass", "*");
-const RES_REGION: Guard = Guard::Equals("aws:ResourceTag/topology.kubernetes.io/region", "{region}");
+const RES_REGION: Guard =
+    Guard::Equals("aws:ResourceTag/topology.kubernetes.io/region", "{region}");
 const RES_NODECLASS: Guard = Guard::Like("aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass", "*");
 
 /// The guards of a statement.

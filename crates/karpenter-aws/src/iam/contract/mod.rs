@@ -39,7 +39,8 @@ pub enum Feature {
 }
 
 impl Feature {
-    pub const ALL: &'static [Feature] = &[Feature::Core, Feature::Interruption, Feature::ZonalShift];
+    pub const ALL: &'static [Feature] =
+        &[Feature::Core, Feature::Interruption, Feature::ZonalShift];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -176,6 +177,9 @@ pub struct Call {
     pub request_tags: Tags,
     /// Tags the target resource already carries (`aws:ResourceTag/<k>`).
     pub resource_tags: Tags,
+    /// Whether the call creates the resource (the request tags become its tags), as opposed to
+    /// using or changing an existing one.
+    pub creates: bool,
     /// Other single-valued context keys (`ec2:CreateAction`, `aws:RequestedRegion`, ...).
     pub context: Tags,
     pub sid: Sid,
@@ -225,7 +229,9 @@ pub fn ambient(req: Request, scope: &Scope) -> Request {
         "pricing" => pricing_endpoint_region(&scope.region).to_string(),
         _ => scope.region.clone(),
     };
-    let mut req = req.with("aws:RequestedRegion", region).with("aws:SecureTransport", "true");
+    let mut req = req
+        .with("aws:RequestedRegion", region)
+        .with("aws:SecureTransport", "true");
     if scope.account.len() == 12 && scope.account.bytes().all(|b| b.is_ascii_digit()) {
         req = req.with("aws:PrincipalAccount", scope.account.clone());
     }
@@ -276,7 +282,12 @@ pub fn calls() -> Vec<Call> {
 
 /// The contract entry a recorded request belongs to: same action and a resource inside the
 /// entry's pattern. For checking a provider's real calls against the contract.
-pub fn find<'a>(calls: &'a [Call], scope: &Scope, action: &str, resource: &str) -> Option<&'a Call> {
+pub fn find<'a>(
+    calls: &'a [Call],
+    scope: &Scope,
+    action: &str,
+    resource: &str,
+) -> Option<&'a Call> {
     calls.iter().find(|c| {
         c.action.eq_ignore_ascii_case(action)
             && super::eval::wildcard::Pattern::glob(&scope.render(c.resource_pattern))
@@ -313,7 +324,7 @@ mod tests {
         for c in calls() {
             let req = c.request(&scope);
             assert_eq!(
-                find(&[c.clone()], &scope, c.action, &req.resource).map(Call::id),
+                find(std::slice::from_ref(&c), &scope, c.action, &req.resource).map(Call::id),
                 Some(c.id()),
                 "{}",
                 req.resource

@@ -24,6 +24,7 @@ fn call(
         resource_sample: sample,
         request_tags: NONE,
         resource_tags: NONE,
+        creates: false,
         context: NONE,
         sid,
         feature,
@@ -59,6 +60,7 @@ pub(super) fn calls() -> Vec<Call> {
         "EC2NodeClass instance profile reconciler (spec.role set): new profile under /karpenter/<region>/<cluster>/<uid>/",
     );
     create.request_tags = PROFILE_TAGS;
+    create.creates = true;
     out.push(create);
 
     let mut tag = call(
@@ -73,6 +75,7 @@ pub(super) fn calls() -> Vec<Call> {
     tag.api = "iam:CreateInstanceProfile (with Tags)";
     tag.request_tags = PROFILE_TAGS;
     tag.resource_tags = PROFILE_TAGS;
+    tag.creates = true;
     out.push(tag);
 
     for (action, caller) in [

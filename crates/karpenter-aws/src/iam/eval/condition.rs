@@ -31,7 +31,9 @@ impl ConditionTest {
     pub fn new(operator: Operator, key: &str, values: Vec<String>) -> Result<Self, String> {
         for v in &values {
             let ok = match operator.base.positive() {
-                Base::Null | Base::Bool => v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("false"),
+                Base::Null | Base::Bool => {
+                    v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("false")
+                }
                 Base::NumericEquals
                 | Base::NumericLessThan
                 | Base::NumericLessThanEquals
@@ -139,11 +141,7 @@ pub fn arn_like(pattern: &Pattern, value: &str) -> bool {
         return false;
     }
     let vparts: Vec<&str> = value.splitn(6, ':').collect();
-    vparts.len() == 6
-        && pparts
-            .iter()
-            .zip(vparts)
-            .all(|(p, v)| p.matches(v, false))
+    vparts.len() == 6 && pparts.iter().zip(vparts).all(|(p, v)| p.matches(v, false))
 }
 
 fn numeric(v: &str, p: &str, cmp: impl Fn(f64, f64) -> bool) -> bool {
@@ -276,9 +274,18 @@ mod tests {
     #[test]
     fn arn_wildcards_do_not_cross_colons_before_the_resource_part() {
         let like = |p: &str, v: &str| arn_like(&Pattern::glob(p), v);
-        assert!(like("arn:aws:eks:*:*:cluster/c", "arn:aws:eks:us-west-2:1:cluster/c"));
-        assert!(!like("arn:aws:eks:*:cluster/c", "arn:aws:eks:us-west-2:1:cluster/c"));
-        assert!(like("arn:aws:logs:r:1:log-group:*", "arn:aws:logs:r:1:log-group:g:x"));
+        assert!(like(
+            "arn:aws:eks:*:*:cluster/c",
+            "arn:aws:eks:us-west-2:1:cluster/c"
+        ));
+        assert!(!like(
+            "arn:aws:eks:*:cluster/c",
+            "arn:aws:eks:us-west-2:1:cluster/c"
+        ));
+        assert!(like(
+            "arn:aws:logs:r:1:log-group:*",
+            "arn:aws:logs:r:1:log-group:g:x"
+        ));
         assert!(like("*", "arn:aws:eks:us-west-2:1:cluster/c"));
     }
 }

@@ -257,7 +257,10 @@ pub enum Outcome {
     ActionNotMatched,
     ResourceNotMatched,
     /// Action and resource matched, this condition test failed (the first one that did).
-    ConditionNotMet { operator: String, key: String },
+    ConditionNotMet {
+        operator: String,
+        key: String,
+    },
 }
 
 /// One statement's outcome for one request.

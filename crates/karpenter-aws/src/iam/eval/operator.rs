@@ -143,7 +143,12 @@ fn unknown(name: &str) -> String {
     let hint = Base::ALL
         .iter()
         .find(|b| lower.ends_with(&b.name().to_lowercase()))
-        .map(|b| format!(" (operator names are case-sensitive: did you mean {}?)", b.name()))
+        .map(|b| {
+            format!(
+                " (operator names are case-sensitive: did you mean {}?)",
+                b.name()
+            )
+        })
         .unwrap_or_default();
     format!("unknown condition operator {name:?}{hint}")
 }
@@ -170,7 +175,12 @@ mod tests {
     #[test]
     fn operator_names_parse_into_qualifier_base_and_if_exists() {
         let cases = [
-            ("StringEquals", SetQualifier::Single, Base::StringEquals, false),
+            (
+                "StringEquals",
+                SetQualifier::Single,
+                Base::StringEquals,
+                false,
+            ),
             (
                 "ForAllValues:StringEquals",
                 SetQualifier::ForAllValues,
@@ -194,14 +204,22 @@ mod tests {
         ];
         for (name, set, base, if_exists) in cases {
             let op = Operator::parse(name).unwrap();
-            assert_eq!((op.set, op.base, op.if_exists), (set, base, if_exists), "{name}");
+            assert_eq!(
+                (op.set, op.base, op.if_exists),
+                (set, base, if_exists),
+                "{name}"
+            );
             assert_eq!(op.to_string(), name);
         }
     }
 
     #[test]
     fn bad_operator_names_are_rejected_with_a_hint() {
-        assert!(Operator::parse("stringequals").unwrap_err().contains("did you mean StringEquals"));
+        assert!(
+            Operator::parse("stringequals")
+                .unwrap_err()
+                .contains("did you mean StringEquals")
+        );
         assert!(Operator::parse("StringSorta").is_err());
         assert!(Operator::parse("NullIfExists").is_err());
         assert!(Operator::parse("ForAnyValue:Null").is_err());

@@ -85,8 +85,7 @@ impl Request {
 
     /// Adds a single-valued context key.
     pub fn with(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.context
-            .insert(key, ContextValue::Single(value.into()));
+        self.context.insert(key, ContextValue::Single(value.into()));
         self
     }
 
@@ -114,7 +113,8 @@ impl Request {
         if !keys.iter().any(|k| k == key) {
             keys.push(key.to_string());
         }
-        self.context.insert("aws:TagKeys", ContextValue::Multi(keys));
+        self.context
+            .insert("aws:TagKeys", ContextValue::Multi(keys));
         self
     }
 

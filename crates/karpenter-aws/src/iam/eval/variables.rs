@@ -72,7 +72,12 @@ mod tests {
 
     #[test]
     fn variables_are_replaced_by_literal_text() {
-        let p = expand("arn:aws:s3:::bucket/${aws:PrincipalTag/team}/*", &ctx(), true).unwrap();
+        let p = expand(
+            "arn:aws:s3:::bucket/${aws:PrincipalTag/team}/*",
+            &ctx(),
+            true,
+        )
+        .unwrap();
         assert!(p.matches("arn:aws:s3:::bucket/a*b/file", false));
         assert!(!p.matches("arn:aws:s3:::bucket/aXb/file", false));
     }
