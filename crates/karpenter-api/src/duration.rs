@@ -302,7 +302,16 @@ mod tests {
 
     #[test]
     fn malformed_durations_are_errors_not_panics() {
-        for input in ["", "h", "10", "-1s", "1x", "1..5s", "99999999999999999999h", "1h-"] {
+        for input in [
+            "",
+            "h",
+            "10",
+            "-1s",
+            "1x",
+            "1..5s",
+            "99999999999999999999h",
+            "1h-",
+        ] {
             assert!(parse_go_duration(input).is_err(), "{input}");
         }
     }

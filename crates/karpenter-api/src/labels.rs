@@ -267,8 +267,14 @@ mod tests {
 
     #[test]
     fn deprecated_aliases_normalize_to_current_keys() {
-        assert_eq!(normalize_label_key("failure-domain.beta.kubernetes.io/zone"), ZONE);
-        assert_eq!(normalize_label_key("beta.kubernetes.io/instance-type"), INSTANCE_TYPE);
+        assert_eq!(
+            normalize_label_key("failure-domain.beta.kubernetes.io/zone"),
+            ZONE
+        );
+        assert_eq!(
+            normalize_label_key("beta.kubernetes.io/instance-type"),
+            INSTANCE_TYPE
+        );
         assert_eq!(normalize_label_key("example.com/team"), "example.com/team");
     }
 

@@ -7,6 +7,9 @@
 //! clock and does no I/O. `kube` is used with default features off, for the `CustomResource`
 //! derive only.
 
-pub mod labels;
+pub mod crds;
 pub mod duration;
+pub mod labels;
 pub mod v1;
+pub mod validation;
+pub mod yaml;

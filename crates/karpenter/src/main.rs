@@ -11,7 +11,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "karpenter", version, about = "karpenter-rs: a Kubernetes node autoscaler, API-compatible with Karpenter v1")]
+#[command(
+    name = "karpenter",
+    version,
+    about = "karpenter-rs: a Kubernetes node autoscaler, API-compatible with Karpenter v1"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -37,7 +37,10 @@ impl Operator {
 
     /// True for the numeric comparison operators, which take exactly one integer value.
     pub fn is_numeric(self) -> bool {
-        matches!(self, Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte)
+        matches!(
+            self,
+            Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte
+        )
     }
 }
 

@@ -47,16 +47,29 @@ type SelectorTags = Option<BTreeMap<String, String>>;
     status = "EC2NodeClassStatus",
     derive = "PartialEq",
     doc = "EC2NodeClass is the Schema for the EC2NodeClass API",
-    printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
-    printcolumn(name = "Role", type_ = "string", json_path = ".spec.role", priority = "1"),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "Role",
+        type_ = "string",
+        json_path = ".spec.role",
+        priority = "1"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(
     validation = Rule::new("(has(self.role) && !has(self.instanceProfile)) || (!has(self.role) && has(self.instanceProfile))").message("must specify exactly one of ['role', 'instanceProfile']"),
     validation = Rule::new("(has(oldSelf.role) && has(self.role)) || (has(oldSelf.instanceProfile) && has(self.instanceProfile))").message("changing from 'instanceProfile' to 'role' is not supported. You must delete and recreate this node class if you want to change this."),
     validation = Rule::new("self.amiSelectorTerms.exists(x, has(x.alias)) || has(self.amiFamily)").message("amiFamily must be set if amiSelectorTerms does not contain an alias"),
-    validation = Rule::new("!has(self.amiFamily) || self.amiFamily == 'Custom' || !self.amiSelectorTerms.exists(x, has(x.alias)) || self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == self.amiFamily.lowerAscii())").message("amiFamily must be 'Custom' or match the family of the alias in amiSelectorTerms"),
+    validation = Rule::new("!has(self.amiFamily) || self.amiFamily == 'Custom' || !self.amiSelectorTerms.exists(x, has(x.alias)) || self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+').lowerAscii() == self.amiFamily.lowerAscii())").message("amiFamily must be 'Custom' or match the family of the alias in amiSelectorTerms"),
 )]
 pub struct EC2NodeClassSpec {
     /// Subnets to launch into: terms are ORed, conditions within a term ANDed.
@@ -88,7 +101,11 @@ pub struct EC2NodeClassSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement_group_selector: Option<PlacementGroupSelector>,
     /// Whether to assign a public IPv4 address (default: the subnet's setting).
-    #[serde(default, rename = "associatePublicIPAddress", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "associatePublicIPAddress",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub associate_public_ip_address: Option<bool>,
     /// Number of IPv4 prefixes to assign to the primary network interface.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,7 +171,10 @@ pub struct EC2NodeClassSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detailed_monitoring: Option<bool>,
     /// Instance metadata service options.
-    #[serde(default = "default_metadata_options_some", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default = "default_metadata_options_some",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub metadata_options: Option<MetadataOptions>,
     /// Connection tracking timeouts for the primary interface.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,8 +270,8 @@ pub struct AmiSelectorTerm {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 30), regex(pattern = "^[a-zA-Z0-9]+@.+$"))]
     #[x_kube(
-        validation = Rule::new("self.find('^[^@]+') in ['al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025']").message("family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'"),
-        validation = Rule::new("self.find('^[^@]+') in ['windows2019', 'windows2022', 'windows2025'] ? self.find('[^@]+$') == 'latest' : true").message("windows families may only specify version 'latest'"),
+        validation = Rule::new("self.find('^[^@]+').lowerAscii() in ['al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025']").message("family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'"),
+        validation = Rule::new("self.find('^[^@]+').lowerAscii() in ['windows2019', 'windows2022', 'windows2025'] ? self.find('[^@]+$') == 'latest' : true").message("windows families may only specify version 'latest'"),
     )]
     pub alias: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -295,8 +315,9 @@ impl AmiFamily {
     }
 
     /// The family named by an alias prefix (`al2023` -> AL2023).
+    /// Case-insensitive: `AL2023@latest` and `al2023@latest` name the same family.
     pub fn from_alias_family(family: &str) -> Option<Self> {
-        Some(match family {
+        Some(match family.to_ascii_lowercase().as_str() {
             "al2" => AmiFamily::AL2,
             "al2023" => AmiFamily::AL2023,
             "bottlerocket" => AmiFamily::Bottlerocket,
@@ -351,7 +372,11 @@ pub struct BlockDevice {
     pub iops: Option<i64>,
     #[serde(default, rename = "kmsKeyID", skip_serializing_if = "Option::is_none")]
     pub kms_key_id: Option<String>,
-    #[serde(default, rename = "snapshotID", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "snapshotID",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub snapshot_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput: Option<i64>,

@@ -23,17 +23,62 @@ use crate::duration::{GoDuration, NillableDuration};
     status = "NodeClaimStatus",
     derive = "PartialEq",
     doc = "NodeClaim is the Schema for the NodeClaims API",
-    printcolumn(name = "Type", type_ = "string", json_path = ".metadata.labels.node\\.kubernetes\\.io/instance-type"),
-    printcolumn(name = "Capacity", type_ = "string", json_path = ".metadata.labels.karpenter\\.sh/capacity-type"),
-    printcolumn(name = "Zone", type_ = "string", json_path = ".metadata.labels.topology\\.kubernetes\\.io/zone"),
+    printcolumn(
+        name = "Type",
+        type_ = "string",
+        json_path = ".metadata.labels.node\\.kubernetes\\.io/instance-type"
+    ),
+    printcolumn(
+        name = "Capacity",
+        type_ = "string",
+        json_path = ".metadata.labels.karpenter\\.sh/capacity-type"
+    ),
+    printcolumn(
+        name = "Zone",
+        type_ = "string",
+        json_path = ".metadata.labels.topology\\.kubernetes\\.io/zone"
+    ),
     printcolumn(name = "Node", type_ = "string", json_path = ".status.nodeName"),
-    printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
-    printcolumn(name = "ImageID", type_ = "string", json_path = ".status.imageID", priority = "1"),
-    printcolumn(name = "ID", type_ = "string", json_path = ".status.providerID", priority = "1"),
-    printcolumn(name = "NodePool", type_ = "string", json_path = ".metadata.labels.karpenter\\.sh/nodepool", priority = "1"),
-    printcolumn(name = "NodeClass", type_ = "string", json_path = ".spec.nodeClassRef.name", priority = "1"),
-    printcolumn(name = "Drifted", type_ = "string", json_path = ".status.conditions[?(@.type==\"Drifted\")].status", priority = "1"),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "ImageID",
+        type_ = "string",
+        json_path = ".status.imageID",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "ID",
+        type_ = "string",
+        json_path = ".status.providerID",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "NodePool",
+        type_ = "string",
+        json_path = ".metadata.labels.karpenter\\.sh/nodepool",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "NodeClass",
+        type_ = "string",
+        json_path = ".spec.nodeClassRef.name",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Drifted",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Drifted\")].status",
+        priority = "1"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("self == oldSelf").message("spec is immutable"))]
@@ -75,7 +120,11 @@ pub struct ResourceRequirements {
 pub struct NodeClaimStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
-    #[serde(default, rename = "providerID", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "providerID",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub provider_id: Option<String>,
     #[serde(default, rename = "imageID", skip_serializing_if = "Option::is_none")]
     pub image_id: Option<String>,

@@ -7,7 +7,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
-use super::common::{NodeClassReference, NodeSelectorRequirementWithMinValues, Taint, TemplateMetadata};
+use super::common::{
+    NodeClassReference, NodeSelectorRequirementWithMinValues, Taint, TemplateMetadata,
+};
 use crate::duration::{GoDuration, NillableDuration};
 
 /// Default `spec.template.spec.expireAfter`.
@@ -29,14 +31,48 @@ pub const DEFAULT_BUDGET_NODES: &str = "10%";
     status = "NodePoolStatus",
     derive = "PartialEq",
     doc = "NodePool is the Schema for the NodePools API",
-    scale(spec_replicas_path = ".spec.replicas", status_replicas_path = ".status.nodes"),
-    printcolumn(name = "NodeClass", type_ = "string", json_path = ".spec.template.spec.nodeClassRef.name"),
-    printcolumn(name = "Nodes", type_ = "string", json_path = ".status.resources.nodes"),
-    printcolumn(name = "Ready", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
-    printcolumn(name = "Weight", type_ = "integer", json_path = ".spec.weight", priority = "1"),
-    printcolumn(name = "CPU", type_ = "string", json_path = ".status.resources.cpu", priority = "1"),
-    printcolumn(name = "Memory", type_ = "string", json_path = ".status.resources.memory", priority = "1"),
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.nodes"
+    ),
+    printcolumn(
+        name = "NodeClass",
+        type_ = "string",
+        json_path = ".spec.template.spec.nodeClassRef.name"
+    ),
+    printcolumn(
+        name = "Nodes",
+        type_ = "string",
+        json_path = ".status.resources.nodes"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "Weight",
+        type_ = "integer",
+        json_path = ".spec.weight",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "CPU",
+        type_ = "string",
+        json_path = ".status.resources.cpu",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Memory",
+        type_ = "string",
+        json_path = ".status.resources.memory",
+        priority = "1"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 #[x_kube(
@@ -113,7 +149,9 @@ fn default_consolidate_after() -> NillableDuration {
 }
 
 /// When Karpenter may consolidate nodes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum ConsolidationPolicy {
     /// Only empty nodes are consolidated.
     WhenEmpty,
@@ -135,7 +173,19 @@ impl ConsolidationPolicy {
 }
 
 /// Why a node is voluntarily disrupted; budgets may be limited to some reasons.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum DisruptionReason {
     Underutilized,
     Empty,

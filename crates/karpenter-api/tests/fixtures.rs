@@ -1,0 +1,115 @@
+//! Every fixture under `tests/fixtures/valid` validates clean; every fixture under
+//! `tests/fixtures/invalid` produces each problem its `# validate-expect:` lines name.
+
+use std::path::{Path, PathBuf};
+
+use karpenter_api::validation::{Outcome, validate_document};
+
+fn fixtures(kind: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(kind);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("fixture dir exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no fixtures in {}", dir.display());
+    files
+}
+
+fn problems_of(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).expect("fixture readable");
+    let docs = karpenter_api::yaml::parse_documents(&text).expect("fixture is YAML");
+    docs.iter()
+        .flat_map(|doc| match validate_document(doc) {
+            Outcome::Invalid(errors) => errors.iter().map(ToString::to_string).collect(),
+            Outcome::Valid => vec![],
+            Outcome::Skipped { reason } => vec![format!("skipped: {reason}")],
+        })
+        .collect()
+}
+
+#[test]
+fn every_valid_fixture_validates_without_problems() {
+    for path in fixtures("valid") {
+        let problems = problems_of(&path);
+        assert!(problems.is_empty(), "{}: {problems:#?}", path.display());
+    }
+}
+
+#[test]
+fn every_invalid_fixture_reports_the_problems_it_declares() {
+    for path in fixtures("invalid") {
+        let text = std::fs::read_to_string(&path).expect("fixture readable");
+        let expected: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# validate-expect: "))
+            .collect();
+        assert!(
+            !expected.is_empty(),
+            "{} declares no validate-expect line",
+            path.display()
+        );
+        let problems = problems_of(&path);
+        for want in expected {
+            assert!(
+                problems.iter().any(|p| p.contains(want)),
+                "{}: expected a problem containing {want:?}, got {problems:#?}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn valid_fixtures_round_trip_through_the_types_without_losing_fields() {
+    use karpenter_api::v1::{EC2NodeClass, NodePool};
+    for path in fixtures("valid") {
+        let text = std::fs::read_to_string(&path).expect("fixture readable");
+        for doc in karpenter_api::yaml::parse_documents(&text).expect("yaml") {
+            let reserialized = match doc["kind"].as_str() {
+                Some("NodePool") => serde_json::to_value(
+                    karpenter_api::yaml::from_value::<NodePool>(&doc).expect("typed"),
+                ),
+                Some("EC2NodeClass") => serde_json::to_value(
+                    karpenter_api::yaml::from_value::<EC2NodeClass>(&doc).expect("typed"),
+                ),
+                other => panic!("unexpected kind {other:?} in {}", path.display()),
+            }
+            .expect("serializes");
+            // Every field the user wrote survives (defaults may be added, nothing is lost).
+            assert_subset(&doc, &reserialized, "", &path);
+            // And the typed value is a fixed point: YAML -> types -> YAML -> types is stable.
+            let yaml = karpenter_api::yaml::to_yaml(&reserialized).expect("to yaml");
+            let again = karpenter_api::yaml::parse_documents(&yaml).expect("reparse");
+            assert_eq!(again[0], reserialized, "{}", path.display());
+        }
+    }
+}
+
+fn assert_subset(want: &serde_json::Value, got: &serde_json::Value, at: &str, file: &Path) {
+    match (want, got) {
+        (serde_json::Value::Object(w), serde_json::Value::Object(g)) => {
+            for (k, v) in w {
+                let child = format!("{at}.{k}");
+                let other = g
+                    .get(k)
+                    .unwrap_or_else(|| panic!("{}: {child} lost", file.display()));
+                assert_subset(v, other, &child, file);
+            }
+        }
+        (serde_json::Value::Array(w), serde_json::Value::Array(g)) => {
+            assert_eq!(w.len(), g.len(), "{}: {at} length", file.display());
+            for (i, (a, b)) in w.iter().zip(g).enumerate() {
+                assert_subset(a, b, &format!("{at}[{i}]"), file);
+            }
+        }
+        // Quantities and numbers may be written as numbers or strings.
+        (serde_json::Value::Number(n), serde_json::Value::String(s)) => {
+            assert_eq!(n.to_string(), *s, "{}: {at}", file.display());
+        }
+        _ => assert_eq!(want, got, "{}: {at}", file.display()),
+    }
+}
