@@ -19,7 +19,9 @@
 //! - **Offerings** ([`Offering`]): zone x capacity type per type, with price and availability.
 //!
 //! [`Catalog::instance_types`] ties these together into [`InstanceTypeInfo`]s for a region, its
-//! zones and node-class settings ([`CatalogOptions`]).
+//! zones and node-class settings ([`CatalogOptions`]). With the default feature `scheduling`,
+//! `karpenter_scheduling::InstanceType::from(&info)` turns one into the solver's input
+//! ([`to_scheduling`]); the generator (`crates/xtask`) builds without it.
 //!
 //! # What it must not do
 //!
@@ -61,6 +63,8 @@ pub mod overhead;
 pub mod pricing;
 pub mod resources;
 pub mod shape;
+#[cfg(feature = "scheduling")]
+pub mod to_scheduling;
 
 pub use catalog::{CATALOG_FORMAT, Catalog, CatalogHeader};
 pub use error::{CatalogError, OptionsError, PriceTableError};

@@ -481,3 +481,40 @@ fn a_catalog_renders_back_to_the_embedded_file() {
     };
     assert_eq!(rendered, include_str!("../data/ec2-catalog.jsonl"));
 }
+
+#[cfg(feature = "scheduling")]
+#[test]
+fn every_type_converts_to_the_solvers_input_with_the_same_allocatable() {
+    use karpenter_scheduling::{InstanceType, Quantity};
+
+    let types = resolve(&CatalogOptions::default());
+    for info in types.values() {
+        let converted = InstanceType::from(info);
+        let ours = info.allocatable();
+        let theirs = converted.allocatable();
+        assert_eq!(
+            theirs.get("cpu"),
+            Quantity::from_millis(i128::from(ours.cpu_millis)),
+            "{}",
+            info.name
+        );
+        assert_eq!(
+            theirs.get("memory"),
+            Quantity::from_units(i128::from(ours.memory_bytes)),
+            "{}",
+            info.name
+        );
+        assert_eq!(
+            theirs.get("pods"),
+            Quantity::from_units(i128::from(ours.pods)),
+            "{}",
+            info.name
+        );
+        assert_eq!(
+            converted.offerings.len(),
+            info.offerings.len(),
+            "{}",
+            info.name
+        );
+    }
+}
