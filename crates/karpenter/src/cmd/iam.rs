@@ -178,7 +178,8 @@ fn read_policy(path: &str) -> anyhow::Result<PolicyDocument> {
     } else {
         std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?
     };
-    PolicyDocument::parse(&text).with_context(|| format!("{path}: invalid IAM policy"))
+    let name = if path == "-" { "stdin" } else { path };
+    PolicyDocument::parse(&text).with_context(|| format!("{name}: invalid IAM policy"))
 }
 
 fn run_audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
