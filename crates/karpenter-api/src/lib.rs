@@ -10,6 +10,7 @@
 pub mod crds;
 pub mod duration;
 pub mod labels;
+pub mod schedule;
 pub mod v1;
 pub mod validation;
 pub mod yaml;

@@ -327,32 +327,7 @@ pub fn validate_resource_list(
 
 /// A cron schedule as upstream parses it (robfig/cron standard: 5 fields or a macro, UTC).
 pub fn validate_cron(schedule: &str) -> Result<(), String> {
-    let trimmed = schedule.trim();
-    let expr = match trimmed {
-        "@annually" | "@yearly" => "0 0 1 1 *",
-        "@monthly" => "0 0 1 * *",
-        "@weekly" => "0 0 * * 0",
-        "@daily" | "@midnight" => "0 0 * * *",
-        "@hourly" => "0 * * * *",
-        other if other.starts_with('@') => {
-            return Err(format!(
-                "unknown schedule macro {other:?} (expected @annually, @yearly, @monthly, @weekly, @daily, @midnight or @hourly)"
-            ));
-        }
-        other => other,
-    };
-    let fields = expr.split_whitespace().count();
-    if fields != 5 {
-        return Err(format!(
-            "a cron schedule has 5 fields (minute hour day-of-month month day-of-week), found {fields}"
-        ));
-    }
-    croner::parser::CronParser::builder()
-        .seconds(croner::parser::Seconds::Disallowed)
-        .build()
-        .parse(expr)
-        .map(|_| ())
-        .map_err(|e| format!("invalid cron schedule {schedule:?}: {e}"))
+    crate::schedule::parse_schedule(schedule).map(|_| ())
 }
 
 #[cfg(test)]
