@@ -59,7 +59,8 @@ struct ScopeArgs {
     /// AWS partition [default: the region's].
     #[arg(long, value_enum)]
     partition: Option<PartitionArg>,
-    /// 12-digit account id for IAM, EKS and SQS ARNs.
+    /// 12-digit account id for IAM, EKS and SQS ARNs [policy: `*`; audit: the one account the
+    /// policy's ARNs name, else 111122223333].
     #[arg(long)]
     account_id: Option<String>,
     /// Interruption queue ARN [default: the queue named after the cluster].

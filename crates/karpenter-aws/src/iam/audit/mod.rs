@@ -63,6 +63,9 @@ pub struct Missing {
     pub denied_by: Vec<String>,
     /// Closest Allow statements and why they did not apply.
     pub hints: Vec<Hint>,
+    /// The flag that names this resource, when the audit used its default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flag: Option<&'static str>,
     #[serde(skip_serializing_if = "is_empty_context")]
     pub context: Context,
 }
@@ -230,6 +233,11 @@ pub fn audit(policy: &CompiledPolicy, scope: &Scope, options: &AuditOptions) -> 
             decision: eval.decision,
             denied_by,
             hints,
+            flag: match call.resource_sample {
+                "{node_role_arn}" => Some("--node-role-arn"),
+                "{queue_arn}" => Some("--interruption-queue-arn"),
+                _ => None,
+            },
             context: req.context.clone(),
         });
     }

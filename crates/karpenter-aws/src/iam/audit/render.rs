@@ -39,6 +39,9 @@ pub(super) fn text(r: &Report) -> String {
             for h in &m.hints {
                 let _ = writeln!(out, "      closest: {}: {}", h.statement, h.reason);
             }
+            if let Some(flag) = m.flag {
+                let _ = writeln!(out, "      (is yours named differently? pass {flag})");
+            }
             let _ = writeln!(
                 out,
                 "      the generated policy grants it in {}",
