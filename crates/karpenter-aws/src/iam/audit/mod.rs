@@ -12,6 +12,7 @@
 //!
 //! The exit status (decided by the caller) is 1 when anything is missing.
 
+mod outside;
 pub mod probes;
 mod render;
 
@@ -305,7 +306,7 @@ pub fn audit(policy: &CompiledPolicy, scope: &Scope, options: &AuditOptions) -> 
 /// Literal actions nobody calls, and placeholder-looking ARNs.
 fn static_notes(policy: &CompiledPolicy, calls: &[Call], several: bool) -> Vec<Finding> {
     let known: BTreeSet<String> = calls.iter().map(|c| c.action.to_lowercase()).collect();
-    let probed: BTreeSet<String> = probes::OUTSIDE_READS
+    let probed: BTreeSet<String> = outside::OUTSIDE_READS
         .iter()
         .map(|(a, _)| a.to_lowercase())
         .collect();
