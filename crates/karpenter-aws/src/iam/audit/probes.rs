@@ -3,8 +3,8 @@
 //! Most probes are derived from the contract by changing one thing a guard protects:
 //! the ownership tags on the target (another cluster's resource, an untagged one), the tags a
 //! create writes, the region, the `ec2:CreateAction` of a CreateTags, the role passed. The rest
-//! (in `outside.rs`) are actions outside the contract: writes that would let the controller escalate or destroy
-//! (over-broad), and reads it does not need (notes).
+//! (in `outside.rs`) are actions outside the contract: writes that would let the controller
+//! escalate or destroy (over-broad), and reads it does not need (notes).
 
 use std::collections::BTreeSet;
 
