@@ -34,12 +34,12 @@ pub fn cpu_millis(shape: &InstanceShape) -> i64 {
 pub fn memory_bytes(shape: &InstanceShape, vm_memory_overhead_percent: f64) -> i64 {
     let mut mib = i64::try_from(shape.memory_mib).unwrap_or(i64::MAX / MIB);
     if shape.architectures.first() == Some(&Architecture::Arm64) {
-        mib -= ARM64_RESERVED_MIB;
+        mib = mib.saturating_sub(ARM64_RESERVED_MIB);
     }
-    let bytes = mib * MIB;
+    let bytes = mib.saturating_mul(MIB);
     // Upstream: ceil(float64(bytes) * percent / 1024 / 1024), in this order.
     let overhead_mib = (bytes as f64 * vm_memory_overhead_percent / 1024.0 / 1024.0).ceil() as i64;
-    bytes - overhead_mib * MIB
+    bytes.saturating_sub(overhead_mib.saturating_mul(MIB))
 }
 
 /// Max pods from the default network card's ENIs:
@@ -49,7 +49,9 @@ pub fn eni_limited_pods(shape: &InstanceShape, reserved_enis: u32) -> i64 {
     if usable == 0 {
         return 0;
     }
-    usable * (i64::from(shape.ipv4_per_eni) - 1) + 2
+    usable
+        .saturating_mul(i64::from(shape.ipv4_per_eni) - 1)
+        .saturating_add(2)
 }
 
 /// The `pods` capacity: kubelet `maxPods` if set, else ENI-limited pods; then capped at
@@ -65,7 +67,7 @@ pub fn pods(shape: &InstanceShape, options: &CatalogOptions) -> i64 {
         && per_core > 0
         && options.ami_family.pods_per_core_enabled()
     {
-        count = count.min(i64::from(per_core) * i64::from(shape.vcpus));
+        count = count.min(i64::from(per_core).saturating_mul(i64::from(shape.vcpus)));
     }
     count
 }
@@ -83,9 +85,9 @@ pub fn pods_for_memory_overhead(shape: &InstanceShape, options: &CatalogOptions)
 /// The local instance store (decimal GB) with `instanceStorePolicy: RAID0`, else the root volume.
 pub fn ephemeral_storage_bytes(shape: &InstanceShape, options: &CatalogOptions) -> i64 {
     match &shape.instance_store {
-        Some(store) if options.instance_store_raid0 => {
-            i64::try_from(store.total_gb).unwrap_or(0) * 1_000_000_000
-        }
+        Some(store) if options.instance_store_raid0 => i64::try_from(store.total_gb)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(1_000_000_000),
         _ => options.effective_root_volume_bytes(),
     }
 }
@@ -93,10 +95,11 @@ pub fn ephemeral_storage_bytes(shape: &InstanceShape, options: &CatalogOptions) 
 /// GPUs by manufacturer (`nvidia.com/gpu`, `amd.com/gpu`, `habana.ai/gaudi`), Neuron devices and
 /// cores, and EFA interfaces. Zero amounts are left out.
 pub fn extended_resources(shape: &InstanceShape) -> BTreeMap<String, i64> {
-    let mut extended = BTreeMap::new();
+    let mut extended: BTreeMap<String, i64> = BTreeMap::new();
     let mut add = |name: &str, amount: i64| {
         if amount > 0 {
-            *extended.entry(name.to_string()).or_insert(0) += amount;
+            let entry = extended.entry(name.to_string()).or_insert(0);
+            *entry = (*entry).saturating_add(amount);
         }
     };
     for gpu in &shape.gpus {
@@ -113,7 +116,7 @@ pub fn extended_resources(shape: &InstanceShape) -> BTreeMap<String, i64> {
         add(labels::RESOURCE_AWS_NEURON, i64::from(first.count));
         add(
             labels::RESOURCE_AWS_NEURON_CORE,
-            i64::from(first.count) * i64::from(first.cores),
+            i64::from(first.count).saturating_mul(i64::from(first.cores)),
         );
     }
     add(labels::RESOURCE_EFA, i64::from(shape.efa_interfaces));

@@ -133,10 +133,34 @@ impl Catalog {
         Ok(Self::assemble(header, shapes, origin))
     }
 
-    /// A catalog from already validated shapes (used by the generator); prices come from the
-    /// shapes' `price` fields.
-    pub fn from_shapes(header: CatalogHeader, shapes: Vec<InstanceShape>) -> Self {
-        Self::assemble(header, shapes, "catalog")
+    /// A catalog from shapes built in code (the generator uses this); prices come from the
+    /// shapes' `price` fields. Shapes are validated and names must be unique; `origin` names the
+    /// source in errors, where `line` is the line the entry would have in the rendered file.
+    pub fn from_shapes(
+        origin: &str,
+        header: CatalogHeader,
+        shapes: Vec<InstanceShape>,
+    ) -> Result<Self, CatalogError> {
+        let mut first_line: BTreeMap<String, usize> = BTreeMap::new();
+        for (index, shape) in shapes.iter().enumerate() {
+            let line = index + 2;
+            shape.validate().map_err(|problem| CatalogError::Entry {
+                origin: origin.to_string(),
+                line,
+                entry: shape.name.clone(),
+                field: problem.field,
+                message: problem.message,
+            })?;
+            if let Some(first) = first_line.insert(shape.name.clone(), line) {
+                return Err(CatalogError::Duplicate {
+                    origin: origin.to_string(),
+                    line,
+                    first_line: first,
+                    entry: shape.name.clone(),
+                });
+            }
+        }
+        Ok(Self::assemble(header, shapes, origin))
     }
 
     fn assemble(mut header: CatalogHeader, mut shapes: Vec<InstanceShape>, origin: &str) -> Self {

@@ -69,7 +69,9 @@ pub fn kube_reserved_cpu_millis(cpu_millis: i64) -> i64 {
 
 /// Kube-reserved memory: `(11 x pods + 255)` MiB.
 pub fn kube_reserved_memory_bytes(pods: i64) -> i64 {
-    (11 * pods + 255) * MIB
+    pods.saturating_mul(11)
+        .saturating_add(255)
+        .saturating_mul(MIB)
 }
 
 /// Kube-reserved: the tiered CPU formula, `11 x pods + 255` MiB of memory and 1Gi of ephemeral

@@ -27,34 +27,41 @@ pub struct Resources {
 }
 
 impl Resources {
-    /// Adds `other` to `self`, resource by resource.
+    /// Adds `other` to `self`, resource by resource (saturating).
     pub fn plus(&self, other: &Resources) -> Resources {
         let mut extended = self.extended.clone();
         for (name, amount) in &other.extended {
-            *extended.entry(name.clone()).or_insert(0) += amount;
+            let entry = extended.entry(name.clone()).or_insert(0);
+            *entry = entry.saturating_add(*amount);
         }
         extended.retain(|_, amount| *amount != 0);
         Resources {
-            cpu_millis: self.cpu_millis + other.cpu_millis,
-            memory_bytes: self.memory_bytes + other.memory_bytes,
-            ephemeral_storage_bytes: self.ephemeral_storage_bytes + other.ephemeral_storage_bytes,
-            pods: self.pods + other.pods,
+            cpu_millis: self.cpu_millis.saturating_add(other.cpu_millis),
+            memory_bytes: self.memory_bytes.saturating_add(other.memory_bytes),
+            ephemeral_storage_bytes: self
+                .ephemeral_storage_bytes
+                .saturating_add(other.ephemeral_storage_bytes),
+            pods: self.pods.saturating_add(other.pods),
             extended,
         }
     }
 
-    /// Subtracts `other` from `self`, resource by resource (the result may be negative).
+    /// Subtracts `other` from `self`, resource by resource (saturating; the result may be
+    /// negative).
     pub fn minus(&self, other: &Resources) -> Resources {
         let mut extended = self.extended.clone();
         for (name, amount) in &other.extended {
-            *extended.entry(name.clone()).or_insert(0) -= amount;
+            let entry = extended.entry(name.clone()).or_insert(0);
+            *entry = entry.saturating_sub(*amount);
         }
         extended.retain(|_, amount| *amount != 0);
         Resources {
-            cpu_millis: self.cpu_millis - other.cpu_millis,
-            memory_bytes: self.memory_bytes - other.memory_bytes,
-            ephemeral_storage_bytes: self.ephemeral_storage_bytes - other.ephemeral_storage_bytes,
-            pods: self.pods - other.pods,
+            cpu_millis: self.cpu_millis.saturating_sub(other.cpu_millis),
+            memory_bytes: self.memory_bytes.saturating_sub(other.memory_bytes),
+            ephemeral_storage_bytes: self
+                .ephemeral_storage_bytes
+                .saturating_sub(other.ephemeral_storage_bytes),
+            pods: self.pods.saturating_sub(other.pods),
             extended,
         }
     }

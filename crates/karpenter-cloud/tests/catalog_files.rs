@@ -163,3 +163,56 @@ fn invalid_options_are_rejected_before_any_work() {
         Some("invalid catalog option `spot_discount`: must be at least 0 and below 1, got 1.5")
     );
 }
+
+fn m5_large_shape() -> karpenter_cloud::InstanceShape {
+    match serde_json::from_str(M5_LARGE) {
+        Ok(shape) => shape,
+        Err(error) => panic!("{error}"),
+    }
+}
+
+#[test]
+fn shapes_built_in_code_are_validated_too() {
+    let header = parse(HEADER).header().clone();
+    let mut bad = m5_large_shape();
+    bad.vcpus = 0;
+    let message = Catalog::from_shapes("generator", header.clone(), vec![bad])
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        message.as_deref(),
+        Some(
+            "generator: line 2: instance type m5.large: field `vcpus`: must be between 1 and 1048576, got 0"
+        )
+    );
+    let duplicate = Catalog::from_shapes(
+        "generator",
+        header,
+        vec![m5_large_shape(), m5_large_shape()],
+    )
+    .err()
+    .map(|e| e.to_string());
+    assert_eq!(
+        duplicate.as_deref(),
+        Some("generator: line 3: instance type m5.large is listed twice (first on line 2)")
+    );
+}
+
+#[test]
+fn extreme_shapes_saturate_instead_of_overflowing() {
+    let mut shape = m5_large_shape();
+    shape.max_enis = u32::MAX;
+    shape.ipv4_per_eni = u32::MAX;
+    shape.memory_mib = u64::MAX;
+    let mut prices = PriceTable::new("us-east-1", "test");
+    prices.set_on_demand("m5.large", 0.096);
+    let options = CatalogOptions {
+        kubelet: karpenter_cloud::KubeletSettings {
+            pods_per_core: Some(u32::MAX),
+            ..Default::default()
+        },
+        ..CatalogOptions::default()
+    };
+    let info = karpenter_cloud::InstanceTypeInfo::resolve(&shape, &prices, &options);
+    assert!(info.is_some_and(|info| info.capacity.pods > 0 && info.allocatable().pods > 0));
+}

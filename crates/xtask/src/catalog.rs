@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use karpenter_cloud::pricing::list_prices::{LIST_PRICE_REGION, LIST_PRICE_SOURCE, list_price};
 use karpenter_cloud::{
     Accelerator, Architecture, CATALOG_FORMAT, Catalog, CatalogHeader, Gpu, InstanceShape,
@@ -33,18 +33,9 @@ pub fn generate(wheel: &Path) -> anyhow::Result<Generated> {
         .context("instance_types.json is not an object keyed by instance type")?;
     let mut shapes = Vec::new();
     for (name, info) in types {
-        let Some(shape) = shape_of(name, info).with_context(|| format!("moto entry {name}"))?
-        else {
-            continue;
-        };
-        if let Err(problem) = shape.validate() {
-            bail!(
-                "moto entry {name}: field `{}`: {}",
-                problem.field,
-                problem.message
-            );
+        if let Some(shape) = shape_of(name, info).with_context(|| format!("moto entry {name}"))? {
+            shapes.push(shape);
         }
-        shapes.push(shape);
     }
     let header = CatalogHeader {
         format: CATALOG_FORMAT.to_string(),
@@ -55,7 +46,7 @@ pub fn generate(wheel: &Path) -> anyhow::Result<Generated> {
         price_source: Some(LIST_PRICE_SOURCE.to_string()),
         instance_types: None,
     };
-    let catalog = Catalog::from_shapes(header, shapes);
+    let catalog = Catalog::from_shapes(moto::SOURCE, header, shapes)?;
     let text = catalog.render().context("rendering the catalog")?;
     // The output must load back as it is.
     Catalog::parse("the generated catalog", &text)?;

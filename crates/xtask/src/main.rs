@@ -1,7 +1,7 @@
 //! Project generators, run as `cargo xtask <task>` (alias in `.cargo/config.toml`).
 //!
 //! - `cargo xtask catalog` regenerates `crates/karpenter-cloud/data/ec2-catalog.jsonl` from moto's
-//!   EC2 data (the pinned moto wheel, fetched with pip into `.cache/moto/` when not cached).
+//!   EC2 data (the pinned moto wheel, fetched with pip into `.cache/xtask/` when not cached).
 //! - `cargo xtask catalog --check` exits non-zero when the committed file differs from what the
 //!   generator writes (for CI). Works offline once the wheel is cached.
 //!

@@ -21,7 +21,7 @@ pub const SOURCE: &str = "moto==5.2.5 moto/ec2/resources/instance_types.json.gz"
 /// The data's license.
 pub const LICENSE: &str = "Apache-2.0 (moto)";
 /// Where the wheel is cached, relative to the workspace root (git-ignored).
-const CACHE_DIR: &str = ".cache/moto";
+const CACHE_DIR: &str = ".cache/xtask";
 
 /// The cached wheel, fetched with pip first when it is not there.
 pub fn cached_wheel(root: &Path) -> anyhow::Result<PathBuf> {
@@ -90,7 +90,7 @@ pub fn read_instance_types(wheel: &Path) -> anyhow::Result<serde_json::Value> {
     if digest != MOTO_WHEEL_SHA256 {
         bail!(
             "{} has SHA-256 {digest}, not the pinned {MOTO_WHEEL_SHA256} of {MOTO_WHEEL}; \
-             delete it to fetch the pinned wheel",
+             (a cached wheel: delete it and the pinned one is fetched again)",
             wheel.display()
         );
     }
