@@ -6,10 +6,15 @@
 //! This crate is pure: it links no Kubernetes client, no async runtime and no AWS SDK, reads no
 //! clock and does no I/O. `kube` is used with default features off, for the `CustomResource`
 //! derive only.
+//!
+//! YAML is read and written with `serde-saphyr` (see [`yaml`] for why: `serde_yaml` is
+//! deprecated; serde-saphyr is maintained, never panics on input and reports line and column).
 
+pub mod convert;
 pub mod crds;
 pub mod duration;
 pub mod labels;
+pub mod legacy;
 pub mod schedule;
 pub mod v1;
 pub mod validation;
