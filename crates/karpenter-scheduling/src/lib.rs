@@ -48,3 +48,5 @@ pub mod state;
 mod result;
 
 pub use scheduler::solve;
+pub mod builders;
+pub mod fixtures;
