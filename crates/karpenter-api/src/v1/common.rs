@@ -8,6 +8,19 @@ pub const QUALIFIED_NAME_PATTERN: &str = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-
 /// Label value pattern (empty or alphanumeric with `-_.` inside, at most 63 characters).
 pub const LABEL_VALUE_PATTERN: &str = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$";
 
+/// CEL rules shared by every requirement list (NodePool template and NodeClaim), as
+/// `(rule, message)` pairs referenced from the `x_kube` attributes.
+pub mod requirement_rules {
+    pub const IN_HAS_VALUES: &str = "self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)";
+    pub const IN_HAS_VALUES_MESSAGE: &str = "requirements with operator 'In' must have a value defined";
+    pub const NUMERIC_SINGLE_VALUE: &str = "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)";
+    pub const NUMERIC_SINGLE_VALUE_MESSAGE: &str = "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single non-negative integer value";
+    pub const MIN_VALUES_LE_VALUES: &str = "self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)";
+    pub const MIN_VALUES_LE_VALUES_MESSAGE: &str = "requirements with 'minValues' must have at least that many values specified in the 'values' field";
+    pub const KARPENTER_DOMAIN: &str = r#"self.all(x, x.key in ["karpenter.sh/capacity-type", "karpenter.sh/nodepool"] || !x.key.find("^([^/]+)").endsWith("karpenter.sh"))"#;
+    pub const KARPENTER_DOMAIN_MESSAGE: &str = r#"label domain "karpenter.sh" is restricted"#;
+}
+
 /// The operators a node selector requirement may use. `Gte` and `Lte` are Karpenter additions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Operator {

@@ -7,6 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
+use super::common::requirement_rules::*;
 use super::common::{NodeClassReference, NodeSelectorRequirementWithMinValues, Taint};
 use super::nodepool::default_expire_after;
 use crate::duration::{GoDuration, NillableDuration};
@@ -89,10 +90,10 @@ pub struct NodeClaimSpec {
     pub startup_taints: Vec<Taint>,
     #[schemars(length(max = 100))]
     #[x_kube(
-        validation = Rule::new("self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)").message("requirements with operator 'In' must have a value defined"),
-        validation = Rule::new("self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)").message("requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single non-negative integer value"),
-        validation = Rule::new("self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)").message("requirements with 'minValues' must have at least that many values specified in the 'values' field"),
-        validation = Rule::new(r#"self.all(x, x.key in ["karpenter.sh/capacity-type", "karpenter.sh/nodepool"] || !x.key.find("^([^/]+)").endsWith("karpenter.sh"))"#).message(r#"label domain "karpenter.sh" is restricted"#),
+        validation = Rule::new(IN_HAS_VALUES).message(IN_HAS_VALUES_MESSAGE),
+        validation = Rule::new(NUMERIC_SINGLE_VALUE).message(NUMERIC_SINGLE_VALUE_MESSAGE),
+        validation = Rule::new(MIN_VALUES_LE_VALUES).message(MIN_VALUES_LE_VALUES_MESSAGE),
+        validation = Rule::new(KARPENTER_DOMAIN).message(KARPENTER_DOMAIN_MESSAGE),
     )]
     pub requirements: Vec<NodeSelectorRequirementWithMinValues>,
     /// Minimum resources the node must provide (the pods' requests plus DaemonSet overhead).

@@ -138,11 +138,7 @@ fn validate_reserved(value: &Value, at: &Path, p: &mut Problems) {
             );
         }
         let text = quantity_text(quantity);
-        if !text.as_deref().is_some_and(|q| {
-            is_quantity(&k8s_openapi::apimachinery::pkg::api::resource::Quantity(
-                q.to_owned(),
-            )) && !q.starts_with('-')
-        }) {
+        if !text.as_deref().is_some_and(is_non_negative_quantity) {
             p.push(
                 &here,
                 "must be a non-negative quantity (expressions need the NodeClassCEL feature gate)",
@@ -159,12 +155,20 @@ fn quantity_text(value: &Value) -> Option<String> {
     }
 }
 
-fn validate_thresholds(value: &Value, at: &Path, p: &mut Problems) {
+/// Walks a map keyed by eviction signal, checking each key and handing each value to `check`,
+/// which returns the problem with the value, if any.
+fn validate_signal_map(
+    value: &Value,
+    what: &str,
+    at: &Path,
+    p: &mut Problems,
+    check: impl Fn(&Value) -> Option<&'static str>,
+) {
     let Some(map) = value.as_object() else {
-        p.push(at, "must be a map of eviction signal to threshold");
+        p.push(at, format!("must be a map of eviction signal to {what}"));
         return;
     };
-    for (signal, threshold) in map {
+    for (signal, entry) in map {
         let here = at.key(signal);
         if !EVICTION_SIGNALS.contains(&signal.as_str()) {
             p.push(
@@ -175,47 +179,33 @@ fn validate_thresholds(value: &Value, at: &Path, p: &mut Problems) {
                 ),
             );
         }
-        let ok = match quantity_text(threshold) {
-            Some(t) => match t.strip_suffix('%') {
-                Some(pct) => pct.parse::<f64>().is_ok_and(|v| (0.0..=100.0).contains(&v)),
-                None => {
-                    is_quantity(&k8s_openapi::apimachinery::pkg::api::resource::Quantity(
-                        t.clone(),
-                    )) && !t.starts_with('-')
-                }
-            },
-            None => false,
-        };
-        if !ok {
-            p.push(
-                &here,
-                "must be a percentage between 0% and 100% or a non-negative quantity",
-            );
+        if let Some(problem) = check(entry) {
+            p.push(&here, problem);
         }
     }
 }
 
+fn validate_thresholds(value: &Value, at: &Path, p: &mut Problems) {
+    validate_signal_map(value, "threshold", at, p, |threshold| {
+        let ok = quantity_text(threshold).is_some_and(|t| match t.strip_suffix('%') {
+            Some(pct) => pct.parse::<f64>().is_ok_and(|v| (0.0..=100.0).contains(&v)),
+            None => is_non_negative_quantity(&t),
+        });
+        (!ok).then_some("must be a percentage between 0% and 100% or a non-negative quantity")
+    });
+}
+
 fn validate_grace_periods(value: &Value, at: &Path, p: &mut Problems) {
-    let Some(map) = value.as_object() else {
-        p.push(at, "must be a map of eviction signal to duration");
-        return;
-    };
-    for (signal, period) in map {
-        let here = at.key(signal);
-        if !EVICTION_SIGNALS.contains(&signal.as_str()) {
-            p.push(
-                &here,
-                format!(
-                    "{signal:?} is not an eviction signal ({})",
-                    EVICTION_SIGNALS.join(", ")
-                ),
-            );
-        }
-        if period
+    validate_signal_map(value, "duration", at, p, |period| {
+        period
             .as_str()
             .is_none_or(|d| parse_go_duration(d).is_err())
-        {
-            p.push(&here, "must be a non-negative duration such as 1m30s");
-        }
-    }
+            .then_some("must be a non-negative duration such as 1m30s")
+    });
+}
+
+fn is_non_negative_quantity(text: &str) -> bool {
+    is_quantity(&k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+        text.to_owned(),
+    )) && !text.starts_with('-')
 }
