@@ -12,7 +12,8 @@ pub const LABEL_VALUE_PATTERN: &str = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-
 /// `(rule, message)` pairs referenced from the `x_kube` attributes.
 pub mod requirement_rules {
     pub const IN_HAS_VALUES: &str = "self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)";
-    pub const IN_HAS_VALUES_MESSAGE: &str = "requirements with operator 'In' must have a value defined";
+    pub const IN_HAS_VALUES_MESSAGE: &str =
+        "requirements with operator 'In' must have a value defined";
     pub const NUMERIC_SINGLE_VALUE: &str = "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)";
     pub const NUMERIC_SINGLE_VALUE_MESSAGE: &str = "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single non-negative integer value";
     pub const MIN_VALUES_LE_VALUES: &str = "self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)";
