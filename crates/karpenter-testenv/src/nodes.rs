@@ -1,0 +1,446 @@
+//! Simulated nodes, KWOK-style: Node objects without a kubelet.
+//!
+//! [`SimulatedNodes::create`] registers a Node with labels, taints, capacity,
+//! allocatable and a `Ready=True` condition, creates its Lease in
+//! `kube-node-lease` and keeps renewing it from a tokio task, so the node
+//! lifecycle controller in kube-controller-manager treats it as healthy and
+//! the real kube-scheduler binds pods to it. A small pod agent (on by default,
+//! see [`crate::pod_agent`]) plays the kubelet's part for pods bound to these
+//! nodes: it marks them Running and Ready and completes their deletion.
+//!
+//! The simulated cloud provider reuses this: it creates a node per launched
+//! instance (with that instance's `provider_id`) and deletes it on terminate.
+//!
+//! All tasks run on the tokio runtime that called `create`, and stop when the
+//! [`SimulatedNodes`] is dropped or the node is deleted.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::{
+    Node, NodeAddress, NodeCondition, NodeSpec as K8sNodeSpec, NodeStatus, NodeSystemInfo, Taint,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::Client;
+use tokio::task::JoinHandle;
+
+use crate::error::{Result, kube_err};
+use crate::scope::TestScope;
+
+/// The namespace of node heartbeat leases.
+pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
+/// Label put on every simulated node.
+pub const SIMULATED_LABEL: &str = "testenv.karpenter-rs.dev/simulated";
+/// The address every simulated node reports (nothing listens there; it keeps
+/// any accidental kubelet call on loopback).
+pub const NODE_ADDRESS: &str = "127.0.0.1";
+
+/// What to register: the parts of a Node a cloud provider or a test decides.
+#[derive(Clone, Debug, Default)]
+pub struct NodeSpec {
+    /// Node name (a DNS-1123 subdomain).
+    pub name: String,
+    /// Labels; `kubernetes.io/hostname`, `kubernetes.io/os` and `kubernetes.io/arch`
+    /// are filled in when missing.
+    pub labels: BTreeMap<String, String>,
+    /// Annotations.
+    pub annotations: BTreeMap<String, String>,
+    /// `status.capacity`.
+    pub capacity: BTreeMap<String, Quantity>,
+    /// `status.allocatable`; `None` means equal to capacity.
+    pub allocatable: Option<BTreeMap<String, Quantity>>,
+    /// `spec.taints`.
+    pub taints: Vec<Taint>,
+    /// `spec.providerID`, e.g. `aws:///us-west-2a/i-0123456789abcdef0`.
+    pub provider_id: Option<String>,
+    /// `spec.unschedulable` (cordoned).
+    pub unschedulable: bool,
+}
+
+impl NodeSpec {
+    /// A node with 4 CPUs, 16Gi memory, 100Gi ephemeral storage and 110 pods.
+    pub fn new(name: impl Into<String>) -> Self {
+        let capacity = [
+            ("cpu", "4"),
+            ("memory", "16Gi"),
+            ("ephemeral-storage", "100Gi"),
+            ("pods", "110"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+        .collect();
+        Self {
+            name: name.into(),
+            capacity,
+            ..Self::default()
+        }
+    }
+
+    /// A node named `<scope id>-<base>` carrying the scope label, so that
+    /// [`TestScope::node_selector`] matches it and cleanup removes it.
+    pub fn in_scope(scope: &TestScope, base: &str) -> Self {
+        let mut spec = Self::new(scope.name(base));
+        spec.labels.extend(scope.labels());
+        spec
+    }
+
+    /// Adds a label.
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets one capacity entry (and the same allocatable entry unless allocatable is set).
+    pub fn capacity(mut self, resource: impl Into<String>, quantity: impl Into<String>) -> Self {
+        self.capacity
+            .insert(resource.into(), Quantity(quantity.into()));
+        self
+    }
+
+    /// Sets one allocatable entry (starting from capacity).
+    pub fn allocatable(mut self, resource: impl Into<String>, quantity: impl Into<String>) -> Self {
+        let capacity = self.capacity.clone();
+        self.allocatable
+            .get_or_insert(capacity)
+            .insert(resource.into(), Quantity(quantity.into()));
+        self
+    }
+
+    /// Adds a taint.
+    pub fn taint(mut self, key: impl Into<String>, value: Option<&str>, effect: &str) -> Self {
+        self.taints.push(Taint {
+            key: key.into(),
+            value: value.map(str::to_string),
+            effect: effect.to_string(),
+            time_added: None,
+        });
+        self
+    }
+
+    /// Sets `spec.providerID`.
+    pub fn provider_id(mut self, id: impl Into<String>) -> Self {
+        self.provider_id = Some(id.into());
+        self
+    }
+}
+
+/// Tuning of the simulated kubelet.
+#[derive(Clone, Debug)]
+pub struct SimulatedNodesConfig {
+    /// `spec.leaseDurationSeconds` of node leases (kubelet default 40).
+    pub lease_duration_seconds: i32,
+    /// How often leases are renewed (kubelet default 10 s).
+    pub renew_interval: Duration,
+    /// Run the pod agent: mark bound pods Running/Ready and finish their deletion.
+    pub run_pods: bool,
+    /// `status.nodeInfo.kubeletVersion`.
+    pub kubelet_version: String,
+}
+
+impl Default for SimulatedNodesConfig {
+    fn default() -> Self {
+        Self {
+            lease_duration_seconds: 40,
+            renew_interval: Duration::from_secs(10),
+            run_pods: true,
+            kubelet_version: "v1.36.3".to_string(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    leases: HashMap<String, JoinHandle<()>>,
+    agent: Option<JoinHandle<()>>,
+}
+
+/// A set of simulated nodes and the tasks that keep them alive.
+pub struct SimulatedNodes {
+    client: Client,
+    config: SimulatedNodesConfig,
+    names: Arc<Mutex<HashSet<String>>>,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for SimulatedNodes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimulatedNodes")
+            .field("config", &self.config)
+            .field("names", &self.names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SimulatedNodes {
+    /// Simulated nodes with the default configuration.
+    pub fn new(client: Client) -> Self {
+        Self::with_config(client, SimulatedNodesConfig::default())
+    }
+
+    /// Simulated nodes with an explicit configuration.
+    pub fn with_config(client: Client, config: SimulatedNodesConfig) -> Self {
+        Self {
+            client,
+            config,
+            names: Arc::new(Mutex::new(HashSet::new())),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Names of the nodes this set manages.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = lock(&self.names).iter().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// Registers a Ready node, its lease, and starts renewing the lease.
+    pub async fn create(&self, spec: NodeSpec) -> Result<Node> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        nodes
+            .create(&PostParams::default(), &node_object(&spec))
+            .await
+            .map_err(kube_err(format!("creating Node {}", spec.name)))?;
+        let status = serde_json::json!({ "status": node_status(&spec, &self.config, now()) });
+        let node = nodes
+            .patch_status(&spec.name, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .map_err(kube_err(format!("setting the status of Node {}", spec.name)))?;
+
+        let lease = lease_object(&node, &self.config, now());
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), NODE_LEASE_NAMESPACE);
+        match leases.create(&PostParams::default(), &lease).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                leases
+                    .replace(&spec.name, &PostParams::default(), &lease)
+                    .await
+                    .map_err(kube_err(format!("replacing Lease {}", spec.name)))?;
+            }
+            Err(e) => return Err(kube_err(format!("creating Lease {}", spec.name))(e)),
+        }
+
+        lock(&self.names).insert(spec.name.clone());
+        let renewer = tokio::spawn(renew_lease(
+            self.client.clone(),
+            spec.name.clone(),
+            self.config.renew_interval,
+        ));
+        let mut state = lock(&self.state);
+        if let Some(old) = state.leases.insert(spec.name.clone(), renewer) {
+            old.abort();
+        }
+        if self.config.run_pods && state.agent.is_none() {
+            state.agent = Some(tokio::spawn(crate::pod_agent::run(
+                self.client.clone(),
+                Arc::clone(&self.names),
+            )));
+        }
+        Ok(node)
+    }
+
+    /// Stops renewing the lease and deletes the Node and its Lease.
+    pub async fn delete(&self, name: &str) -> Result<()> {
+        if let Some(task) = lock(&self.state).leases.remove(name) {
+            task.abort();
+        }
+        lock(&self.names).remove(name);
+        ignore_not_found(
+            Api::<Node>::all(self.client.clone())
+                .delete(name, &DeleteParams::default())
+                .await
+                .map(|_| ()),
+        )
+        .map_err(kube_err(format!("deleting Node {name}")))?;
+        ignore_not_found(
+            Api::<Lease>::namespaced(self.client.clone(), NODE_LEASE_NAMESPACE)
+                .delete(name, &DeleteParams::default())
+                .await
+                .map(|_| ()),
+        )
+        .map_err(kube_err(format!("deleting Lease {name}")))
+    }
+
+    /// Stops the heartbeat of a node without deleting it: the node lifecycle
+    /// controller marks it `Unknown` after its grace period, as for a dead kubelet.
+    pub fn stop_heartbeat(&self, name: &str) {
+        if let Some(task) = lock(&self.state).leases.remove(name) {
+            task.abort();
+        }
+    }
+
+    /// Deletes every node of this set.
+    pub async fn delete_all(&self) -> Result<()> {
+        for name in self.names() {
+            self.delete(&name).await?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SimulatedNodes {
+    fn drop(&mut self) {
+        let mut state = lock(&self.state);
+        for (_, task) in state.leases.drain() {
+            task.abort();
+        }
+        if let Some(agent) = state.agent.take() {
+            agent.abort();
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn now() -> Timestamp {
+    Timestamp::now()
+}
+
+pub(crate) fn ignore_not_found(result: Result<(), kube::Error>) -> Result<(), kube::Error> {
+    match result {
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        other => other,
+    }
+}
+
+fn node_object(spec: &NodeSpec) -> Node {
+    let mut labels = spec.labels.clone();
+    labels
+        .entry("kubernetes.io/hostname".into())
+        .or_insert_with(|| spec.name.clone());
+    labels
+        .entry("kubernetes.io/os".into())
+        .or_insert_with(|| "linux".into());
+    labels
+        .entry("kubernetes.io/arch".into())
+        .or_insert_with(|| "amd64".into());
+    labels.insert(SIMULATED_LABEL.into(), "true".into());
+    Node {
+        metadata: ObjectMeta {
+            name: Some(spec.name.clone()),
+            labels: Some(labels),
+            annotations: (!spec.annotations.is_empty()).then(|| spec.annotations.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(K8sNodeSpec {
+            provider_id: spec.provider_id.clone(),
+            taints: (!spec.taints.is_empty()).then(|| spec.taints.clone()),
+            unschedulable: spec.unschedulable.then_some(true),
+            ..K8sNodeSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn node_status(spec: &NodeSpec, config: &SimulatedNodesConfig, at: Timestamp) -> NodeStatus {
+    let condition = |type_: &str, status: &str, reason: &str, message: &str| NodeCondition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: Some(reason.into()),
+        message: Some(message.into()),
+        last_heartbeat_time: Some(Time(at)),
+        last_transition_time: Some(Time(at)),
+    };
+    let arch = spec
+        .labels
+        .get("kubernetes.io/arch")
+        .cloned()
+        .unwrap_or_else(|| "amd64".into());
+    let os = spec
+        .labels
+        .get("kubernetes.io/os")
+        .cloned()
+        .unwrap_or_else(|| "linux".into());
+    NodeStatus {
+        capacity: Some(spec.capacity.clone()),
+        allocatable: Some(spec.allocatable.clone().unwrap_or_else(|| spec.capacity.clone())),
+        conditions: Some(vec![
+            condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "simulated"),
+            condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "simulated"),
+            condition("PIDPressure", "False", "KubeletHasSufficientPID", "simulated"),
+            condition("Ready", "True", "KubeletReady", "simulated kubelet is posting ready status"),
+        ]),
+        addresses: Some(vec![
+            NodeAddress {
+                type_: "InternalIP".into(),
+                address: NODE_ADDRESS.into(),
+            },
+            NodeAddress {
+                type_: "Hostname".into(),
+                address: spec.name.clone(),
+            },
+        ]),
+        node_info: Some(NodeSystemInfo {
+            architecture: arch,
+            operating_system: os,
+            kubelet_version: config.kubelet_version.clone(),
+            kube_proxy_version: String::new(),
+            container_runtime_version: "simulated://1.0".into(),
+            kernel_version: "simulated".into(),
+            os_image: "karpenter-testenv simulated node".into(),
+            machine_id: spec.name.clone(),
+            system_uuid: spec.name.clone(),
+            boot_id: spec.name.clone(),
+            ..NodeSystemInfo::default()
+        }),
+        ..NodeStatus::default()
+    }
+}
+
+fn lease_object(node: &Node, config: &SimulatedNodesConfig, at: Timestamp) -> Lease {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    Lease {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(NODE_LEASE_NAMESPACE.into()),
+            // As the kubelet does: the lease goes away with its node.
+            owner_references: node.metadata.uid.clone().map(|uid| {
+                vec![OwnerReference {
+                    api_version: <Node as k8s_openapi::Resource>::API_VERSION.into(),
+                    kind: <Node as k8s_openapi::Resource>::KIND.into(),
+                    name: name.clone(),
+                    uid,
+                    ..OwnerReference::default()
+                }]
+            }),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(name),
+            lease_duration_seconds: Some(config.lease_duration_seconds),
+            renew_time: Some(MicroTime(at)),
+            ..LeaseSpec::default()
+        }),
+    }
+}
+
+/// Renews a node lease until the node is gone or the task is aborted.
+async fn renew_lease(client: Client, name: String, interval: Duration) {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NODE_LEASE_NAMESPACE);
+    let nodes: Api<Node> = Api::all(client);
+    loop {
+        tokio::time::sleep(interval).await;
+        let patch = serde_json::json!({ "spec": { "renewTime": MicroTime(now()) } });
+        match leases
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                if matches!(nodes.get_opt(&name).await, Ok(None)) {
+                    tracing::debug!(node = %name, "node deleted; lease renewal stops");
+                    return;
+                }
+                tracing::warn!(node = %name, "node lease disappeared");
+            }
+            Err(e) => tracing::warn!(node = %name, error = %e, "renewing node lease failed"),
+        }
+    }
+}
