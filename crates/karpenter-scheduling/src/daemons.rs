@@ -75,11 +75,19 @@ pub fn overhead_groups(
             .zip(&pool_ok)
             .map(|(d, ok)| {
                 *ok && {
-                    let mut reqs = d.node_selector.clone();
-                    if let Some(t) = d.required_terms.first() {
-                        reqs.add_all(t, interner);
+                    let fits_term = |term: Option<&Requirements>| {
+                        let mut reqs = d.node_selector.clone();
+                        if let Some(t) = term {
+                            reqs.add_all(t, interner);
+                        }
+                        template.compatible(&reqs, allow_undefined, interner).is_ok()
+                            && it.requirements.intersects(&reqs, interner).is_ok()
+                    };
+                    if d.required_terms.is_empty() {
+                        fits_term(None)
+                    } else {
+                        d.required_terms.iter().any(|t| fits_term(Some(t)))
                     }
-                    it.requirements.intersects(&reqs, interner).is_ok()
                 }
             })
             .collect();

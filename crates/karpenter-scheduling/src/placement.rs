@@ -138,7 +138,8 @@ impl Solver<'_> {
         }
         let total = dims::sum(&claim.requests, &pod.requests);
         if let Some(d) = dims::first_exceeding(&total, &claim.max_allocatable) {
-            return Err(self.no_instance_type(pi, a, &total, Some(d)));
+            let _ = d;
+            return Err(self.no_instance_type(&total, &a.requirements, &Requirements::new()));
         }
         if let Some(p) = hostports::conflict(&claim.host_ports, &pod.host_ports) {
             return Err(format!("host port {p} is already in use"));
@@ -208,7 +209,7 @@ impl Solver<'_> {
                 }
             }
             if its.is_empty() {
-                last_err = self.no_instance_type(pi, a, &total, None);
+                last_err = self.no_instance_type(&total, &merged, &pool.template);
                 continue;
             }
             let mut fitting = Bitset::empty(pool.catalog.len());
@@ -225,7 +226,7 @@ impl Solver<'_> {
                 fitting.or_with(&b);
             }
             if fitting.is_empty() {
-                last_err = self.no_instance_type(pi, a, &total, None);
+                last_err = self.no_instance_type(&total, &merged, &pool.template);
                 continue;
             }
             let mut relaxed = claim.min_values_relaxed;
@@ -294,7 +295,7 @@ impl Solver<'_> {
     }
 
     /// "no instance type satisfies cpu=96, zone=us-east-1d".
-    fn no_instance_type(&self, pi: usize, a: &Attempt, total: &Res, _dim: Option<usize>) -> String {
+    fn no_instance_type(&self, total: &Res, reqs: &Requirements, baseline: &Requirements) -> String {
         let mut parts: Vec<String> = Vec::new();
         for (i, v) in total.iter().enumerate() {
             if *v != 0 && i != dims::PODS {
@@ -305,8 +306,10 @@ impl Solver<'_> {
                 ));
             }
         }
-        let _ = pi;
-        for (k, r) in a.requirements.iter() {
+        for (k, r) in reqs.iter() {
+            if k == self.keys.hostname || baseline.get(k) == Some(r) {
+                continue;
+            }
             match r.single_value() {
                 Some(v) => parts.push(format!("{}={}", self.interner.resolve(k), self.interner.resolve(v))),
                 None => parts.push(format!("{} {}", self.interner.resolve(k), r.describe(&self.interner))),
