@@ -1,14 +1,50 @@
 //! Karpenter's disruption decisions, as pure functions of values.
 //!
 //! This crate owns *deciding* what to disrupt and why: disruption budgets, candidate eligibility
-//! (node- and pod-level blocks), the eviction- and disruption-cost formulas, and (as they land)
-//! the methods: emptiness, drift, multi- and single-node consolidation. Every decision carries a
-//! reason a human can read; `karpenter explain` and events are built from those reasons.
+//! (node- and pod-level blocks), the eviction- and disruption-cost formulas, and the methods:
+//! emptiness, drift, multi- and single-node consolidation (with the Balanced policy), plus
+//! validation of a command after its delay and the (forceful, budget-free) expiration list.
+//! Every decision carries a reason a human can read; `karpenter explain` and events are built
+//! from those reasons.
+//!
+//! The entry point is [`decide`]: a [`Snapshot`] and `now` in, a [`Decision`] out (commands,
+//! and for every other node why it stays). Consolidation re-runs the scheduling solver
+//! (`karpenter_scheduling::solve`) with the candidates removed to see where their pods go.
 //!
 //! It must not do I/O, read a clock, or link an async runtime, a Kubernetes client or an AWS SDK:
 //! `now` and the cluster snapshot come in as values, and commands go out as values for the
 //! controller (or the simulator) to execute.
 
+pub mod balanced;
+pub mod budget_map;
+pub mod budget_window;
 pub mod budgets;
+pub mod candidate;
+pub mod command;
+pub mod consolidatable;
+pub mod consolidation;
 pub mod cost;
+pub mod decide;
 pub mod do_not_disrupt;
+pub mod drift;
+pub mod drift_detect;
+pub mod emptiness;
+pub mod expiration;
+pub mod multi_node;
+pub mod pass;
+pub mod pdb;
+pub mod pods;
+pub mod pool;
+pub mod replacement;
+pub mod simulate;
+pub mod single_node;
+pub mod snapshot;
+pub mod time_fmt;
+pub mod validation;
+
+pub use command::{Command, CommandCandidate, Considered, Decision, Method};
+pub use decide::decide;
+pub use expiration::{Expired, expired};
+pub use pdb::Pdb;
+pub use snapshot::{DriftMark, Features, NodeState, Snapshot};
+pub use validation::{Rejection, validate};

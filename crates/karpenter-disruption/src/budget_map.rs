@@ -1,0 +1,143 @@
+//! Per-NodePool allowances for one disruption reason (upstream `BuildDisruptionBudgetMapping`),
+//! decremented as a method takes candidates.
+//!
+//! A pool's size counts managed, initialized, not-deleting nodes; those that are NotReady or
+//! marked for deletion are already disrupting and consume the budget. When a pool has nothing
+//! left, [`BudgetMap::why_not`] says which budget binds and until when.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use karpenter_api::v1::DisruptionReason;
+
+use crate::budget_window::active_until;
+use crate::budgets::{allowed_disruptions, budget_limit};
+use crate::snapshot::Snapshot;
+use crate::time_fmt::hm_relative;
+
+/// One pool's allowance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolAllowance {
+    pub allowed: u32,
+    pub num_nodes: u32,
+    pub disrupting: u32,
+    /// Why the allowance is what it is.
+    pub explanation: String,
+}
+
+/// Allowances for every pool, for one reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetMap {
+    pub reason: DisruptionReason,
+    pub pools: BTreeMap<String, PoolAllowance>,
+}
+
+impl BudgetMap {
+    /// Counts nodes per pool and evaluates the pool's budgets for `reason` at `now`.
+    pub fn build(snapshot: &Snapshot, reason: DisruptionReason, now: DateTime<Utc>) -> Self {
+        let mut counts: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
+        for node in &snapshot.nodes {
+            let Some(pool) = node.node_pool() else {
+                continue;
+            };
+            if !node.managed() || !node.initialized || node.deleting {
+                continue;
+            }
+            let entry = counts.entry(pool).or_default();
+            entry.0 += 1;
+            if !node.ready || node.marked_for_deletion {
+                entry.1 += 1;
+            }
+        }
+        let mut pools = BTreeMap::new();
+        for pool in &snapshot.node_pools {
+            let Some(name) = pool.metadata.name.as_deref() else {
+                continue;
+            };
+            let (num_nodes, disrupting) = counts.get(name).copied().unwrap_or_default();
+            let budgets = &pool.spec.disruption.budgets;
+            let allowance = allowed_disruptions(budgets, reason, num_nodes, disrupting, now);
+            let explanation = if allowance.allowed > 0 {
+                allowance.explanation
+            } else {
+                zero_explanation(
+                    pool,
+                    reason,
+                    num_nodes,
+                    disrupting,
+                    now,
+                    &allowance.explanation,
+                )
+            };
+            pools.insert(
+                name.to_owned(),
+                PoolAllowance {
+                    allowed: allowance.allowed,
+                    num_nodes,
+                    disrupting,
+                    explanation,
+                },
+            );
+        }
+        BudgetMap { reason, pools }
+    }
+
+    pub fn allowed(&self, pool: &str) -> u32 {
+        self.pools.get(pool).map_or(0, |p| p.allowed)
+    }
+
+    /// Takes one disruption from the pool's allowance; false when none is left.
+    pub fn take(&mut self, pool: &str) -> bool {
+        match self.pools.get_mut(pool) {
+            Some(p) if p.allowed > 0 => {
+                p.allowed -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Why the pool cannot disrupt another node.
+    pub fn why_not(&self, pool: &str) -> String {
+        match self.pools.get(pool) {
+            None => format!("nodepool {pool} does not exist"),
+            Some(p) => p.explanation.clone(),
+        }
+    }
+}
+
+fn zero_explanation(
+    pool: &karpenter_api::v1::NodePool,
+    reason: DisruptionReason,
+    num_nodes: u32,
+    disrupting: u32,
+    now: DateTime<Utc>,
+    fallback: &str,
+) -> String {
+    let name = pool.metadata.name.as_deref().unwrap_or_default();
+    let prefix = format!("budget for {} in nodepool {name}", reason.as_str());
+    let binding = pool
+        .spec
+        .disruption
+        .budgets
+        .iter()
+        .filter(|b| b.reasons.as_ref().is_none_or(|rs| rs.contains(&reason)))
+        .map(|b| (b, budget_limit(b, num_nodes, now)))
+        .filter(|(_, l)| l.allowed.is_some())
+        .min_by_key(|(_, l)| l.allowed);
+    match binding {
+        Some((budget, limit)) if limit.allowed == Some(0) => match active_until(budget, now) {
+            Some(until) => format!("{prefix} is 0 until {}", hm_relative(now, until)),
+            None if limit.explanation.contains("invalid") => {
+                format!("{prefix} is 0: {}", limit.explanation)
+            }
+            None => format!("{prefix} is 0 (nodes={})", budget.nodes),
+        },
+        Some((_, limit)) if disrupting > 0 => format!(
+            "{prefix} is used up: {disrupting} of {} allowed nodes are already disrupting",
+            limit.allowed.unwrap_or(0)
+        ),
+        _ if num_nodes == 0 => format!("{prefix} is 0: the pool has no initialized nodes"),
+        _ => format!("{prefix} is 0 ({fallback})"),
+    }
+}

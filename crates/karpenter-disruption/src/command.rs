@@ -1,0 +1,115 @@
+//! What a disruption pass decides: commands (which nodes go, what replaces them, why) and, for
+//! every node left alone, a reason a human can read.
+
+use karpenter_api::v1::DisruptionReason;
+use karpenter_scheduling::NewNodeClaim;
+use serde::Serialize;
+
+use crate::candidate::Candidate;
+
+/// The disruption methods, in the order a pass tries them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Method {
+    Emptiness,
+    Drift,
+    MultiNodeConsolidation,
+    SingleNodeConsolidation,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Emptiness => "Emptiness",
+            Method::Drift => "Drift",
+            Method::MultiNodeConsolidation => "MultiNodeConsolidation",
+            Method::SingleNodeConsolidation => "SingleNodeConsolidation",
+        }
+    }
+
+    /// The `DisruptionReason` budgets are counted against.
+    pub fn reason(self) -> DisruptionReason {
+        match self {
+            Method::Emptiness => DisruptionReason::Empty,
+            Method::Drift => DisruptionReason::Drifted,
+            Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
+                DisruptionReason::Underutilized
+            }
+        }
+    }
+}
+
+/// A node a command disrupts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandCandidate {
+    pub node: String,
+    pub node_claim: String,
+    pub node_pool: String,
+    pub instance_type: String,
+    pub capacity_type: String,
+    pub zone: String,
+    pub price: f64,
+    /// Pods that will be rescheduled.
+    pub pods: usize,
+}
+
+impl From<&Candidate> for CommandCandidate {
+    fn from(c: &Candidate) -> Self {
+        CommandCandidate {
+            node: c.name.clone(),
+            node_claim: c.node_claim.clone(),
+            node_pool: c.node_pool.clone(),
+            instance_type: c.instance_type.clone(),
+            capacity_type: c.capacity_type.clone(),
+            zone: c.zone.clone(),
+            price: c.price,
+            pods: c.reschedulable.len(),
+        }
+    }
+}
+
+/// One disruption: delete the candidates, after launching the replacements (if any).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Command {
+    pub method: Method,
+    pub reason: DisruptionReason,
+    pub candidates: Vec<CommandCandidate>,
+    /// NodeClaims to launch (and wait for) before the candidates are deleted.
+    pub replacements: Vec<NewNodeClaim>,
+    /// Candidate prices minus the replacements' cheapest prices.
+    pub savings_per_hour: f64,
+    pub explanation: String,
+}
+
+impl Command {
+    pub fn is_delete(&self) -> bool {
+        self.replacements.is_empty()
+    }
+
+    pub fn candidate_names(&self) -> Vec<&str> {
+        self.candidates.iter().map(|c| c.node.as_str()).collect()
+    }
+}
+
+/// A node the pass left alone, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Considered {
+    pub node: String,
+    pub reason: String,
+}
+
+/// The result of one disruption pass.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Decision {
+    pub commands: Vec<Command>,
+    pub considered: Vec<Considered>,
+}
+
+impl Decision {
+    /// Why `node` was not disrupted, if it was considered.
+    pub fn reason_for(&self, node: &str) -> Option<&str> {
+        self.considered
+            .iter()
+            .find(|c| c.node == node)
+            .map(|c| c.reason.as_str())
+    }
+}

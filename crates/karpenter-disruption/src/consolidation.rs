@@ -1,0 +1,129 @@
+//! What multi- and single-node consolidation share (upstream `consolidation.go`): which
+//! candidates may be consolidated, and `compute`: simulate removing them, then DELETE when
+//! their pods fit on existing nodes, REPLACE when exactly one cheaper NodeClaim takes them, else
+//! nothing (with the reason).
+
+use karpenter_api::v1::{ConsolidationPolicy, DisruptionReason};
+
+use crate::candidate::Candidate;
+use crate::command::{Command, CommandCandidate, Method};
+use crate::consolidatable::consolidatable;
+use crate::pass::Pass;
+use crate::pool;
+use crate::replacement;
+use crate::simulate::Outcome;
+
+/// Why the candidate cannot be consolidated, if it cannot.
+pub fn ineligible(pass: &Pass<'_>, c: &Candidate) -> Option<String> {
+    let snapshot = pass.snapshot;
+    let p = snapshot.node_pool(&c.node_pool)?;
+    if pool::is_static(p) {
+        return Some("static nodepools are not consolidated".to_owned());
+    }
+    if c.is_empty() {
+        return Some("empty (left to emptiness)".to_owned());
+    }
+    if pool::policy(p) == ConsolidationPolicy::WhenEmpty {
+        return Some(format!(
+            "nodepool {} consolidates only empty nodes (WhenEmpty)",
+            c.node_pool
+        ));
+    }
+    if snapshot
+        .instance_type(&c.node_pool, &c.instance_type)
+        .is_none()
+    {
+        return Some(format!(
+            "instance type {:?} is not offered to nodepool {}",
+            c.instance_type, c.node_pool
+        ));
+    }
+    if c.capacity_type.is_empty() || c.zone.is_empty() {
+        return Some("node has no capacity-type or zone label".to_owned());
+    }
+    let node = snapshot.nodes.get(c.index)?;
+    consolidatable(node, p, pass.now).err()
+}
+
+/// The consolidatable candidates, sorted by savings ratio (highest first); notes the others.
+pub fn eligible(pass: &mut Pass<'_>) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for c in &pass.graceful {
+        match ineligible(pass, c) {
+            None => out.push(c.clone()),
+            Some(why) => notes.push((c.index, why)),
+        }
+    }
+    for (i, n) in notes {
+        pass.note(i, n);
+    }
+    out.sort_by(|a, b| b.savings_ratio().total_cmp(&a.savings_ratio()));
+    out
+}
+
+/// Simulates consolidating `candidates` together.
+pub fn compute(
+    pass: &mut Pass<'_>,
+    candidates: &[&Candidate],
+    method: Method,
+) -> Result<Command, String> {
+    let snapshot = pass.snapshot;
+    let multi = method == Method::MultiNodeConsolidation;
+    let (outcome, _) = pass.sim.simulate(snapshot, candidates);
+    let total: f64 = candidates.iter().map(|c| c.price).sum();
+    let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
+    let mut replacements = match outcome {
+        Outcome::Unschedulable(why) => return Err(why),
+        Outcome::Fits => Vec::new(),
+        Outcome::NeedsNew(claims) if claims.len() > 1 => {
+            return Err(format!(
+                "rescheduling needs {} new nodes; consolidation replaces with at most one",
+                claims.len()
+            ));
+        }
+        Outcome::NeedsNew(claims) => claims,
+    };
+    if let Some(claim) = replacements.first_mut() {
+        *claim = replacement::cheaper_replacement(snapshot, claim, candidates, multi)?;
+        if multi {
+            claim.instance_type_options =
+                replacement::filter_out_same_instance_type(claim, candidates);
+            if claim.instance_type_options.is_empty() {
+                return Err(
+                    "the replacement is not cheaper than a candidate of the same instance type"
+                        .to_owned(),
+                );
+            }
+        }
+    }
+    let cost: f64 = replacements.iter().map(|r| r.cheapest_price()).sum();
+    let savings = total - cost;
+    let explanation = match replacements.first() {
+        None => format!(
+            "delete {}: their pods fit on other nodes, saving {savings:.4}/h",
+            names.join(", ")
+        ),
+        Some(r) => format!(
+            "replace {} ({total:.4}/h) with one {} node ({} options from {} {:.4}/h), saving {savings:.4}/h",
+            names.join(", "),
+            r.node_pool,
+            r.instance_type_options.len(),
+            r.instance_type_options
+                .first()
+                .map_or("", |o| o.name.as_str()),
+            r.cheapest_price()
+        ),
+    };
+    Ok(Command {
+        method,
+        reason: DisruptionReason::Underutilized,
+        candidates: candidates
+            .iter()
+            .map(|c| CommandCandidate::from(*c))
+            .collect(),
+        replacements,
+        savings_per_hour: savings,
+        explanation,
+    })
+}

@@ -1,0 +1,62 @@
+//! Multi-node consolidation (upstream `multinodeconsolidation.go`): candidates by savings ratio,
+//! pre-filtered by the Underutilized budget, then a binary search for the longest prefix
+//! (2..=101 nodes, at most 100 searched) that can be deleted or replaced by one cheaper node.
+//! A replacement must also beat every candidate of the same instance type
+//! (`filterOutSameInstanceType`), and Balanced pools must approve.
+
+use karpenter_api::v1::DisruptionReason;
+
+use crate::balanced;
+use crate::budget_map::BudgetMap;
+use crate::candidate::Candidate;
+use crate::command::{Command, Method};
+use crate::consolidation;
+use crate::pass::Pass;
+
+/// Upstream `MultiNodeConsolidation` caps the search at 100 candidates.
+pub const MAX_PARALLEL: usize = 100;
+
+pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
+    let eligible = consolidation::eligible(pass);
+    let mut budgets = BudgetMap::build(pass.snapshot, DisruptionReason::Underutilized, pass.now);
+    let mut within: Vec<Candidate> = Vec::new();
+    for c in eligible {
+        if budgets.take(&c.node_pool) {
+            within.push(c);
+        } else {
+            pass.note(c.index, budgets.why_not(&c.node_pool));
+        }
+    }
+    if within.len() < 2 {
+        return Vec::new();
+    }
+    let mut lo = 1usize;
+    let mut hi = if within.len() <= MAX_PARALLEL {
+        within.len() - 1
+    } else {
+        MAX_PARALLEL
+    };
+    let mut best: Option<Command> = None;
+    while lo <= hi {
+        let mid = (lo + hi) / 2;
+        let batch: Vec<&Candidate> = within.iter().take(mid + 1).collect();
+        let ok =
+            consolidation::compute(pass, &batch, Method::MultiNodeConsolidation).and_then(|cmd| {
+                let cost: f64 = cmd.replacements.iter().map(|r| r.cheapest_price()).sum();
+                balanced::approve(pass, &batch, cost).map(|()| cmd)
+            });
+        match ok {
+            Ok(cmd) => {
+                best = Some(cmd);
+                lo = mid + 1;
+            }
+            Err(_) => {
+                if mid == 0 {
+                    break;
+                }
+                hi = mid - 1;
+            }
+        }
+    }
+    best.into_iter().collect()
+}

@@ -1,0 +1,50 @@
+//! The state of one disruption pass: the snapshot, `now`, the candidates of both classes, the
+//! reusable simulator and the reasons collected for nodes that were left alone.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use crate::candidate::{self, Candidate, Class, Excluded};
+use crate::simulate::Simulator;
+use crate::snapshot::Snapshot;
+
+/// One pass over a snapshot.
+#[derive(Debug)]
+pub struct Pass<'a> {
+    pub snapshot: &'a Snapshot,
+    pub now: DateTime<Utc>,
+    pub graceful: Vec<Candidate>,
+    pub graceful_excluded: Vec<Excluded>,
+    pub eventual: Vec<Candidate>,
+    pub eventual_excluded: Vec<Excluded>,
+    pub sim: Simulator,
+    /// Node index -> reasons it was not disrupted (in method order).
+    pub notes: BTreeMap<usize, Vec<String>>,
+}
+
+impl<'a> Pass<'a> {
+    pub fn new(snapshot: &'a Snapshot, now: DateTime<Utc>) -> Self {
+        let (graceful, graceful_excluded) = candidate::candidates(snapshot, Class::Graceful, now);
+        let (eventual, eventual_excluded) = candidate::candidates(snapshot, Class::Eventual, now);
+        Pass {
+            snapshot,
+            now,
+            graceful,
+            graceful_excluded,
+            eventual,
+            eventual_excluded,
+            sim: Simulator::new(snapshot),
+            notes: BTreeMap::new(),
+        }
+    }
+
+    /// Records why a method did not disrupt the node (duplicates are dropped).
+    pub fn note(&mut self, index: usize, reason: impl Into<String>) {
+        let reason = reason.into();
+        let notes = self.notes.entry(index).or_default();
+        if !notes.contains(&reason) {
+            notes.push(reason);
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! PodDisruptionBudgets as disruption needs them, and upstream's `CanEvictPods` rule: a pod
+//! under more than one PDB cannot be evicted; a pod under a PDB that allows no disruptions
+//! cannot be evicted unless it is not ready and the PDB's `unhealthyPodEvictionPolicy` is
+//! `AlwaysAllow`. A "fully blocking" PDB (maxUnavailable 0 / "0%", minAvailable "100%") keeps
+//! its pods out of rescheduling simulations altogether.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use crate::pods;
+
+/// A PodDisruptionBudget.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pdb {
+    pub namespace: String,
+    pub name: String,
+    pub selector: LabelSelector,
+    /// `status.disruptionsAllowed`.
+    pub disruptions_allowed: i32,
+    /// `spec.unhealthyPodEvictionPolicy` (`IfHealthyBudget` or `AlwaysAllow`).
+    pub unhealthy_pod_eviction_policy: Option<String>,
+    /// `spec.maxUnavailable` as written.
+    pub max_unavailable: Option<String>,
+    /// `spec.minAvailable` as written.
+    pub min_available: Option<String>,
+}
+
+impl Pdb {
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// The selector matches the pod's labels (an empty selector matches every pod).
+    pub fn matches(&self, pod: &Pod) -> bool {
+        if pod.metadata.namespace.as_deref().unwrap_or("default") != self.namespace {
+            return false;
+        }
+        let empty = BTreeMap::new();
+        let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
+        selector_matches(&self.selector, labels)
+    }
+
+    /// maxUnavailable 0 / "0%" or minAvailable "100%".
+    pub fn fully_blocking(&self) -> bool {
+        matches!(self.max_unavailable.as_deref(), Some("0" | "0%"))
+            || self.min_available.as_deref() == Some("100%")
+    }
+}
+
+/// Kubernetes label-selector semantics (matchLabels and matchExpressions).
+pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    let by_labels = selector
+        .match_labels
+        .iter()
+        .flatten()
+        .all(|(k, v)| labels.get(k) == Some(v));
+    let by_exprs = selector.match_expressions.iter().flatten().all(|e| {
+        let values = e.values.as_deref().unwrap_or(&[]);
+        let got = labels.get(&e.key);
+        match e.operator.as_str() {
+            "In" => got.is_some_and(|v| values.contains(v)),
+            "NotIn" => got.is_none_or(|v| !values.contains(v)),
+            "Exists" => got.is_some(),
+            "DoesNotExist" => got.is_none(),
+            _ => false,
+        }
+    });
+    by_labels && by_exprs
+}
+
+/// Why a pod cannot be evicted now, if it cannot.
+pub fn eviction_block(pdbs: &[Pdb], pod: &Pod) -> Option<String> {
+    let matching: Vec<&Pdb> = pdbs.iter().filter(|p| p.matches(pod)).collect();
+    match matching.as_slice() {
+        [] => None,
+        [pdb] => {
+            let unhealthy_ok = !pods::is_ready(pod)
+                && pdb.unhealthy_pod_eviction_policy.as_deref() == Some("AlwaysAllow");
+            (pdb.disruptions_allowed <= 0 && !unhealthy_ok).then(|| {
+                format!(
+                    "blocked: PDB {} allows 0 disruptions (pod {})",
+                    pdb.key(),
+                    pods::key(pod)
+                )
+            })
+        }
+        several => Some(format!(
+            "blocked: pod {} is matched by {} PDBs ({})",
+            pods::key(pod),
+            several.len(),
+            several
+                .iter()
+                .map(|p| p.key())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// True when a fully blocking PDB covers the pod (it is left out of simulations).
+pub fn fully_blocked(pdbs: &[Pdb], pod: &Pod) -> bool {
+    pdbs.iter().any(|p| p.fully_blocking() && p.matches(pod))
+}

@@ -1,0 +1,66 @@
+//! Single-node consolidation (upstream `singlenodeconsolidation.go`): candidates by savings
+//! ratio, interleaved round-robin across NodePools; pools without Underutilized budget are
+//! skipped; the first candidate that can be deleted or replaced by one cheaper node (and that a
+//! Balanced pool approves) wins.
+
+use std::collections::BTreeMap;
+
+use karpenter_api::v1::DisruptionReason;
+
+use crate::balanced;
+use crate::budget_map::BudgetMap;
+use crate::candidate::Candidate;
+use crate::command::{Command, Method};
+use crate::consolidation;
+use crate::pass::Pass;
+
+/// Round-robin over pools, keeping each pool's order; pools in order of first appearance.
+pub fn interleave(sorted: Vec<Candidate>) -> Vec<Candidate> {
+    let mut order: Vec<String> = Vec::new();
+    let mut by_pool: BTreeMap<String, std::collections::VecDeque<Candidate>> = BTreeMap::new();
+    for c in sorted {
+        if !by_pool.contains_key(&c.node_pool) {
+            order.push(c.node_pool.clone());
+        }
+        by_pool.entry(c.node_pool.clone()).or_default().push_back(c);
+    }
+    let mut out = Vec::new();
+    loop {
+        let mut any = false;
+        for p in &order {
+            if let Some(c) = by_pool.get_mut(p).and_then(|q| q.pop_front()) {
+                out.push(c);
+                any = true;
+            }
+        }
+        if !any {
+            return out;
+        }
+    }
+}
+
+pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
+    let candidates = interleave(consolidation::eligible(pass));
+    let budgets = BudgetMap::build(pass.snapshot, DisruptionReason::Underutilized, pass.now);
+    for c in &candidates {
+        if budgets.allowed(&c.node_pool) == 0 {
+            pass.note(c.index, budgets.why_not(&c.node_pool));
+            continue;
+        }
+        // CanPassThreshold: even deleting outright would not satisfy a Balanced pool.
+        if let Err(why) = balanced::approve(pass, &[c], 0.0) {
+            pass.note(c.index, why);
+            continue;
+        }
+        let result =
+            consolidation::compute(pass, &[c], Method::SingleNodeConsolidation).and_then(|cmd| {
+                let cost: f64 = cmd.replacements.iter().map(|r| r.cheapest_price()).sum();
+                balanced::approve(pass, &[c], cost).map(|()| cmd)
+            });
+        match result {
+            Ok(cmd) => return vec![cmd],
+            Err(why) => pass.note(c.index, why),
+        }
+    }
+    Vec::new()
+}

@@ -1,0 +1,119 @@
+//! Re-checking a command after the validation delay (upstream `validation.go`, 15 s): every
+//! candidate must still be a candidate (not nominated, no new do-not-disrupt or PDB block, not
+//! deleted), the budget must still allow all of them, empty nodes must still be empty, and a
+//! re-simulation must reproduce the decision: a delete still needs no new node; a replacement
+//! is still exactly one node whose options include all of the command's options.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use thiserror::Error;
+
+use crate::budget_map::BudgetMap;
+use crate::candidate::Candidate;
+use crate::command::{Command, Method};
+use crate::consolidation;
+use crate::pass::Pass;
+use crate::snapshot::Snapshot;
+
+/// Validation delay before a consolidation command executes.
+pub const COMMAND_VALIDATION_DELAY: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Why a command no longer holds.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Rejection {
+    /// A candidate changed (pods, protection, nomination, deletion).
+    #[error("churn: {0}")]
+    Churn(String),
+    /// The budget no longer allows the command.
+    #[error("budget: {0}")]
+    Budget(String),
+    /// Re-simulation gives a different answer.
+    #[error("scheduling: {0}")]
+    Scheduling(String),
+}
+
+/// Re-checks `command` against a newer snapshot at `now`.
+pub fn validate(
+    command: &Command,
+    snapshot: &Snapshot,
+    now: DateTime<Utc>,
+) -> Result<(), Rejection> {
+    let mut pass = Pass::new(snapshot, now);
+    let (pool, excluded) = match command.method {
+        Method::Drift => (&pass.eventual, &pass.eventual_excluded),
+        _ => (&pass.graceful, &pass.graceful_excluded),
+    };
+    let mut current: Vec<Candidate> = Vec::new();
+    for cc in &command.candidates {
+        match pool.iter().find(|c| c.name == cc.node) {
+            Some(c) => current.push(c.clone()),
+            None => {
+                let why = snapshot
+                    .nodes
+                    .iter()
+                    .position(|n| n.name == cc.node)
+                    .and_then(|i| excluded.iter().find(|e| e.index == i))
+                    .map_or("node is gone".to_owned(), |e| e.reason.clone());
+                return Err(Rejection::Churn(format!("{}: {why}", cc.node)));
+            }
+        }
+    }
+    let mut budgets = BudgetMap::build(snapshot, command.reason, now);
+    for c in &current {
+        if !budgets.take(&c.node_pool) {
+            return Err(Rejection::Budget(budgets.why_not(&c.node_pool)));
+        }
+    }
+    match command.method {
+        Method::Drift => Ok(()),
+        Method::Emptiness => match current.iter().find(|c| !c.is_empty()) {
+            Some(c) => Err(Rejection::Churn(format!("{} is no longer empty", c.name))),
+            None => Ok(()),
+        },
+        Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
+            let refs: Vec<&Candidate> = current.iter().collect();
+            let again = consolidation::compute(&mut pass, &refs, command.method)
+                .map_err(Rejection::Scheduling)?;
+            match (command.replacements.first(), again.replacements.first()) {
+                (None, None) => Ok(()),
+                (None, Some(_)) => Err(Rejection::Scheduling(
+                    "a delete now needs a replacement".to_owned(),
+                )),
+                (Some(_), None) => Err(Rejection::Scheduling(
+                    "a replacement is no longer needed (the decision changed to delete)".to_owned(),
+                )),
+                (Some(before), Some(after)) => {
+                    let now_opts: BTreeSet<&str> = after
+                        .instance_type_options
+                        .iter()
+                        .map(|o| o.name.as_str())
+                        .collect();
+                    let missing: Vec<&str> = before
+                        .instance_type_options
+                        .iter()
+                        .map(|o| o.name.as_str())
+                        .filter(|n| !now_opts.contains(n))
+                        .collect();
+                    if missing.is_empty() {
+                        Ok(())
+                    } else {
+                        Err(Rejection::Scheduling(format!(
+                            "replacement options changed: {} no longer viable",
+                            missing.join(", ")
+                        )))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Per-pool candidate counts of a command (what it consumes from budgets).
+pub fn budget_usage(command: &Command) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    for c in &command.candidates {
+        *out.entry(c.node_pool.clone()).or_insert(0) += 1;
+    }
+    out
+}
