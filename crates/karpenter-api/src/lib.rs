@@ -10,9 +10,11 @@
 //! YAML is read and written with `serde-saphyr` (see [`yaml`] for why: `serde_yaml` is
 //! deprecated; serde-saphyr is maintained, never panics on input and reports line and column).
 
+pub mod convert;
 pub mod crds;
 pub mod duration;
 pub mod labels;
+pub mod legacy;
 pub mod schedule;
 pub mod v1;
 pub mod validation;

@@ -27,6 +27,8 @@ enum Command {
     Crds(cmd::crds::Args),
     /// Validate NodePool, NodeClaim and EC2NodeClass manifests against the v1 rules.
     Validate(cmd::validate::Args),
+    /// Convert v1alpha5/v1alpha1 and v1beta1 manifests (Provisioner, AWSNodeTemplate, ...) to v1.
+    Convert(cmd::convert::Args),
     /// Least-privilege IAM: generate the controller policy or CloudFormation template, audit a policy.
     Iam(cmd::iam::Args),
 }
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Crds(args) => cmd::crds::run(args),
         Command::Validate(args) => cmd::validate::run(args),
+        Command::Convert(args) => cmd::convert::run(args),
         Command::Iam(args) => cmd::iam::run(args),
     };
     match result {

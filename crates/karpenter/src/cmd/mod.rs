@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod convert;
 pub mod crds;
 pub mod iam;
 pub mod validate;
