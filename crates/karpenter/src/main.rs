@@ -31,6 +31,8 @@ enum Command {
     Convert(cmd::convert::Args),
     /// Least-privilege IAM: generate the controller policy or CloudFormation template, audit a policy.
     Iam(cmd::iam::Args),
+    /// Benchmarks of the decision engines (`bench scheduling`), comparable with upstream's.
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => cmd::validate::run(args),
         Command::Convert(args) => cmd::convert::run(args),
         Command::Iam(args) => cmd::iam::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
     };
     match result {
         Ok(code) => code,

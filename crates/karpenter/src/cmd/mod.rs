@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod bench;
 pub mod convert;
 pub mod crds;
 pub mod iam;

@@ -1,0 +1,122 @@
+//! `karpenter bench`: benchmarks of the decision engines, comparable with upstream's.
+//!
+//! `bench scheduling` builds upstream's benchmark input (one NodePool, `fake.InstanceTypes(N)`,
+//! the diverse or preference workload), runs one solve on a fresh solver and reports throughput,
+//! node count, cost and peak memory.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use karpenter_scheduling::PreferencePolicy;
+use karpenter_scheduling::fixtures::{Workload, benchmark_input};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum BenchCommand {
+    /// One provisioning solve over upstream's benchmark workload.
+    Scheduling(SchedulingArgs),
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum WorkloadArg {
+    /// Generic, zone-spread, hostname-spread, zone-affinity and hostname-anti-affinity pods.
+    Diverse,
+    /// Identical pods with preferred zone affinity and preferred anti-affinity.
+    Preference,
+}
+
+#[derive(Debug, clap::Args)]
+struct SchedulingArgs {
+    /// Number of pods.
+    #[arg(long, default_value_t = 1000)]
+    pods: usize,
+    /// Number of generated instance types (upstream uses 400).
+    #[arg(long, default_value_t = 400)]
+    instance_types: usize,
+    #[arg(long, value_enum, default_value_t = WorkloadArg::Diverse)]
+    workload: WorkloadArg,
+    /// Ignore preferences (upstream's `BenchmarkIgnorePreferences`).
+    #[arg(long)]
+    ignore_preferences: bool,
+    /// Seed of the workload generator.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        BenchCommand::Scheduling(a) => scheduling(a),
+    }
+}
+
+/// Peak resident set size in MiB (`VmHWM`), when the platform reports it.
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn scheduling(a: SchedulingArgs) -> anyhow::Result<ExitCode> {
+    let workload = match a.workload {
+        WorkloadArg::Diverse => Workload::Diverse,
+        WorkloadArg::Preference => Workload::Preference,
+    };
+    let policy = if a.ignore_preferences {
+        PreferencePolicy::Ignore
+    } else {
+        PreferencePolicy::Respect
+    };
+    let input = benchmark_input(workload, a.pods, a.instance_types, a.seed, policy);
+    let start = Instant::now();
+    let result = karpenter_scheduling::solve(&input);
+    let seconds = start.elapsed().as_secs_f64();
+    let scheduled = result.scheduled_pods();
+    let nodes = result.new_node_claims.len();
+    let pods_per_sec = if seconds > 0.0 {
+        a.pods as f64 / seconds
+    } else {
+        0.0
+    };
+    let cost = result.cost_per_hour();
+    let rss = peak_rss_mb();
+    if a.json {
+        let out = serde_json::json!({
+            "pods": a.pods,
+            "scheduled": scheduled,
+            "nodes": nodes,
+            "seconds": seconds,
+            "pods_per_sec": pods_per_sec,
+            "cost_per_hour": cost,
+            "peak_rss_mb": rss,
+        });
+        println!("{out}");
+    } else {
+        println!("workload        {:?}", a.workload);
+        println!("instance types  {}", a.instance_types);
+        println!("pods            {}", a.pods);
+        println!("scheduled       {scheduled}");
+        println!("nodes           {nodes}");
+        println!("seconds         {seconds:.4}");
+        println!("pods/s          {pods_per_sec:.0}");
+        println!("cost per hour   {cost:.4}");
+        println!("peak RSS (MiB)  {rss:.1}");
+        if let Some(u) = result.unschedulable.first() {
+            println!("first unschedulable: {} ({})", u.pod, u.reason);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
