@@ -65,9 +65,9 @@ pub enum Error {
     Yaml {
         /// The file.
         path: PathBuf,
-        /// The underlying error.
+        /// The underlying error (boxed: it carries a source snippet).
         #[source]
-        source: serde_saphyr::Error,
+        source: Box<serde_saphyr::Error>,
     },
     /// A manifest parsed but is not a usable Kubernetes object.
     #[error("{path}: {reason}")]

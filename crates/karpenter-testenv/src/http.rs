@@ -37,7 +37,12 @@ pub(crate) async fn request(
         .split_whitespace()
         .nth(1)
         .and_then(|code| code.parse::<u16>().ok())
-        .ok_or_else(|| format!("malformed response: {:?}", text.chars().take(80).collect::<String>()))?;
+        .ok_or_else(|| {
+            format!(
+                "malformed response: {:?}",
+                text.chars().take(80).collect::<String>()
+            )
+        })?;
     let body = text
         .split_once("\r\n\r\n")
         .map(|(_, b)| b.to_string())

@@ -54,12 +54,13 @@ impl KubeEnv {
             path: path.to_path_buf(),
             source,
         })?;
-        let config = Config::from_custom_kubeconfig(kubeconfig.clone(), &KubeConfigOptions::default())
-            .await
-            .map_err(|source| Error::Kubeconfig {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        let config =
+            Config::from_custom_kubeconfig(kubeconfig.clone(), &KubeConfigOptions::default())
+                .await
+                .map_err(|source| Error::Kubeconfig {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
         let client = Client::try_from(config).map_err(Error::Client)?;
         Ok(Self {
             kubeconfig_path: path.to_path_buf(),
@@ -89,11 +90,13 @@ impl KubeEnv {
                     source,
                 })?;
         // AuthInfo keeps its token in a SecretString; build it through serde.
-        config.auth_info = serde_json::from_value::<AuthInfo>(serde_json::json!({ "token": token }))
-            .map_err(|e| Error::Manifest {
-                path: self.kubeconfig_path.clone(),
-                reason: format!("building token credentials: {e}"),
-            })?;
+        config.auth_info = serde_json::from_value::<AuthInfo>(
+            serde_json::json!({ "token": token }),
+        )
+        .map_err(|e| Error::Manifest {
+            path: self.kubeconfig_path.clone(),
+            reason: format!("building token credentials: {e}"),
+        })?;
         Client::try_from(config).map_err(Error::Client)
     }
 

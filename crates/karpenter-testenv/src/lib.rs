@@ -39,7 +39,11 @@ pub use scope::{SCOPE_LABEL, TestScope, dns_name};
 
 /// Polls `check` every 200 ms until it returns `Ok(Some(value))`, an error,
 /// or `timeout` passes.
-pub async fn wait_for<T, F, Fut>(what: &str, timeout: std::time::Duration, mut check: F) -> Result<T>
+pub async fn wait_for<T, F, Fut>(
+    what: &str,
+    timeout: std::time::Duration,
+    mut check: F,
+) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<Option<T>>>,

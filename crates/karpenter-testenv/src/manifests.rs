@@ -50,7 +50,7 @@ pub fn load_documents(path: &Path) -> Result<Vec<serde_json::Value>> {
     let docs: Vec<serde_json::Value> =
         serde_saphyr::from_multiple(&text).map_err(|source| Error::Yaml {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
@@ -81,7 +81,10 @@ pub async fn apply_crds(client: &Client, dir: &Path) -> Result<Vec<String>> {
             let name = crd.name_any();
             api.patch(&name, &params, &Patch::Apply(&crd))
                 .await
-                .map_err(kube_err(format!("applying CRD {name} from {}", path.display())))?;
+                .map_err(kube_err(format!(
+                    "applying CRD {name} from {}",
+                    path.display()
+                )))?;
             names.push(name);
         }
     }
@@ -103,7 +106,10 @@ async fn wait_established(api: &Api<CustomResourceDefinition>, name: &str) -> Re
             .status
             .as_ref()
             .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            });
         if established {
             return Ok(());
         }
@@ -177,6 +183,9 @@ mod tests {
     #[test]
     fn comment_directives_are_read_from_comment_lines_only() {
         let text = "# apiserver-expect: first\n#apiserver-expect:  second \nkind: X\n# other: no\nvalue: apiserver-expect: no\n";
-        assert_eq!(comment_directives(text, "apiserver-expect"), ["first", "second"]);
+        assert_eq!(
+            comment_directives(text, "apiserver-expect"),
+            ["first", "second"]
+        );
     }
 }

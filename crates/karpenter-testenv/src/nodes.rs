@@ -25,8 +25,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use tokio::task::JoinHandle;
 
 use crate::error::{Result, kube_err};
@@ -210,7 +210,10 @@ impl SimulatedNodes {
         let node = nodes
             .patch_status(&spec.name, &PatchParams::default(), &Patch::Merge(&status))
             .await
-            .map_err(kube_err(format!("setting the status of Node {}", spec.name)))?;
+            .map_err(kube_err(format!(
+                "setting the status of Node {}",
+                spec.name
+            )))?;
 
         let lease = lease_object(&node, &self.config, now());
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), NODE_LEASE_NAMESPACE);
@@ -360,12 +363,36 @@ fn node_status(spec: &NodeSpec, config: &SimulatedNodesConfig, at: Timestamp) ->
         .unwrap_or_else(|| "linux".into());
     NodeStatus {
         capacity: Some(spec.capacity.clone()),
-        allocatable: Some(spec.allocatable.clone().unwrap_or_else(|| spec.capacity.clone())),
+        allocatable: Some(
+            spec.allocatable
+                .clone()
+                .unwrap_or_else(|| spec.capacity.clone()),
+        ),
         conditions: Some(vec![
-            condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "simulated"),
-            condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "simulated"),
-            condition("PIDPressure", "False", "KubeletHasSufficientPID", "simulated"),
-            condition("Ready", "True", "KubeletReady", "simulated kubelet is posting ready status"),
+            condition(
+                "MemoryPressure",
+                "False",
+                "KubeletHasSufficientMemory",
+                "simulated",
+            ),
+            condition(
+                "DiskPressure",
+                "False",
+                "KubeletHasNoDiskPressure",
+                "simulated",
+            ),
+            condition(
+                "PIDPressure",
+                "False",
+                "KubeletHasSufficientPID",
+                "simulated",
+            ),
+            condition(
+                "Ready",
+                "True",
+                "KubeletReady",
+                "simulated kubelet is posting ready status",
+            ),
         ]),
         addresses: Some(vec![
             NodeAddress {

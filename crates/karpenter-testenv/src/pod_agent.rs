@@ -40,10 +40,8 @@ pub(crate) async fn run(client: Client, nodes: Arc<Mutex<HashSet<String>>>) {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .contains(&node);
-                if ours {
-                    if let Err(e) = reconcile(&client, &pod).await {
-                        tracing::warn!(pod = %pod.name_any(), error = %e, "pod agent step failed");
-                    }
+                if ours && let Err(e) = reconcile(&client, &pod).await {
+                    tracing::warn!(pod = %pod.name_any(), error = %e, "pod agent step failed");
                 }
             }
             Err(e) => tracing::warn!(error = %e, "pod agent watch error"),
@@ -76,9 +74,7 @@ async fn reconcile(client: &Client, pod: &Pod) -> Result<(), kube::Error> {
 
 fn running_status(pod: &Pod, at: Timestamp) -> serde_json::Value {
     let started = Time(at);
-    let condition = |type_: &str| {
-        serde_json::json!({ "type": type_, "status": "True", "lastTransitionTime": started })
-    };
+    let condition = |type_: &str| serde_json::json!({ "type": type_, "status": "True", "lastTransitionTime": started });
     let containers: Vec<serde_json::Value> = pod
         .spec
         .iter()

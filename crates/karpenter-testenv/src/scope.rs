@@ -131,7 +131,10 @@ impl TestScope {
             .cluster_kinds
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !kinds.iter().any(|k| k.plural == resource.plural && k.group == resource.group) {
+        if !kinds
+            .iter()
+            .any(|k| k.plural == resource.plural && k.group == resource.group)
+        {
             kinds.push(resource);
         }
     }
@@ -172,7 +175,11 @@ impl TestScope {
         {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(e) => return Err(kube_err(format!("deleting namespace {}", self.namespace))(e)),
+            Err(e) => {
+                return Err(kube_err(format!("deleting namespace {}", self.namespace))(
+                    e,
+                ));
+            }
         }
         self.cleaned = true;
         Ok(())
@@ -214,7 +221,11 @@ pub fn dns_name(raw: &str) -> String {
         .chars()
         .map(|c| {
             let c = c.to_ascii_lowercase();
-            if c.is_ascii_lowercase() || c.is_ascii_digit() { c } else { '-' }
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '-'
+            }
         })
         .collect();
     name.truncate(63);
@@ -227,9 +238,14 @@ mod tests {
 
     #[test]
     fn dns_names_are_lower_case_and_at_most_63_characters() {
-        let name = dns_name("T123-Scheduler_Binds::Pods To_Nodes-and-a-very-long-tail-that-goes-on-and-on");
+        let name = dns_name(
+            "T123-Scheduler_Binds::Pods To_Nodes-and-a-very-long-tail-that-goes-on-and-on",
+        );
         assert!(name.len() <= 63);
-        assert!(name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        );
         assert!(name.starts_with("t123-scheduler-binds--pods-to-nodes"));
     }
 

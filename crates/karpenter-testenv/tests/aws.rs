@@ -1,9 +1,9 @@
 //! aws-sdk-rust against the moto emulator: the calls karpenter makes work end to end.
 
 use aws_sdk_ec2::types::{
-    DefaultTargetCapacityType, FleetLaunchTemplateConfigRequest,
+    DefaultTargetCapacityType, Filter, FleetLaunchTemplateConfigRequest,
     FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest, FleetType,
-    Filter, InstanceType, RequestLaunchTemplateData, ResourceType, Tag, TagSpecification,
+    InstanceType, RequestLaunchTemplateData, ResourceType, Tag, TagSpecification,
     TargetCapacitySpecificationRequest,
 };
 use karpenter_testenv::{AwsEnv, dns_name};
@@ -38,13 +38,23 @@ async fn describe_instance_types_returns_the_ec2_catalog() {
         let page = page.expect("a DescribeInstanceTypes page");
         types.extend(page.instance_types.unwrap_or_default());
     }
-    assert!(types.len() > 500, "expected the full catalog, got {} types", types.len());
+    assert!(
+        types.len() > 500,
+        "expected the full catalog, got {} types",
+        types.len()
+    );
     let m5 = types
         .iter()
         .find(|t| t.instance_type == Some(InstanceType::M5Large))
         .expect("m5.large is in the catalog");
-    assert_eq!(m5.v_cpu_info.as_ref().and_then(|v| v.default_v_cpus), Some(2));
-    assert_eq!(m5.memory_info.as_ref().and_then(|m| m.size_in_mib), Some(8192));
+    assert_eq!(
+        m5.v_cpu_info.as_ref().and_then(|v| v.default_v_cpus),
+        Some(2)
+    );
+    assert_eq!(
+        m5.memory_info.as_ref().and_then(|m| m.size_in_mib),
+        Some(8192)
+    );
 }
 
 #[tokio::test]
@@ -89,14 +99,21 @@ async fn ssm_serves_the_seeded_ami_parameters_and_they_resolve_to_images() {
         .expect("describing the seeded images")
         .images
         .unwrap_or_default();
-    let mut found: Vec<String> = described.iter().filter_map(|i| i.image_id.clone()).collect();
+    let mut found: Vec<String> = described
+        .iter()
+        .filter_map(|i| i.image_id.clone())
+        .collect();
     found.sort();
     images.sort();
     images.dedup();
     assert_eq!(found, images);
     let arm = described
         .iter()
-        .find(|i| i.name.as_deref().is_some_and(|n| n.contains("al2023-arm64-standard")))
+        .find(|i| {
+            i.name
+                .as_deref()
+                .is_some_and(|n| n.contains("al2023-arm64-standard"))
+        })
         .expect("the AL2023 arm64 image");
     assert_eq!(arm.architecture.as_ref().map(|a| a.as_str()), Some("arm64"));
 }
@@ -111,7 +128,12 @@ async fn create_fleet_instant_launches_tagged_instances_that_terminate() {
 
     let subnet = ec2
         .describe_subnets()
-        .filters(Filter::builder().name("default-for-az").values("true").build())
+        .filters(
+            Filter::builder()
+                .name("default-for-az")
+                .values("true")
+                .build(),
+        )
         .send()
         .await
         .expect("describing subnets")
@@ -179,7 +201,12 @@ async fn create_fleet_instant_launches_tagged_instances_that_terminate() {
             TagSpecification::builder()
                 .resource_type(ResourceType::Instance)
                 .tags(Tag::builder().key("testenv/run").value(&run).build())
-                .tags(Tag::builder().key("karpenter.sh/nodepool").value("default").build())
+                .tags(
+                    Tag::builder()
+                        .key("karpenter.sh/nodepool")
+                        .value("default")
+                        .build(),
+                )
                 .build(),
         )
         .send()
@@ -196,7 +223,12 @@ async fn create_fleet_instant_launches_tagged_instances_that_terminate() {
 
     let described: Vec<_> = ec2
         .describe_instances()
-        .filters(Filter::builder().name("tag:testenv/run").values(&run).build())
+        .filters(
+            Filter::builder()
+                .name("tag:testenv/run")
+                .values(&run)
+                .build(),
+        )
         .send()
         .await
         .expect("describing instances by tag")
@@ -205,14 +237,23 @@ async fn create_fleet_instant_launches_tagged_instances_that_terminate() {
         .into_iter()
         .flat_map(|r| r.instances.unwrap_or_default())
         .collect();
-    let mut tagged: Vec<String> = described.iter().filter_map(|i| i.instance_id.clone()).collect();
+    let mut tagged: Vec<String> = described
+        .iter()
+        .filter_map(|i| i.instance_id.clone())
+        .collect();
     tagged.sort();
-    assert_eq!(tagged, launched, "the fleet's tag specification tags the instances");
+    assert_eq!(
+        tagged, launched,
+        "the fleet's tag specification tags the instances"
+    );
     for instance in &described {
         assert_eq!(instance.image_id.as_deref(), Some(image.as_str()));
         assert_eq!(instance.subnet_id.as_deref(), Some(subnet_id.as_str()));
         let tags = instance.tags.clone().unwrap_or_default();
-        assert!(tags.iter().any(|t| t.key.as_deref() == Some("karpenter.sh/nodepool")));
+        assert!(
+            tags.iter()
+                .any(|t| t.key.as_deref() == Some("karpenter.sh/nodepool"))
+        );
     }
 
     let terminated = ec2
@@ -225,7 +266,10 @@ async fn create_fleet_instant_launches_tagged_instances_that_terminate() {
         .unwrap_or_default();
     assert_eq!(terminated.len(), 2);
     for change in terminated {
-        let state = change.current_state.and_then(|s| s.name).map(|n| n.as_str().to_string());
+        let state = change
+            .current_state
+            .and_then(|s| s.name)
+            .map(|n| n.as_str().to_string());
         assert!(
             matches!(state.as_deref(), Some("shutting-down" | "terminated")),
             "state after TerminateInstances: {state:?}"
@@ -252,7 +296,12 @@ async fn an_sqs_message_round_trips() {
         .queue_url
         .expect("queue url");
     let body = r#"{"version":"0","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","detail":{"instance-id":"i-0123456789abcdef0","instance-action":"terminate"}}"#;
-    sqs.send_message().queue_url(&queue).message_body(body).send().await.expect("sending");
+    sqs.send_message()
+        .queue_url(&queue)
+        .message_body(body)
+        .send()
+        .await
+        .expect("sending");
     let messages = sqs
         .receive_message()
         .queue_url(&queue)
@@ -266,7 +315,12 @@ async fn an_sqs_message_round_trips() {
     assert_eq!(messages.len(), 1);
     assert_eq!(messages[0].body.as_deref(), Some(body));
     let receipt = messages[0].receipt_handle.clone().expect("receipt handle");
-    sqs.delete_message().queue_url(&queue).receipt_handle(receipt).send().await.expect("deleting the message");
+    sqs.delete_message()
+        .queue_url(&queue)
+        .receipt_handle(receipt)
+        .send()
+        .await
+        .expect("deleting the message");
     let again = sqs
         .receive_message()
         .queue_url(&queue)
@@ -277,17 +331,27 @@ async fn an_sqs_message_round_trips() {
         .messages
         .unwrap_or_default();
     assert!(again.is_empty(), "the deleted message came back");
-    sqs.delete_queue().queue_url(&queue).send().await.expect("deleting the queue");
+    sqs.delete_queue()
+        .queue_url(&queue)
+        .send()
+        .await
+        .expect("deleting the queue");
 }
 
 #[tokio::test]
 #[ignore = "needs the AWS emulator: run scripts/test-integration"]
 async fn with_iam_enforcement_a_user_allowed_only_describe_instances_is_denied_run_instances() {
     let (aws, _exclusive) = AwsEnv::exclusive().await.expect("resetting the emulator");
-    aws.set_iam_enforcement(true).await.expect("turning IAM enforcement on");
+    aws.set_iam_enforcement(true)
+        .await
+        .expect("turning IAM enforcement on");
     let iam = aws.iam();
     let user = unique("describe-only");
-    iam.create_user().user_name(&user).send().await.expect("creating a user");
+    iam.create_user()
+        .user_name(&user)
+        .send()
+        .await
+        .expect("creating a user");
     let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"ec2:DescribeInstances","Resource":"*"}]}"#;
     iam.put_user_policy()
         .user_name(&user)
@@ -306,7 +370,12 @@ async fn with_iam_enforcement_a_user_allowed_only_describe_instances_is_denied_r
         .expect("the access key");
     let limited = aws.with_credentials(&key.access_key_id, &key.secret_access_key);
 
-    limited.ec2().describe_instances().send().await.expect("DescribeInstances is allowed");
+    limited
+        .ec2()
+        .describe_instances()
+        .send()
+        .await
+        .expect("DescribeInstances is allowed");
     let image = al2023_image(&aws).await;
     let denied = limited
         .ec2()
@@ -318,9 +387,12 @@ async fn with_iam_enforcement_a_user_allowed_only_describe_instances_is_denied_r
         .send()
         .await
         .expect_err("RunInstances must be denied");
-    let service_error = denied.as_service_error().expect("a service error, not a transport error");
+    let service_error = denied
+        .as_service_error()
+        .expect("a service error, not a transport error");
     let code = aws_sdk_ec2::error::ProvideErrorMetadata::code(service_error);
-    let message = aws_sdk_ec2::error::ProvideErrorMetadata::message(service_error).unwrap_or_default();
+    let message =
+        aws_sdk_ec2::error::ProvideErrorMetadata::message(service_error).unwrap_or_default();
     // moto answers AccessDenied where EC2 answers UnauthorizedOperation (see testenv/README.md).
     assert!(
         matches!(code, Some("AccessDenied" | "UnauthorizedOperation")),
@@ -330,13 +402,22 @@ async fn with_iam_enforcement_a_user_allowed_only_describe_instances_is_denied_r
 
     // Unknown credentials are refused outright.
     let stranger = aws.with_credentials("AKIAUNKNOWNUNKNOWN00", "not-a-secret");
-    let refused = stranger.ec2().describe_instances().send().await.expect_err("unknown keys are refused");
-    let code = refused.as_service_error().and_then(|e| aws_sdk_ec2::error::ProvideErrorMetadata::code(e));
+    let refused = stranger
+        .ec2()
+        .describe_instances()
+        .send()
+        .await
+        .expect_err("unknown keys are refused");
+    let code = refused
+        .as_service_error()
+        .and_then(|e| aws_sdk_ec2::error::ProvideErrorMetadata::code(e));
     assert_eq!(code, Some("AuthFailure"));
 
     // Leave the switch as the launcher set it.
     let initial = aws.state().is_none_or(|s| s.iam_enforcement);
-    aws.set_iam_enforcement(initial).await.expect("restoring IAM enforcement");
+    aws.set_iam_enforcement(initial)
+        .await
+        .expect("restoring IAM enforcement");
 }
 
 #[tokio::test]
@@ -345,7 +426,11 @@ async fn a_reset_wipes_resources_and_keeps_the_seeded_parameters() {
     let (aws, _exclusive) = AwsEnv::exclusive().await.expect("resetting the emulator");
     let sqs = aws.sqs();
     let name = unique("before-reset");
-    sqs.create_queue().queue_name(&name).send().await.expect("creating a queue");
+    sqs.create_queue()
+        .queue_name(&name)
+        .send()
+        .await
+        .expect("creating a queue");
     aws.reset().await.expect("resetting");
     let queues = sqs
         .list_queues()
@@ -357,5 +442,8 @@ async fn a_reset_wipes_resources_and_keeps_the_seeded_parameters() {
         .unwrap_or_default();
     assert!(queues.is_empty(), "queues survived the reset: {queues:?}");
     let image = al2023_image(&aws).await;
-    assert!(image.starts_with("ami-"), "seeded parameters are back after the reset");
+    assert!(
+        image.starts_with("ami-"),
+        "seeded parameters are back after the reset"
+    );
 }

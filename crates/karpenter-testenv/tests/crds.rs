@@ -6,21 +6,28 @@ use karpenter_testenv::manifests::{self, DynamicManifest};
 use karpenter_testenv::{KubeEnv, paths};
 use kube::api::PostParams;
 
-
 fn crd_dir() -> PathBuf {
     paths::repo_root().join("charts/karpenter/crds")
 }
 
 fn fixture_dir(kind: &str) -> PathBuf {
-    paths::repo_root().join("crates/karpenter-api/tests/fixtures").join(kind)
+    paths::repo_root()
+        .join("crates/karpenter-api/tests/fixtures")
+        .join(kind)
 }
 
 async fn env_with_crds() -> KubeEnv {
-    let env = KubeEnv::connect().await.expect("connecting to the test environment");
+    let env = KubeEnv::connect()
+        .await
+        .expect("connecting to the test environment");
     let names = manifests::apply_crds(&env.client(), &crd_dir())
         .await
         .expect("applying charts/karpenter/crds");
-    assert!(!names.is_empty(), "no CRDs found in {}", crd_dir().display());
+    assert!(
+        !names.is_empty(),
+        "no CRDs found in {}",
+        crd_dir().display()
+    );
     env
 }
 
@@ -29,7 +36,10 @@ async fn env_with_crds() -> KubeEnv {
 async fn every_valid_fixture_is_accepted_by_the_api_server() {
     let env = env_with_crds().await;
     let client = env.client();
-    let scope = env.scope("valid-fixtures").await.expect("creating a test scope");
+    let scope = env
+        .scope("valid-fixtures")
+        .await
+        .expect("creating a test scope");
     let mut failures = Vec::new();
     let mut created = 0;
     for path in manifests::yaml_files(&fixture_dir("valid")).expect("listing valid fixtures") {
@@ -50,8 +60,16 @@ async fn every_valid_fixture_is_accepted_by_the_api_server() {
             }
         }
     }
-    assert!(failures.is_empty(), "valid fixtures rejected:\n{}", failures.join("\n"));
-    assert!(created > 0, "no valid fixtures found in {}", fixture_dir("valid").display());
+    assert!(
+        failures.is_empty(),
+        "valid fixtures rejected:\n{}",
+        failures.join("\n")
+    );
+    assert!(
+        created > 0,
+        "no valid fixtures found in {}",
+        fixture_dir("valid").display()
+    );
     scope.cleanup().await.expect("cleaning up");
 }
 
@@ -60,7 +78,10 @@ async fn every_valid_fixture_is_accepted_by_the_api_server() {
 async fn every_invalid_fixture_with_an_apiserver_expectation_is_rejected_with_that_message() {
     let env = env_with_crds().await;
     let client = env.client();
-    let scope = env.scope("invalid-fixtures").await.expect("creating a test scope");
+    let scope = env
+        .scope("invalid-fixtures")
+        .await
+        .expect("creating a test scope");
     let mut failures = Vec::new();
     let mut checked = 0;
     let mut skipped = Vec::new();
@@ -69,7 +90,11 @@ async fn every_invalid_fixture_with_an_apiserver_expectation_is_rejected_with_th
         let expected = manifests::comment_directives(&text, "apiserver-expect");
         if expected.is_empty() {
             // Rules only `karpenter validate` checks (no CEL/OpenAPI equivalent).
-            skipped.push(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+            skipped.push(
+                path.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
             continue;
         }
         for doc in manifests::load_documents(&path).expect("parsing an invalid fixture") {
@@ -85,12 +110,22 @@ async fn every_invalid_fixture_with_an_apiserver_expectation_is_rejected_with_th
             let api = manifest.api(&client, scope.namespace());
             checked += 1;
             match api.create(&PostParams::default(), &manifest.object).await {
-                Ok(_) => failures.push(format!("{}: accepted, expected {expected:?}", path.display())),
+                Ok(_) => failures.push(format!(
+                    "{}: accepted, expected {expected:?}",
+                    path.display()
+                )),
                 Err(kube::Error::Api(status)) => {
-                    let missing: Vec<&String> =
-                        expected.iter().filter(|e| !status.message.contains(e.as_str())).collect();
+                    let missing: Vec<&String> = expected
+                        .iter()
+                        .filter(|e| !status.message.contains(e.as_str()))
+                        .collect();
                     if status.code != 422 && status.code != 400 {
-                        failures.push(format!("{}: HTTP {} {}", path.display(), status.code, status.message));
+                        failures.push(format!(
+                            "{}: HTTP {} {}",
+                            path.display(),
+                            status.code,
+                            status.message
+                        ));
                     } else if !missing.is_empty() {
                         failures.push(format!(
                             "{}: message lacks {missing:?}:\n    {}",
@@ -104,7 +139,15 @@ async fn every_invalid_fixture_with_an_apiserver_expectation_is_rejected_with_th
         }
     }
     eprintln!("checked {checked} invalid fixtures; skipped (no apiserver-expect): {skipped:?}");
-    assert!(checked > 0, "no invalid fixture carries an `# apiserver-expect:` line");
-    assert!(failures.is_empty(), "{} of {checked} invalid fixtures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        checked > 0,
+        "no invalid fixture carries an `# apiserver-expect:` line"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} invalid fixtures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     scope.cleanup().await.expect("cleaning up");
 }

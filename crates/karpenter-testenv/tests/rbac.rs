@@ -15,13 +15,21 @@ fn is_forbidden<T: std::fmt::Debug>(result: Result<T, kube::Error>) -> bool {
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment: run scripts/test-integration"]
 async fn a_service_account_can_do_what_its_role_allows_and_is_forbidden_the_rest() {
-    let env = KubeEnv::connect().await.expect("connecting to the test environment");
+    let env = KubeEnv::connect()
+        .await
+        .expect("connecting to the test environment");
     let scope = env.scope("rbac").await.expect("creating a test scope");
     let ns = scope.namespace().to_string();
     let admin = env.client();
 
     Api::<ServiceAccount>::namespaced(admin.clone(), &ns)
-        .create(&PostParams::default(), &ServiceAccount { metadata: scope.namespaced_meta("reader"), ..Default::default() })
+        .create(
+            &PostParams::default(),
+            &ServiceAccount {
+                metadata: scope.namespaced_meta("reader"),
+                ..Default::default()
+            },
+        )
         .await
         .expect("creating the service account");
     let role = Role {
@@ -39,8 +47,17 @@ async fn a_service_account_can_do_what_its_role_allows_and_is_forbidden_the_rest
         .expect("creating the role");
     let binding = RoleBinding {
         metadata: scope.namespaced_meta("reader-reads-configmaps"),
-        role_ref: RoleRef { api_group: Some("rbac.authorization.k8s.io".into()), kind: "Role".into(), name: "configmap-reader".into() },
-        subjects: Some(vec![Subject { kind: "ServiceAccount".into(), name: "reader".into(), namespace: Some(ns.clone()), ..Subject::default() }]),
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "Role".into(),
+            name: "configmap-reader".into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: "reader".into(),
+            namespace: Some(ns.clone()),
+            ..Subject::default()
+        }]),
     };
     Api::<RoleBinding>::namespaced(admin.clone(), &ns)
         .create(&PostParams::default(), &binding)
@@ -48,7 +65,10 @@ async fn a_service_account_can_do_what_its_role_allows_and_is_forbidden_the_rest
         .expect("creating the role binding");
 
     let request = TokenRequest {
-        spec: Some(TokenRequestSpec { expiration_seconds: Some(600), ..TokenRequestSpec::default() }),
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(600),
+            ..TokenRequestSpec::default()
+        }),
         ..TokenRequest::default()
     };
     let token = Api::<ServiceAccount>::namespaced(admin.clone(), &ns)
@@ -59,24 +79,72 @@ async fn a_service_account_can_do_what_its_role_allows_and_is_forbidden_the_rest
         .expect("token status")
         .token
         .expect("a token");
-    let reader = env.client_with_token(&token).await.expect("a client with the token");
+    let reader = env
+        .client_with_token(&token)
+        .await
+        .expect("a client with the token");
 
     // Allowed (RBAC caches may take a moment to see the new binding).
     let configmaps: Api<ConfigMap> = Api::namespaced(reader.clone(), &ns);
-    wait_for("the role binding to take effect", Duration::from_secs(20), || async {
-        Ok(configmaps.list(&ListParams::default()).await.ok().map(|_| ()))
-    })
+    wait_for(
+        "the role binding to take effect",
+        Duration::from_secs(20),
+        || async {
+            Ok(configmaps
+                .list(&ListParams::default())
+                .await
+                .ok()
+                .map(|_| ()))
+        },
+    )
     .await
     .expect("the reader may list configmaps in its namespace");
-    configmaps.get("kube-root-ca.crt").await.expect("the reader may get a configmap");
+    configmaps
+        .get("kube-root-ca.crt")
+        .await
+        .expect("the reader may get a configmap");
 
     // Forbidden: verbs, resources and namespaces the role does not grant.
-    let new_cm = ConfigMap { metadata: scope.namespaced_meta("written-by-reader"), ..Default::default() };
-    assert!(is_forbidden(configmaps.create(&PostParams::default(), &new_cm).await), "create configmap must be forbidden");
-    assert!(is_forbidden(configmaps.delete("kube-root-ca.crt", &Default::default()).await), "delete configmap must be forbidden");
-    assert!(is_forbidden(Api::<Secret>::namespaced(reader.clone(), &ns).list(&ListParams::default()).await), "list secrets must be forbidden");
-    assert!(is_forbidden(Api::<ConfigMap>::namespaced(reader.clone(), "default").list(&ListParams::default()).await), "configmaps of another namespace must be forbidden");
-    assert!(is_forbidden(Api::<Node>::all(reader.clone()).list(&ListParams::default()).await), "list nodes must be forbidden");
+    let new_cm = ConfigMap {
+        metadata: scope.namespaced_meta("written-by-reader"),
+        ..Default::default()
+    };
+    assert!(
+        is_forbidden(configmaps.create(&PostParams::default(), &new_cm).await),
+        "create configmap must be forbidden"
+    );
+    assert!(
+        is_forbidden(
+            configmaps
+                .delete("kube-root-ca.crt", &Default::default())
+                .await
+        ),
+        "delete configmap must be forbidden"
+    );
+    assert!(
+        is_forbidden(
+            Api::<Secret>::namespaced(reader.clone(), &ns)
+                .list(&ListParams::default())
+                .await
+        ),
+        "list secrets must be forbidden"
+    );
+    assert!(
+        is_forbidden(
+            Api::<ConfigMap>::namespaced(reader.clone(), "default")
+                .list(&ListParams::default())
+                .await
+        ),
+        "configmaps of another namespace must be forbidden"
+    );
+    assert!(
+        is_forbidden(
+            Api::<Node>::all(reader.clone())
+                .list(&ListParams::default())
+                .await
+        ),
+        "list nodes must be forbidden"
+    );
 
     scope.cleanup().await.expect("cleaning up");
 }

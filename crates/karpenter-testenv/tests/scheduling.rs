@@ -5,11 +5,15 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, PodTemplateSpec, ResourceRequirements};
+use k8s_openapi::api::core::v1::{
+    Container, Node, Pod, PodSpec, PodTemplateSpec, ResourceRequirements,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use karpenter_testenv::nodes::NODE_LEASE_NAMESPACE;
-use karpenter_testenv::{KubeEnv, NodeSpec, SimulatedNodes, SimulatedNodesConfig, TestScope, wait_for};
+use karpenter_testenv::{
+    KubeEnv, NodeSpec, SimulatedNodes, SimulatedNodesConfig, TestScope, wait_for,
+};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 fn deployment(scope: &TestScope, name: &str, replicas: i32) -> Deployment {
@@ -54,11 +58,19 @@ fn deployment(scope: &TestScope, name: &str, replicas: i32) -> Deployment {
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment: run scripts/test-integration"]
 async fn the_scheduler_binds_a_deployments_pods_to_a_simulated_node_and_they_become_available() {
-    let env = KubeEnv::connect().await.expect("connecting to the test environment");
-    let scope = env.scope("deployment-on-simulated-node").await.expect("creating a test scope");
+    let env = KubeEnv::connect()
+        .await
+        .expect("connecting to the test environment");
+    let scope = env
+        .scope("deployment-on-simulated-node")
+        .await
+        .expect("creating a test scope");
     let nodes = SimulatedNodes::new(env.client());
     let node = nodes
-        .create(NodeSpec::in_scope(&scope, "node-a").label("node.kubernetes.io/instance-type", "m5.xlarge"))
+        .create(
+            NodeSpec::in_scope(&scope, "node-a")
+                .label("node.kubernetes.io/instance-type", "m5.xlarge"),
+        )
         .await
         .expect("creating a simulated node");
     let node_name = node.metadata.name.clone().expect("node name");
@@ -70,35 +82,55 @@ async fn the_scheduler_binds_a_deployments_pods_to_a_simulated_node_and_they_bec
         .expect("creating the deployment");
 
     let pods: Api<Pod> = Api::namespaced(env.client(), scope.namespace());
-    let bound = wait_for("3 pods bound to the simulated node", Duration::from_secs(60), || async {
-        let list = pods.list(&ListParams::default().labels("app=web")).await.map_err(|e| {
-            karpenter_testenv::Error::Kube { action: "listing pods".into(), source: e }
-        })?;
-        let on_node: Vec<String> = list
-            .items
-            .iter()
-            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name.as_str()))
-            .map(|p| p.metadata.name.clone().unwrap_or_default())
-            .collect();
-        Ok((on_node.len() == 3).then_some(on_node))
-    })
+    let bound = wait_for(
+        "3 pods bound to the simulated node",
+        Duration::from_secs(60),
+        || async {
+            let list = pods
+                .list(&ListParams::default().labels("app=web"))
+                .await
+                .map_err(|e| karpenter_testenv::Error::Kube {
+                    action: "listing pods".into(),
+                    source: e,
+                })?;
+            let on_node: Vec<String> = list
+                .items
+                .iter()
+                .filter(|p| {
+                    p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name.as_str())
+                })
+                .map(|p| p.metadata.name.clone().unwrap_or_default())
+                .collect();
+            Ok((on_node.len() == 3).then_some(on_node))
+        },
+    )
     .await
     .expect("the scheduler binds the pods");
     assert_eq!(bound.len(), 3);
 
     // The pod agent plays the kubelet: the deployment becomes available.
-    wait_for("the deployment to have 3 available replicas", Duration::from_secs(60), || async {
-        let d = deployments.get("web").await.map_err(|e| karpenter_testenv::Error::Kube {
-            action: "reading the deployment".into(),
-            source: e,
-        })?;
-        Ok((d.status.and_then(|s| s.available_replicas) == Some(3)).then_some(()))
-    })
+    wait_for(
+        "the deployment to have 3 available replicas",
+        Duration::from_secs(60),
+        || async {
+            let d = deployments
+                .get("web")
+                .await
+                .map_err(|e| karpenter_testenv::Error::Kube {
+                    action: "reading the deployment".into(),
+                    source: e,
+                })?;
+            Ok((d.status.and_then(|s| s.available_replicas) == Some(3)).then_some(()))
+        },
+    )
     .await
     .expect("the deployment becomes available");
 
     // The node lifecycle controller considers the node healthy: no not-ready/unreachable taints.
-    let node = Api::<Node>::all(env.client()).get(&node_name).await.expect("reading the node");
+    let node = Api::<Node>::all(env.client())
+        .get(&node_name)
+        .await
+        .expect("reading the node");
     let taints: Vec<String> = node
         .spec
         .and_then(|s| s.taints)
@@ -112,25 +144,40 @@ async fn the_scheduler_binds_a_deployments_pods_to_a_simulated_node_and_they_bec
     );
 
     // Graceful deletion completes (the agent finishes what a kubelet would).
-    deployments.delete("web", &DeleteParams::foreground()).await.expect("deleting the deployment");
+    deployments
+        .delete("web", &DeleteParams::foreground())
+        .await
+        .expect("deleting the deployment");
     wait_for("the pods to be gone", Duration::from_secs(60), || async {
-        let list = pods.list(&ListParams::default().labels("app=web")).await.map_err(|e| {
-            karpenter_testenv::Error::Kube { action: "listing pods".into(), source: e }
-        })?;
+        let list = pods
+            .list(&ListParams::default().labels("app=web"))
+            .await
+            .map_err(|e| karpenter_testenv::Error::Kube {
+                action: "listing pods".into(),
+                source: e,
+            })?;
         Ok(list.items.is_empty().then_some(()))
     })
     .await
     .expect("pods on simulated nodes finish terminating");
 
-    nodes.delete_all().await.expect("deleting the simulated node");
+    nodes
+        .delete_all()
+        .await
+        .expect("deleting the simulated node");
     scope.cleanup().await.expect("cleaning up");
 }
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment: run scripts/test-integration"]
 async fn a_simulated_node_renews_its_lease_and_deleting_it_removes_node_and_lease() {
-    let env = KubeEnv::connect().await.expect("connecting to the test environment");
-    let scope = env.scope("node-lease").await.expect("creating a test scope");
+    let env = KubeEnv::connect()
+        .await
+        .expect("connecting to the test environment");
+    let scope = env
+        .scope("node-lease")
+        .await
+        .expect("creating a test scope");
     let config = SimulatedNodesConfig {
         renew_interval: Duration::from_millis(500),
         run_pods: false,
@@ -146,8 +193,14 @@ async fn a_simulated_node_renews_its_lease_and_deleting_it_removes_node_and_leas
     let name = node.metadata.name.clone().expect("node name");
 
     let status = node.status.clone().expect("node status");
-    assert_eq!(status.capacity.as_ref().and_then(|c| c.get("cpu")), Some(&Quantity("2".into())));
-    assert_eq!(status.allocatable.as_ref().and_then(|c| c.get("cpu")), Some(&Quantity("1900m".into())));
+    assert_eq!(
+        status.capacity.as_ref().and_then(|c| c.get("cpu")),
+        Some(&Quantity("2".into()))
+    );
+    assert_eq!(
+        status.allocatable.as_ref().and_then(|c| c.get("cpu")),
+        Some(&Quantity("1900m".into()))
+    );
     let ready = status
         .conditions
         .unwrap_or_default()
@@ -156,24 +209,46 @@ async fn a_simulated_node_renews_its_lease_and_deleting_it_removes_node_and_leas
         .expect("a Ready condition");
     assert_eq!(ready.status, "True");
     let spec = node.spec.clone().expect("node spec");
-    assert_eq!(spec.provider_id.as_deref(), Some("aws:///us-west-2a/i-0123456789abcdef0"));
+    assert_eq!(
+        spec.provider_id.as_deref(),
+        Some("aws:///us-west-2a/i-0123456789abcdef0")
+    );
 
     let leases: Api<Lease> = Api::namespaced(env.client(), NODE_LEASE_NAMESPACE);
     let first = leases.get(&name).await.expect("the node lease exists");
     let first_renew = first.spec.and_then(|s| s.renew_time).expect("a renew time");
-    wait_for("the lease to be renewed", Duration::from_secs(15), || async {
-        let lease = leases.get(&name).await.map_err(|e| karpenter_testenv::Error::Kube {
-            action: "reading the lease".into(),
-            source: e,
-        })?;
-        let renew = lease.spec.and_then(|s| s.renew_time);
-        Ok((renew.as_ref() != Some(&first_renew)).then_some(()))
-    })
+    wait_for(
+        "the lease to be renewed",
+        Duration::from_secs(15),
+        || async {
+            let lease = leases
+                .get(&name)
+                .await
+                .map_err(|e| karpenter_testenv::Error::Kube {
+                    action: "reading the lease".into(),
+                    source: e,
+                })?;
+            let renew = lease.spec.and_then(|s| s.renew_time);
+            Ok((renew.as_ref() != Some(&first_renew)).then_some(()))
+        },
+    )
     .await
     .expect("the lease is renewed");
 
     nodes.delete(&name).await.expect("deleting the node");
-    assert!(Api::<Node>::all(env.client()).get_opt(&name).await.expect("reading the node").is_none());
-    assert!(leases.get_opt(&name).await.expect("reading the lease").is_none());
+    assert!(
+        Api::<Node>::all(env.client())
+            .get_opt(&name)
+            .await
+            .expect("reading the node")
+            .is_none()
+    );
+    assert!(
+        leases
+            .get_opt(&name)
+            .await
+            .expect("reading the lease")
+            .is_none()
+    );
     scope.cleanup().await.expect("cleaning up");
 }
