@@ -247,6 +247,8 @@ async fn create_fleet_instant_launches_tagged_instances_that_terminate() {
         "the fleet's tag specification tags the instances"
     );
     for instance in &described {
+        // A documented moto limit: the whole fleet comes from the first override.
+        assert_eq!(instance.instance_type, Some(InstanceType::M5Large));
         assert_eq!(instance.image_id.as_deref(), Some(image.as_str()));
         assert_eq!(instance.subnet_id.as_deref(), Some(subnet_id.as_str()));
         let tags = instance.tags.clone().unwrap_or_default();
