@@ -1,0 +1,152 @@
+//! `karpenter convert` as a user runs it.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn karpenter(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_karpenter"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("karpenter runs");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().expect("karpenter finishes")
+}
+
+fn fixture(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../karpenter-api/tests/fixtures")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn the_seed_provisioner_converts_to_v1_that_karpenter_validate_accepts() {
+    let out = karpenter(
+        &["convert", "-f", &fixture("legacy/seed002-v1alpha5.yaml")],
+        None,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let yaml = stdout(&out);
+    assert!(yaml.contains("apiVersion: karpenter.sh/v1\n"), "{yaml}");
+    assert!(
+        yaml.contains("role: $KARPENTER_NODE_ROLE # placeholder"),
+        "{yaml}"
+    );
+    let check = karpenter(&["validate", "-f", "-"], Some(&yaml));
+    assert!(check.status.success(), "{check:?}");
+    assert!(stderr(&check).contains("2 valid, 0 invalid"), "{check:?}");
+}
+
+#[test]
+fn stdin_is_read_with_dash_f_dash() {
+    let input = std::fs::read_to_string(fixture("legacy/seed004-v1alpha5.yaml")).expect("fixture");
+    let out = karpenter(
+        &["convert", "-f", "-", "--node-role", "NodeRole"],
+        Some(&input),
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout(&out).contains("role: NodeRole"), "{}", stdout(&out));
+}
+
+#[test]
+fn json_output_is_a_list_of_v1_objects() {
+    let out = karpenter(
+        &[
+            "convert",
+            "-o",
+            "json",
+            "-f",
+            &fixture("legacy/seed002-v1beta1.yaml"),
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    assert_eq!(value["kind"], "List");
+    assert_eq!(value["items"][0]["apiVersion"], "karpenter.sh/v1");
+    assert_eq!(value["items"][1]["spec"]["kubelet"]["maxPods"], 58);
+}
+
+#[test]
+fn to_v1beta1_writes_v1beta1_objects() {
+    let out = karpenter(
+        &[
+            "convert",
+            "--to",
+            "v1beta1",
+            "-f",
+            &fixture("legacy/seed004-v1alpha5.yaml"),
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout(&out).contains("apiVersion: karpenter.sh/v1beta1"));
+}
+
+#[test]
+fn warnings_go_to_stderr_naming_file_object_and_field() {
+    let out = karpenter(
+        &["convert", "-f", &fixture("legacy/seed002-v1alpha5.yaml")],
+        None,
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("seed002-v1alpha5.yaml:2: EC2NodeClass/apps: spec.role: placeholder"),
+        "{err}"
+    );
+    assert!(!stdout(&out).contains("warning:"));
+}
+
+#[test]
+fn launch_template_name_exits_1_with_a_clear_error_and_no_output() {
+    let input = "apiVersion: karpenter.k8s.aws/v1alpha1\nkind: AWSNodeTemplate\nmetadata:\n  name: lt\nspec:\n  launchTemplateName: my-template\n  subnetSelector: {a: b}\n  securityGroupSelector: {a: b}\n";
+    let out = karpenter(&["convert", "-f", "-"], Some(input));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stdout(&out).is_empty());
+    let err = stderr(&out);
+    assert!(
+        err.contains("<stdin>:1: AWSNodeTemplate/lt: spec.launchTemplateName: launchTemplateName is not supported"),
+        "{err}"
+    );
+}
+
+#[test]
+fn malformed_yaml_exits_1_with_line_and_column() {
+    let out = karpenter(&["convert", "-f", "-"], Some("a: [unclosed\n"));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        stderr(&out).contains("<stdin>: invalid YAML: line"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn machines_are_reported_as_skipped_on_stderr() {
+    let input =
+        "apiVersion: karpenter.sh/v1alpha5\nkind: Machine\nmetadata:\n  name: m\nspec: {}\n";
+    let out = karpenter(&["convert", "-f", "-"], Some(input));
+    assert!(out.status.success(), "{out:?}");
+    assert!(stderr(&out).contains("Machine/m: Machines are managed by the Karpenter controller"));
+}
