@@ -11,9 +11,12 @@ fn main() {
         _ => (Workload::Diverse, PreferencePolicy::Respect),
     };
     let input = benchmark_input(workload, n, 400, 42, policy);
+    let rss = || std::fs::read_to_string("/proc/self/status").unwrap_or_default().lines().find(|l| l.starts_with("VmHWM")).unwrap_or("").to_string();
+    eprintln!("after input: {}", rss());
     let start = std::time::Instant::now();
     let result = solve(&input);
     let secs = start.elapsed().as_secs_f64();
+    eprintln!("after solve: {}", rss());
     println!(
         "pods={} scheduled={} nodes={} seconds={secs:.3} pods/s={:.0} cost={:.2} unsched={}",
         n,

@@ -20,6 +20,8 @@ use crate::requirements::Requirements;
 #[derive(Debug, Clone)]
 pub struct OfferingInfo {
     pub requirements: Requirements,
+    /// Index into the catalog's offering signatures (available offerings only).
+    pub sig: Option<usize>,
     pub capacity_type: Sym,
     pub price: f64,
     pub available: bool,
@@ -28,7 +30,7 @@ pub struct OfferingInfo {
 /// One instance type, compiled.
 #[derive(Debug, Clone)]
 pub struct ItInfo {
-    pub name: String,
+    pub name: std::sync::Arc<str>,
     pub requirements: Requirements,
     pub allocatable: Res,
     pub capacity: Res,
@@ -72,7 +74,7 @@ impl Catalog {
     pub fn build(types: &[InstanceType], interner: &mut Interner, dims: &Dims) -> Catalog {
         let zone = interner.intern(karpenter_api::labels::ZONE);
         let ct = interner.intern(karpenter_api::labels::CAPACITY_TYPE);
-        let its: Vec<ItInfo> = types
+        let mut its: Vec<ItInfo> = types
             .iter()
             .map(|it| {
                 let offerings = it
@@ -85,6 +87,7 @@ impl Catalog {
                         reqs.add(zone, Requirement::is_in([z]), interner);
                         reqs.add(ct, Requirement::is_in([c]), interner);
                         OfferingInfo {
+                            sig: None,
                             requirements: reqs,
                             capacity_type: c,
                             price: o.price,
@@ -93,7 +96,7 @@ impl Catalog {
                     })
                     .collect();
                 ItInfo {
-                    name: it.name.clone(),
+                    name: it.name.as_str().into(),
                     requirements: Requirements::from_specs(&it.requirements, interner),
                     allocatable: dims.res_known(&it.allocatable()),
                     capacity: dims.res_known(&it.capacity),
@@ -153,15 +156,19 @@ impl Catalog {
             .collect();
         let mut offering_sigs: Vec<(Requirements, Bitset)> = Vec::new();
         let mut offering_keys = FxHashSet::default();
-        for (i, it) in its.iter().enumerate() {
-            for o in it.offerings.iter().filter(|o| o.available) {
+        for (i, it) in its.iter_mut().enumerate() {
+            for o in it.offerings.iter_mut().filter(|o| o.available) {
                 offering_keys.extend(o.requirements.keys());
-                match offering_sigs.iter_mut().find(|(r, _)| *r == o.requirements) {
-                    Some((_, b)) => b.insert(i),
+                match offering_sigs.iter().position(|(r, _)| *r == o.requirements) {
+                    Some(s) => {
+                        offering_sigs[s].1.insert(i);
+                        o.sig = Some(s);
+                    }
                     None => {
                         let mut b = Bitset::empty(n);
                         b.insert(i);
                         offering_sigs.push((o.requirements.clone(), b));
+                        o.sig = Some(offering_sigs.len() - 1);
                     }
                 }
             }
@@ -252,6 +259,34 @@ impl Catalog {
             }
         }
         bits.and_with(&ok);
+    }
+
+    /// Which offering signatures are compatible with `reqs`.
+    pub fn compatible_signatures(&self, reqs: &Requirements, interner: &Interner) -> Vec<bool> {
+        self.offering_sigs
+            .iter()
+            .map(|(sig, _)| reqs.intersects(sig, interner).is_ok())
+            .collect()
+    }
+
+    /// Cheapest available offering of `it` whose signature is in `mask`.
+    pub fn cheapest_price_in(&self, it: usize, mask: &[bool]) -> Option<f64> {
+        self.its.get(it)?
+            .offerings
+            .iter()
+            .filter(|o| o.sig.is_some_and(|s| mask.get(s).copied().unwrap_or(false)))
+            .map(|o| o.price)
+            .min_by(f64::total_cmp)
+    }
+
+    /// Capacity types of available offerings of `it` whose signature is in `mask`.
+    pub fn capacity_types_in<'a>(&'a self, it: usize, mask: &'a [bool]) -> impl Iterator<Item = Sym> + 'a {
+        self.its
+            .get(it)
+            .into_iter()
+            .flat_map(|t| t.offerings.iter())
+            .filter(|o| o.sig.is_some_and(|s| mask.get(s).copied().unwrap_or(false)))
+            .map(|o| o.capacity_type)
     }
 
     /// Cheapest available offering of `it` compatible with `reqs`.

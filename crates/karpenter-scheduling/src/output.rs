@@ -22,10 +22,16 @@ impl std::fmt::Display for PodRef {
     }
 }
 
+fn serialize_arc_str<S: serde::Serializer>(s: &std::sync::Arc<str>, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(s)
+}
+
 /// One instance type still viable for a new NodeClaim, with its cheapest compatible price.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InstanceTypeOption {
-    pub name: String,
+    /// Shared with every other claim offering the same type.
+    #[serde(serialize_with = "serialize_arc_str")]
+    pub name: std::sync::Arc<str>,
     /// Cheapest available offering compatible with the claim's requirements.
     pub price: f64,
 }
@@ -34,9 +40,13 @@ pub struct InstanceTypeOption {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NewNodeClaim {
     pub node_pool: String,
-    /// Final requirements (NodePool + pods + topology), including `node.kubernetes.io/instance-type
-    /// In [options]` and `karpenter.sh/capacity-type In [...]`; hostname placeholder dropped.
+    /// Final requirements (NodePool + pods + topology) with `karpenter.sh/capacity-type In [...]`
+    /// of the options' compatible offerings; the hostname placeholder is dropped. The
+    /// instance-type requirement is `instance_type_options` (see [`Self::requirements_with_instance_types`]),
+    /// kept out of this list so thousands of claims do not each copy hundreds of names.
     pub requirements: Vec<RequirementSpec>,
+    /// minValues of the instance-type requirement, if any.
+    pub instance_type_min_values: Option<u32>,
     /// Viable instance types, cheapest first, truncated to `max_instance_types`.
     pub instance_type_options: Vec<InstanceTypeOption>,
     /// Pod requests plus the DaemonSet overhead (the smallest over still-viable groups).
@@ -49,6 +59,24 @@ pub struct NewNodeClaim {
 }
 
 impl NewNodeClaim {
+    /// `requirements` plus `node.kubernetes.io/instance-type In [options]`, as written on the
+    /// NodeClaim.
+    pub fn requirements_with_instance_types(&self) -> Vec<RequirementSpec> {
+        let mut reqs = self.requirements.clone();
+        reqs.push(RequirementSpec {
+            key: karpenter_api::labels::INSTANCE_TYPE.to_string(),
+            operator: crate::input::Operator::In,
+            values: self
+                .instance_type_options
+                .iter()
+                .map(|o| o.name.to_string())
+                .collect(),
+            min_values: self.instance_type_min_values,
+        });
+        reqs.sort_by(|a, b| a.key.cmp(&b.key));
+        reqs
+    }
+
     /// Price of the cheapest option (0 when there is none).
     pub fn cheapest_price(&self) -> f64 {
         self.instance_type_options.first().map_or(0.0, |o| o.price)

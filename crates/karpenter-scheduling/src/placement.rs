@@ -24,11 +24,28 @@ pub struct ClaimUpdate {
 
 impl Solver<'_> {
     /// The topology domain requirements for a pod on a node with `node` requirements.
+    /// The node's domains for `key`: the intersection of every layer's requirement on it.
+    fn node_domains<'r>(&self, layers: &[&'r Requirements], key: Sym) -> Cow<'r, Requirement> {
+        let mut out: Option<Cow<'r, Requirement>> = None;
+        for layer in layers {
+            if let Some(r) = layer.get(key) {
+                out = Some(match out {
+                    None => Cow::Borrowed(r),
+                    Some(prev) => Cow::Owned(prev.intersection(r, &self.interner)),
+                });
+            }
+        }
+        out.unwrap_or_else(|| Cow::Owned(Requirement::exists()))
+    }
+
+    /// The topology domain requirements for a pod on a node whose requirements are the
+    /// intersection of `layers`; rejects when a group leaves no domain the node can be in.
     fn topology_requirements(
         &self,
         pi: usize,
         a: &Attempt,
-        node: &Requirements,
+        layers: &[&Requirements],
+        explain: bool,
     ) -> Result<Vec<(Sym, Requirement)>, String> {
         let mut out = Vec::new();
         if a.groups.is_empty() {
@@ -48,11 +65,14 @@ impl Solver<'_> {
             };
             let key = spec.key;
             let pod_domains = a.strict.get(key).unwrap_or(&exists);
-            let node_domains = node.get(key).unwrap_or(&exists);
+            let node_domains = self.node_domains(layers, key);
             let domains = self
                 .topology
-                .next_domains(*g, &view, pod_domains, node_domains, &self.interner);
-            if domains.is_empty() {
+                .next_domains(*g, &view, pod_domains, &node_domains, &self.interner);
+            if domains.is_empty() || !node_domains.intersects(&domains, &self.interner) {
+                if !explain {
+                    return Err(String::new());
+                }
                 return Err(format!(
                     "unsatisfiable topology constraint for {}, key={}",
                     match spec.kind {
@@ -93,11 +113,11 @@ impl Solver<'_> {
             {
                 continue;
             }
-            let mut merged = node.requirements.clone();
-            merged.add_all(&a.requirements, &self.interner);
-            let Ok(topo) = self.topology_requirements(pi, a, &merged) else {
+            let Ok(topo) = self.topology_requirements(pi, a, &[&node.requirements, &a.requirements], false) else {
                 continue;
             };
+            let mut merged = node.requirements.clone();
+            merged.add_all(&a.requirements, &self.interner);
             let mut ok = true;
             for (k, d) in topo {
                 merged.add(k, d, &self.interner);
@@ -130,26 +150,46 @@ impl Solver<'_> {
     }
 
     /// Whether a pod fits on a claim, and the claim's state if it is added.
-    pub(crate) fn claim_can_add(&self, claim: &Claim, pi: usize, a: &Attempt) -> Result<ClaimUpdate, String> {
+    /// `explain` builds human-readable reasons; without it rejections are empty strings.
+    pub(crate) fn claim_can_add(&self, claim: &Claim, pi: usize, a: &Attempt, explain: bool) -> Result<ClaimUpdate, String> {
         let pod = &self.pods[pi];
         let pool = &self.pools[claim.pool];
         if let Some(t) = &a.pool_taint[claim.pool] {
-            return Err(format!("did not tolerate taint {t}"));
+            return Err(if explain { format!("did not tolerate taint {t}") } else { String::new() });
         }
-        let total = dims::sum(&claim.requests, &pod.requests);
-        if let Some(d) = dims::first_exceeding(&total, &claim.max_allocatable) {
-            let _ = d;
+        if !dims::fits_sum(&claim.requests, &pod.requests, &claim.max_allocatable) {
+            if !explain {
+                return Err(String::new());
+            }
+            let total = dims::sum(&claim.requests, &pod.requests);
             return Err(self.no_instance_type(&total, &a.requirements, &Requirements::new()));
         }
+        let view = PodView {
+            namespace: pod.namespace,
+            labels: &pod.labels,
+            tolerations: &a.tolerations,
+        };
+        if !explain
+            && a.groups
+                .iter()
+                .any(|g| self.topology.hostname_rejects(*g, &view, claim.host_domain, &self.interner))
+        {
+            return Err(String::new());
+        }
         if let Some(p) = hostports::conflict(&claim.host_ports, &pod.host_ports) {
-            return Err(format!("host port {p} is already in use"));
+            return Err(if explain { format!("host port {p} is already in use") } else { String::new() });
         }
         if let Err(e) = claim
             .requirements
             .compatible(&a.requirements, &self.well_known, &self.interner)
         {
-            return Err(format!("incompatible requirements, {}", e.describe(&self.interner)));
+            return Err(if explain {
+                format!("incompatible requirements, {}", e.describe(&self.interner))
+            } else {
+                String::new()
+            });
         }
+        let total = dims::sum(&claim.requests, &pod.requests);
         let mut last_err = String::new();
         let no_volumes = [Requirements::new()];
         let alternatives: &[Requirements] = if pod.volume_alternatives.is_empty() {
@@ -158,24 +198,26 @@ impl Solver<'_> {
             &pod.volume_alternatives
         };
         for volume in alternatives {
-            let mut merged: Cow<'_, Requirements> = Cow::Borrowed(&claim.requirements);
-            if !a.requirements.is_empty() {
-                merged.to_mut().add_all(&a.requirements, &self.interner);
-            }
-            if !volume.is_empty() {
-                if let Err(e) = merged.compatible(volume, &self.well_known, &self.interner) {
-                    last_err = format!("incompatible volume requirements, {}", e.describe(&self.interner));
-                    continue;
-                }
-                merged.to_mut().add_all(volume, &self.interner);
-            }
-            let topo = match self.topology_requirements(pi, a, &merged) {
+            let topo = match self.topology_requirements(pi, a, &[&claim.requirements, &a.requirements, volume], explain) {
                 Ok(t) => t,
                 Err(e) => {
                     last_err = e;
                     continue;
                 }
             };
+            let mut merged: Cow<'_, Requirements> = Cow::Borrowed(&claim.requirements);
+            if !a.requirements.is_empty() {
+                merged.to_mut().add_all(&a.requirements, &self.interner);
+            }
+            if !volume.is_empty() {
+                if let Err(e) = merged.compatible(volume, &self.well_known, &self.interner) {
+                    if explain {
+                        last_err = format!("incompatible volume requirements, {}", e.describe(&self.interner));
+                    }
+                    continue;
+                }
+                merged.to_mut().add_all(volume, &self.interner);
+            }
             let mut empty_key = None;
             for (k, d) in topo {
                 if merged.get(k) == Some(&d) {
@@ -188,10 +230,12 @@ impl Solver<'_> {
                 }
             }
             if let Some(k) = empty_key {
-                last_err = format!(
-                    "unsatisfiable topology constraint, key={}",
-                    self.interner.resolve(k)
-                );
+                if explain {
+                    last_err = format!(
+                        "unsatisfiable topology constraint, key={}",
+                        self.interner.resolve(k)
+                    );
+                }
                 continue;
             }
             // Narrow instance types by the requirements that changed.
@@ -209,7 +253,9 @@ impl Solver<'_> {
                 }
             }
             if its.is_empty() {
-                last_err = self.no_instance_type(&total, &merged, &pool.template);
+                if explain {
+                    last_err = self.no_instance_type(&total, &merged, &pool.template);
+                }
                 continue;
             }
             let mut fitting = Bitset::empty(pool.catalog.len());
@@ -226,7 +272,9 @@ impl Solver<'_> {
                 fitting.or_with(&b);
             }
             if fitting.is_empty() {
-                last_err = self.no_instance_type(&total, &merged, &pool.template);
+                if explain {
+                    last_err = self.no_instance_type(&total, &merged, &pool.template);
+                }
                 continue;
             }
             let mut relaxed = claim.min_values_relaxed;
@@ -357,7 +405,7 @@ impl Solver<'_> {
     pub(crate) fn add_to_inflight(&mut self, pi: usize, a: &Attempt) -> bool {
         let mut found = None;
         for (_, &ci) in self.order.iter() {
-            if let Ok(update) = self.claim_can_add(&self.claims[ci], pi, a) {
+            if let Ok(update) = self.claim_can_add(&self.claims[ci], pi, a, false) {
                 found = Some((ci, update));
                 break;
             }
@@ -392,7 +440,7 @@ impl Solver<'_> {
                         .remaining
                         .iter()
                         .enumerate()
-                        .any(|(d, r)| r.is_some_and(|r| dims::get(cap, d) > r))
+                        .any(|(d, r)| r.is_some_and(|r| i128::from(dims::get(cap, d)) > r))
                     {
                         its.remove(i);
                     }
@@ -407,7 +455,7 @@ impl Solver<'_> {
                 .interner
                 .intern(&format!("hostname-placeholder-{:04}", self.hostname_counter));
             let pool = &self.pools[p];
-            self.topology.add_domain(self.keys.hostname, hostname, pool.taint_set);
+            let host_domain = self.topology.hostname_domain(hostname, pool.taint_set);
             let mut requirements = pool.template.clone();
             requirements.set(self.keys.hostname, Requirement::is_in([hostname]));
             let mut max = vec![0; self.dims.len()];
@@ -417,6 +465,7 @@ impl Solver<'_> {
             let claim = Claim {
                 pool: p,
                 hostname,
+                host_domain,
                 requirements,
                 its,
                 max_allocatable: max,
@@ -426,7 +475,7 @@ impl Solver<'_> {
                 min_values_relaxed: false,
                 order_key: (0, 0),
             };
-            match self.claim_can_add(&claim, pi, a) {
+            match self.claim_can_add(&claim, pi, a, true) {
                 Ok(update) => {
                     self.claims.push(claim);
                     let ci = self.claims.len() - 1;
@@ -439,7 +488,7 @@ impl Solver<'_> {
                     }
                     for (d, r) in pool.remaining.iter_mut().enumerate() {
                         if let Some(r) = r {
-                            *r = r.saturating_sub(dims::get(&max_cap, d));
+                            *r = r.saturating_sub(i128::from(dims::get(&max_cap, d)));
                         }
                     }
                     if let Some(n) = pool.nodes_remaining.as_mut() {

@@ -8,7 +8,6 @@ use crate::dims;
 use crate::output::{
     ExistingPlacement, InstanceTypeOption, NewNodeClaim, SolveResult, Unschedulable,
 };
-use crate::requirement::Requirement;
 use crate::scheduler::{Solver, format_reasons};
 
 impl Solver<'_> {
@@ -20,16 +19,19 @@ impl Solver<'_> {
             let catalog = &pool.catalog;
             let mut reqs = claim.requirements.clone();
             reqs.remove(self.keys.hostname);
+            let mask = catalog.compatible_signatures(&reqs, &self.interner);
             let mut options: Vec<(usize, f64)> = claim
                 .its
                 .iter()
-                .filter_map(|i| catalog.cheapest_price(i, &reqs, &self.interner).map(|p| (i, p)))
+                .filter_map(|i| catalog.cheapest_price_in(i, &mask).map(|p| (i, p)))
                 .collect();
             options.sort_by(|a, b| a.1.total_cmp(&b.1));
             options.truncate(self.input.options.max_instance_types);
             let mut capacity_types = Vec::new();
             for (i, _) in &options {
-                capacity_types.extend(catalog.capacity_types(*i, &reqs, &self.interner));
+                capacity_types.extend(catalog.capacity_types_in(*i, &mask));
+                capacity_types.sort_unstable();
+                capacity_types.dedup();
             }
             let mut requests = claim.requests.clone();
             // The smallest daemon overhead among groups that still hold an option.
@@ -42,31 +44,17 @@ impl Solver<'_> {
             if let Some(o) = overhead {
                 dims::add(&mut requests, &o);
             }
-            let mut it_names: Vec<crate::intern::Sym> = Vec::new();
-            let mut names = Vec::new();
-            for (i, _) in &options {
-                names.push(catalog.its[*i].name.clone());
-            }
-            for n in &names {
-                if let Some(s) = self.interner.get(n) {
-                    it_names.push(s);
-                }
-            }
-            let min_it = reqs.get(self.keys.instance_type).and_then(|r| r.min_values);
             let mut specs = reqs.to_specs(&self.interner);
-            specs.retain(|s| s.key != karpenter_api::labels::INSTANCE_TYPE && s.key != karpenter_api::labels::CAPACITY_TYPE);
-            specs.push(crate::input::RequirementSpec {
-                key: karpenter_api::labels::INSTANCE_TYPE.into(),
-                operator: crate::input::Operator::In,
-                values: names.clone(),
-                min_values: min_it,
-            });
-            let mut cts: Vec<String> = capacity_types
+            {
+                use karpenter_api::labels as l;
+                specs.retain(|s| {
+                    ![l::INSTANCE_TYPE, l::CAPACITY_TYPE, l::REGISTERED, l::INITIALIZED].contains(&s.key.as_str())
+                });
+            }
+            let cts: Vec<String> = capacity_types
                 .iter()
                 .map(|c| self.interner.resolve(*c).to_string())
                 .collect();
-            cts.sort();
-            cts.dedup();
             let ct_min = reqs.get(self.keys.capacity_type).and_then(|r| r.min_values);
             specs.push(crate::input::RequirementSpec {
                 key: karpenter_api::labels::CAPACITY_TYPE.into(),
@@ -95,10 +83,10 @@ impl Solver<'_> {
                     .collect(),
                 requests: self.dims.to_list(&requests),
                 pods: claim.pods.iter().map(|p| self.pods[*p].pod_ref.clone()).collect(),
+                instance_type_min_values: reqs.get(self.keys.instance_type).and_then(|r| r.min_values),
                 min_values_relaxed: claim.min_values_relaxed,
                 labels,
             });
-            let _ = Requirement::exists;
         }
         for (pi, ni) in &self.placements {
             result.existing_placements.push(ExistingPlacement {

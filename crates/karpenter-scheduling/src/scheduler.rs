@@ -352,7 +352,7 @@ impl<'a> Solver<'a> {
             );
             let taint_set = self.topology.taint_set(&spec.taints);
             // Limits minus what existing nodes of the pool already hold.
-            let mut remaining: Vec<Option<i64>> = vec![None; self.dims.len()];
+            let mut remaining: Vec<Option<i128>> = vec![None; self.dims.len()];
             let mut nodes_remaining = None;
             let pool_nodes: Vec<&crate::input::ExistingNode> = input
                 .existing_nodes
@@ -365,8 +365,8 @@ impl<'a> Solver<'a> {
                     continue;
                 }
                 if let Some(d) = self.dims.lookup(res) {
-                    let used: i64 = pool_nodes.iter().map(|n| n.capacity.get(res).millis_i64()).sum();
-                    remaining[d] = Some(q.millis_i64().saturating_sub(used));
+                    let used: i128 = pool_nodes.iter().map(|n| n.capacity.get(res).millis()).sum();
+                    remaining[d] = Some(q.millis().saturating_sub(used));
                 }
             }
             self.pools.push(PoolState {

@@ -29,7 +29,7 @@ pub struct PoolState<'a> {
     pub overhead_groups: Vec<OverheadGroup>,
     pub taint_set: usize,
     /// Remaining limits per resource dimension (`None`: unlimited).
-    pub remaining: Vec<Option<i64>>,
+    pub remaining: Vec<Option<i128>>,
     /// Remaining `nodes` limit.
     pub nodes_remaining: Option<i64>,
     /// Why the pool cannot launch anything at all.
@@ -55,6 +55,8 @@ pub struct ExistingState {
 pub struct Claim {
     pub pool: usize,
     pub hostname: Sym,
+    /// Index of `hostname` among the hostname topology domains.
+    pub host_domain: u32,
     pub requirements: Requirements,
     /// Instance types still viable (already narrowed by fit with daemon overhead).
     pub its: Bitset,

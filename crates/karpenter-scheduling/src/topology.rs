@@ -157,6 +157,36 @@ pub struct Topology {
     hostname: Sym,
 }
 
+/// Candidate domains of a node for one key.
+#[derive(Debug)]
+pub enum Candidates<'a> {
+    Listed {
+        values: std::slice::Iter<'a, Sym>,
+        domains: Option<&'a KeyDomains>,
+    },
+    All {
+        list: std::iter::Enumerate<std::slice::Iter<'a, Sym>>,
+        node: &'a Requirement,
+        interner: &'a Interner,
+    },
+}
+
+impl Iterator for Candidates<'_> {
+    type Item = (Sym, Option<u32>);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Candidates::Listed { values, domains } => values
+                .next()
+                .map(|v| (*v, domains.and_then(|kd| kd.index.get(v).copied()))),
+            Candidates::All { list, node, interner } => list
+                .find(|(_, v)| node.has(**v, interner))
+                .map(|(i, v)| (*v, Some(i as u32))),
+        }
+    }
+}
+
 /// A pod as topology sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct PodView<'a> {
@@ -205,10 +235,6 @@ impl Topology {
             p.push(taint_set);
         }
         i
-    }
-
-    fn domain_index(&self, key: Sym, value: Sym) -> Option<u32> {
-        self.keys.get(&key).and_then(|kd| kd.index.get(&value).copied())
     }
 
     /// The group for `spec`, created when new (the caller counts existing pods into it).
@@ -302,18 +328,48 @@ impl Topology {
     }
 
     /// Candidate domains: the node's listed values, or every known domain the node allows.
-    fn candidates<'a>(&'a self, key: Sym, node_domains: &'a Requirement, interner: &'a Interner) -> Box<dyn Iterator<Item = (Sym, Option<u32>)> + 'a> {
+    fn candidates<'a>(&'a self, key: Sym, node_domains: &'a Requirement, interner: &'a Interner) -> Candidates<'a> {
         if !node_domains.complement {
-            Box::new(node_domains.values.iter().map(move |v| (*v, self.domain_index(key, *v))))
+            Candidates::Listed {
+                values: node_domains.values.iter(),
+                domains: self.keys.get(&key),
+            }
         } else {
             let list: &[Sym] = self.keys.get(&key).map_or(&[], |kd| kd.list.as_slice());
-            Box::new(
-                list.iter()
-                    .enumerate()
-                    .filter(move |(_, v)| node_domains.has(**v, interner))
-                    .map(|(i, v)| (*v, Some(i as u32))),
-            )
+            Candidates::All {
+                list: list.iter().enumerate(),
+                node: node_domains,
+                interner,
+            }
         }
+    }
+
+    /// A cheap necessary check for hostname-keyed groups on a node whose hostname domain is
+    /// `host`: true when the group certainly rejects the pod there.
+    #[inline]
+    pub fn hostname_rejects(&self, r: GroupRef, pod: &PodView<'_>, host: u32, interner: &Interner) -> bool {
+        let Some(g) = self.get(r) else {
+            return false;
+        };
+        if g.spec.key != self.hostname {
+            return false;
+        }
+        match g.spec.kind {
+            GroupKind::AntiAffinity => g.count(host) > 0,
+            GroupKind::Spread => {
+                let count = i64::from(g.count(host));
+                count + 1 > i64::from(g.spec.max_skew)
+                    && count + i64::from(g.spec.selects(pod.namespace, pod.labels, interner))
+                        > i64::from(g.spec.max_skew)
+            }
+            GroupKind::Affinity => false,
+        }
+    }
+
+    /// The index of a hostname domain (registering it).
+    pub fn hostname_domain(&mut self, value: Sym, taint_set: usize) -> u32 {
+        let key = self.hostname;
+        self.add_domain(key, value, taint_set)
     }
 
     /// The domains a pod may use under group `r`, given the pod's own (strict) domains and the

@@ -786,7 +786,7 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
         errs.push(format!("{} pods on existing nodes, expected {n}", result.existing_placements.len()));
     }
     for c in &result.new_node_claims {
-        let names: Vec<&str> = c.instance_type_options.iter().map(|o| o.name.as_str()).collect();
+        let names: Vec<&str> = c.instance_type_options.iter().map(|o| &*o.name).collect();
         if let Some(allowed) = &expect.allowed_instance_types
             && let Some(bad) = names.iter().find(|n| !allowed.iter().any(|a| a == *n))
         {
@@ -796,7 +796,8 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
             errs.push(format!("claim offers forbidden {bad}"));
         }
         for (key, allowed) in &expect.claim_values {
-            let req = c.requirements.iter().find(|r| &r.key == key);
+            let all = c.requirements_with_instance_types();
+            let req = all.iter().find(|r| &r.key == key);
             match req {
                 Some(r) if r.operator == Operator::In && r.values.iter().all(|v| allowed.contains(v)) => {}
                 other => errs.push(format!("claim requirement on {key} is {other:?}, expected values within {allowed:?}")),
@@ -814,7 +815,7 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
     };
     for (pod, it) in &expect.cheapest {
         match claim_of(pod).and_then(|c| c.instance_type_options.first()) {
-            Some(o) if &o.name == it => {}
+            Some(o) if &*o.name == it.as_str() => {}
             other => errs.push(format!("cheapest option for {pod} is {:?}, expected {it}", other.map(|o| &o.name))),
         }
     }
