@@ -19,6 +19,8 @@ use crate::time_fmt::hm_relative;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolAllowance {
     pub allowed: u32,
+    /// The allowance before this pass took any.
+    pub initial: u32,
     pub num_nodes: u32,
     pub disrupting: u32,
     /// Why the allowance is what it is.
@@ -73,6 +75,7 @@ impl BudgetMap {
                 name.to_owned(),
                 PoolAllowance {
                     allowed: allowance.allowed,
+                    initial: allowance.allowed,
                     num_nodes,
                     disrupting,
                     explanation,
@@ -101,6 +104,12 @@ impl BudgetMap {
     pub fn why_not(&self, pool: &str) -> String {
         match self.pools.get(pool) {
             None => format!("nodepool {pool} does not exist"),
+            Some(p) if p.allowed == 0 && p.initial > 0 => format!(
+                "budget for {} in nodepool {pool} is used up by this pass ({} taken: {})",
+                self.reason.as_str(),
+                p.initial,
+                p.explanation
+            ),
             Some(p) => p.explanation.clone(),
         }
     }

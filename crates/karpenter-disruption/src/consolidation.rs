@@ -109,9 +109,7 @@ pub fn compute(
             names.join(", "),
             r.node_pool,
             r.instance_type_options.len(),
-            r.instance_type_options
-                .first()
-                .map_or("", |o| o.name.as_str()),
+            r.instance_type_options.first().map_or("", |o| &*o.name),
             r.cheapest_price()
         ),
     };

@@ -46,11 +46,12 @@ pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>) -> Decision {
         if let Some(notes) = pass.notes.get(&i) {
             reasons.extend(notes.iter().cloned());
         }
-        if reasons.is_empty() {
-            reasons.push(match winner {
-                Some(m) => format!("{m} disrupted other nodes first; later methods did not run"),
-                None => "no method found a reason to disrupt it".to_owned(),
-            });
+        match winner {
+            Some(m) => reasons.push(format!("{m} chose other nodes this pass")),
+            None if reasons.is_empty() => {
+                reasons.push("no method found a reason to disrupt it".to_owned());
+            }
+            None => {}
         }
         considered.push(Considered {
             node: node.name.clone(),

@@ -30,6 +30,7 @@ pub mod drift;
 pub mod drift_detect;
 pub mod emptiness;
 pub mod expiration;
+pub mod fixtures;
 pub mod multi_node;
 pub mod pass;
 pub mod pdb;

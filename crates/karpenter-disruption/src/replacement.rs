@@ -80,7 +80,7 @@ fn cheaper_options(
     let mut kept: Vec<InstanceTypeOption> = options
         .iter()
         .filter_map(|o| {
-            let it = catalog.get(o.name.as_str())?;
+            let it = catalog.get(&*o.name)?;
             let worst = worst_launch_price(it, reqs)?;
             (worst < limit).then(|| InstanceTypeOption {
                 name: o.name.clone(),
@@ -104,8 +104,8 @@ fn describe_cheapest(
     options
         .iter()
         .filter_map(|o| {
-            let it = catalog.get(o.name.as_str())?;
-            Some((o.name.as_str(), worst_launch_price(it, reqs)?))
+            let it = catalog.get(&*o.name)?;
+            Some((&*o.name, worst_launch_price(it, reqs)?))
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map_or("no launchable option".to_owned(), |(n, p)| {
@@ -174,7 +174,7 @@ pub fn cheaper_replacement(
                 .instance_type_options
                 .iter()
                 .filter_map(|o| {
-                    let it = catalog.get(o.name.as_str())?;
+                    let it = catalog.get(&*o.name)?;
                     Some(InstanceTypeOption {
                         name: o.name.clone(),
                         price: cheapest_price(it, &spot)?,
@@ -211,7 +211,7 @@ pub fn filter_out_same_instance_type(
     let max_price = claim
         .instance_type_options
         .iter()
-        .filter_map(|o| prices.get(o.name.as_str()).copied())
+        .filter_map(|o| prices.get(&*o.name).copied())
         .fold(f64::MAX, f64::min);
     claim
         .instance_type_options

@@ -87,12 +87,12 @@ pub fn validate(
                     let now_opts: BTreeSet<&str> = after
                         .instance_type_options
                         .iter()
-                        .map(|o| o.name.as_str())
+                        .map(|o| &*o.name)
                         .collect();
                     let missing: Vec<&str> = before
                         .instance_type_options
                         .iter()
-                        .map(|o| o.name.as_str())
+                        .map(|o| &*o.name)
                         .filter(|n| !now_opts.contains(n))
                         .collect();
                     if missing.is_empty() {

@@ -321,6 +321,9 @@ fn rfc3339<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::E
 }
 
 fn dur(s: &str) -> Result<chrono::Duration, String> {
+    if let Some(positive) = s.strip_prefix('-') {
+        return dur(positive).map(|d| -d);
+    }
     let d = karpenter_api::duration::parse_go_duration(s).map_err(|e| format!("{s}: {e}"))?;
     chrono::Duration::from_std(d).map_err(|e| e.to_string())
 }
@@ -613,7 +616,7 @@ fn check(sc: &Scenario, d: &Decision) -> Vec<String> {
     let options: Vec<&str> = cmd
         .iter()
         .flat_map(|c| c.replacements.iter())
-        .flat_map(|r| r.instance_type_options.iter().map(|o| o.name.as_str()))
+        .flat_map(|r| r.instance_type_options.iter().map(|o| &*o.name))
         .collect();
     if let Some(allowed) = &e.allowed_types
         && let Some(bad) = options.iter().find(|o| !allowed.iter().any(|a| a == *o))
