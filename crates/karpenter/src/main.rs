@@ -31,6 +31,8 @@ enum Command {
     Convert(cmd::convert::Args),
     /// Least-privilege IAM: generate the controller policy or CloudFormation template, audit a policy.
     Iam(cmd::iam::Args),
+    /// What Karpenter would launch for your manifests, and what it would cost (offline).
+    Simulate(cmd::simulate::Args),
     /// Benchmarks of the decision engines (`bench scheduling`), comparable with upstream's.
     Bench(cmd::bench::Args),
 }
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => cmd::validate::run(args),
         Command::Convert(args) => cmd::convert::run(args),
         Command::Iam(args) => cmd::iam::run(args),
+        Command::Simulate(args) => cmd::simulate::run(args),
         Command::Bench(args) => cmd::bench::run(args),
     };
     match result {

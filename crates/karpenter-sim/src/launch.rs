@@ -1,0 +1,66 @@
+//! Turning a NodeClaim into a node, as the provider would: the cheapest available offering
+//! (instance type, capacity type, zone) among the claim's instance-type options that its
+//! requirements allow. With spot allowed and cheaper, that is spot, like upstream's AWS provider
+//! (which prefers spot whenever the claim allows it). Ties go to the first option in price order,
+//! then the first zone, on-demand before spot.
+
+use std::collections::BTreeMap;
+
+use karpenter_api::labels;
+use karpenter_cloud::{InstanceTypeInfo, Offering};
+use karpenter_scheduling::NewNodeClaim;
+
+use crate::pools::{PoolTypes, allows};
+
+/// The offering a NodeClaim launches with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch<'a> {
+    pub info: &'a InstanceTypeInfo,
+    pub offering: &'a Offering,
+}
+
+impl Launch<'_> {
+    /// The labels the node carries: the type's labels, zone, capacity type, NodePool and the
+    /// claim's labels.
+    pub fn node_labels(&self, claim: &NewNodeClaim) -> BTreeMap<String, String> {
+        let mut out = self.info.labels.clone();
+        out.extend(claim.labels.clone());
+        out.insert(labels::ZONE.to_string(), self.offering.zone.clone());
+        out.insert(
+            labels::CAPACITY_TYPE.to_string(),
+            self.offering.capacity_type.as_str().to_string(),
+        );
+        out.insert(labels::NODEPOOL.to_string(), claim.node_pool.clone());
+        out
+    }
+}
+
+/// The cheapest offering of the claim; `None` when no option has an allowed, available one.
+pub fn choose<'a>(claim: &NewNodeClaim, types: &'a PoolTypes) -> Option<Launch<'a>> {
+    let mut best: Option<Launch<'a>> = None;
+    for option in &claim.instance_type_options {
+        let Some(info) = types.info(&option.name) else {
+            continue;
+        };
+        for offering in info.offerings.iter().filter(|o| o.available) {
+            if !offering_allowed(claim, offering) {
+                continue;
+            }
+            if best
+                .as_ref()
+                .is_none_or(|b| offering.price_per_hour < b.offering.price_per_hour)
+            {
+                best = Some(Launch { info, offering });
+            }
+        }
+    }
+    best
+}
+
+fn offering_allowed(claim: &NewNodeClaim, offering: &Offering) -> bool {
+    claim.requirements.iter().all(|r| match r.key.as_str() {
+        labels::ZONE => allows(r, Some(&offering.zone)),
+        labels::CAPACITY_TYPE => allows(r, Some(offering.capacity_type.as_str())),
+        _ => true,
+    })
+}

@@ -1,0 +1,46 @@
+//! The in-memory simulation of a cluster that drives the same decisions as the controller, with
+//! no Kubernetes client and no AWS: `karpenter simulate`.
+//!
+//! # What this crate owns
+//!
+//! - **Loading** ordinary manifests ([`load`]): Deployments, StatefulSets, ReplicaSets, Jobs,
+//!   CronJobs, bare Pods, DaemonSets, PVCs, PVs, StorageClasses, Namespaces, Nodes (optional),
+//!   and `karpenter.sh/v1` NodePools and `karpenter.k8s.aws/v1` EC2NodeClasses, validated with
+//!   the `karpenter validate` rules. Other kinds are listed as ignored.
+//! - **Workload expansion** into pods ([`workload`]), the **default NodePool** ([`nodepool`])
+//!   and each NodePool's **instance types** from the catalog ([`pools`]).
+//! - **The plan** ([`plan`]): the solver's NodeClaims, each launched with its cheapest offering
+//!   ([`launch`]), utilisation, cost, unschedulable pods, the **lower bound**
+//!   ([`lower_bound`]) and the **fixed node group comparison** ([`nodegroup`]).
+//! - **Rendering** the plan as a table ([`render`]).
+//!
+//! # What it must not do
+//!
+//! No Kubernetes client, no AWS SDK, no network, no async runtime, and no wall clock: time in
+//! the timeline is virtual. It makes no scheduling decisions of its own: those come from
+//! `karpenter-scheduling`; instance types and prices come from `karpenter-cloud`. It reads only
+//! the files it is given.
+
+pub mod daemonsets;
+pub mod error;
+pub mod launch;
+pub mod load;
+pub mod lower_bound;
+pub mod nodegroup;
+pub mod nodepool;
+pub mod plan;
+pub mod pools;
+pub mod render;
+pub mod resources;
+pub mod scenario;
+#[cfg(test)]
+pub(crate) mod test_objects;
+pub mod timeline;
+pub mod workload;
+
+pub use error::{LoadError, Problem, Problems, SimulateError, TimelineError};
+pub use load::{Ignored, Manifests};
+pub use plan::{Plan, PlannedNode, UnschedulablePod, plan};
+pub use pools::PricingOptions;
+pub use scenario::Scenario;
+pub use workload::Workload;

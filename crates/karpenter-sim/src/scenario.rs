@@ -1,0 +1,201 @@
+//! A prepared simulation: NodePools converted, their instance types resolved from the catalog,
+//! workloads expanded into pods, existing nodes with their bound pods. [`Scenario::solve`] runs
+//! the solver on it; the plan and the timeline both start here.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
+use karpenter_cloud::{Catalog, CatalogOptions, InstanceTypeInfo};
+use karpenter_scheduling::{ExistingNode, ResourceList, SolveInput, SolveResult};
+
+use crate::error::SimulateError;
+use crate::load::{Ignored, Manifests};
+use crate::nodepool::{default_nodepool, name_of, to_scheduling};
+use crate::pools::{CatalogCache, PoolTypes, PricingOptions, narrow, options_for};
+use crate::workload::{Workload, expand_all};
+
+/// Everything the solver needs that does not change between solves, plus the initial pods.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub pricing: PricingOptions,
+    /// The v1 NodePools (the default one when the manifests have none).
+    pub node_pools: Vec<karpenter_api::v1::NodePool>,
+    pub node_classes: Vec<karpenter_api::v1::EC2NodeClass>,
+    /// Solver NodePools, in the order of `node_pools`.
+    pub pools: Vec<karpenter_scheduling::NodePool>,
+    /// Instance types by NodePool name.
+    pub pool_types: BTreeMap<String, PoolTypes>,
+    /// Every priced type for the default node class (AL2023) and the region.
+    pub all_types: Vec<InstanceTypeInfo>,
+    pub workloads: Vec<Workload>,
+    pub daemonsets: Vec<DaemonSet>,
+    /// Given claims plus the StatefulSets' claims.
+    pub persistent_volume_claims: Vec<PersistentVolumeClaim>,
+    pub persistent_volumes: Vec<PersistentVolume>,
+    pub storage_classes: Vec<StorageClass>,
+    pub namespaces: Vec<Namespace>,
+    /// Nodes from the manifests, with their bound pods.
+    pub existing_nodes: Vec<ExistingNode>,
+    /// Pods without a node.
+    pub pending: Vec<Pod>,
+    pub default_node_pool: bool,
+    pub ignored: Vec<Ignored>,
+    /// What the simulation assumed, for humans.
+    pub notes: Vec<String>,
+}
+
+impl Scenario {
+    /// Prepares the manifests for simulation.
+    pub fn prepare(
+        manifests: &Manifests,
+        catalog: &Catalog,
+        pricing: &PricingOptions,
+    ) -> Result<Self, SimulateError> {
+        let mut notes = Vec::new();
+        let default_node_pool = manifests.node_pools.is_empty();
+        let node_pools = if default_node_pool {
+            notes.push("no NodePool in the manifests: using the default NodePool (on-demand and spot, amd64, linux, categories c/m/r, generation > 2)".to_string());
+            vec![default_nodepool()?]
+        } else {
+            manifests.node_pools.clone()
+        };
+        let mut static_pools = Vec::new();
+        let mut pools = Vec::new();
+        let mut pool_types = BTreeMap::new();
+        let mut cache = CatalogCache::new(catalog);
+        for pool in &node_pools {
+            if pool.spec.replicas.is_some() {
+                static_pools.push(name_of(pool));
+                continue;
+            }
+            let converted = to_scheduling(pool)?;
+            let types = match options_for(pool, &manifests.node_classes, pricing, &mut notes)? {
+                Some(options) => narrow(cache.instance_types(&options)?, &converted.requirements),
+                None => PoolTypes::default(),
+            };
+            pool_types.insert(converted.name.clone(), types);
+            pools.push(converted);
+        }
+        if !static_pools.is_empty() {
+            notes.push(format!(
+                "static NodePools (spec.replicas) are not simulated: {}",
+                static_pools.join(", ")
+            ));
+        }
+        let all_types = cache
+            .instance_types(&CatalogOptions {
+                region: pricing.region.clone(),
+                spot_discount: pricing.spot_discount,
+                ..CatalogOptions::default()
+            })?
+            .to_vec();
+        let expanded = expand_all(&manifests.workloads);
+        let mut bound = expanded.bound;
+        let existing_nodes = manifests
+            .nodes
+            .iter()
+            .map(|node| existing_node(node, bound.remove(node_name(node)).unwrap_or_default()))
+            .collect();
+        let mut pending = expanded.pending;
+        for (node, pods) in bound {
+            notes.push(format!(
+                "{} pod(s) bound to node {node}, which is not in the manifests, are simulated as pending",
+                pods.len()
+            ));
+            pending.extend(pods.into_iter().map(|mut pod| {
+                if let Some(spec) = pod.spec.as_mut() {
+                    spec.node_name = None;
+                }
+                pod
+            }));
+        }
+        let mut persistent_volume_claims = manifests.persistent_volume_claims.clone();
+        persistent_volume_claims.extend(expanded.persistent_volume_claims);
+        Ok(Scenario {
+            pricing: pricing.clone(),
+            node_pools,
+            node_classes: manifests.node_classes.clone(),
+            pools,
+            pool_types,
+            all_types,
+            workloads: manifests.workloads.clone(),
+            daemonsets: manifests.daemonsets.clone(),
+            persistent_volume_claims,
+            persistent_volumes: manifests.persistent_volumes.clone(),
+            storage_classes: manifests.storage_classes.clone(),
+            namespaces: manifests.namespaces.clone(),
+            existing_nodes,
+            pending,
+            default_node_pool,
+            ignored: manifests.ignored.clone(),
+            notes,
+        })
+    }
+
+    /// The instance types of a NodePool.
+    pub fn types_of(&self, pool: &str) -> Option<&PoolTypes> {
+        self.pool_types.get(pool)
+    }
+
+    /// Runs the solver for `pods` with `existing` nodes in the cluster.
+    pub fn solve(&self, pods: &[Pod], existing: &[ExistingNode]) -> SolveResult {
+        let input = SolveInput {
+            node_pools: self.pools.clone(),
+            instance_types: self
+                .pool_types
+                .iter()
+                .map(|(name, types)| (name.clone(), types.scheduling.clone()))
+                .collect(),
+            default_instance_types: Vec::new(),
+            existing_nodes: existing.to_vec(),
+            daemonsets: self.daemonsets.clone(),
+            pods: pods.to_vec(),
+            persistent_volume_claims: self.persistent_volume_claims.clone(),
+            persistent_volumes: self.persistent_volumes.clone(),
+            storage_classes: self.storage_classes.clone(),
+            namespaces: self.namespaces.clone(),
+            options: Default::default(),
+        };
+        karpenter_scheduling::solve(&input)
+    }
+}
+
+fn node_name(node: &Node) -> &str {
+    node.metadata.name.as_deref().unwrap_or_default()
+}
+
+fn existing_node(node: &Node, pods: Vec<Pod>) -> ExistingNode {
+    let status = node.status.as_ref();
+    let resources = |list: Option<
+        &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >| {
+        list.and_then(|l| ResourceList::from_k8s(l).ok())
+            .unwrap_or_default()
+    };
+    let capacity = resources(status.and_then(|s| s.capacity.as_ref()));
+    let allocatable = match status.and_then(|s| s.allocatable.as_ref()) {
+        Some(list) => resources(Some(list)),
+        None => capacity.clone(),
+    };
+    let mut labels = node.metadata.labels.clone().unwrap_or_default();
+    labels
+        .entry(karpenter_api::labels::HOSTNAME.to_string())
+        .or_insert_with(|| node_name(node).to_string());
+    ExistingNode {
+        name: node_name(node).to_string(),
+        labels,
+        taints: node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default(),
+        capacity,
+        allocatable,
+        pods,
+        initialized: true,
+        deleting: false,
+        volume_limits: BTreeMap::new(),
+    }
+}

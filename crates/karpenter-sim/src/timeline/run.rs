@@ -1,0 +1,648 @@
+//! The timeline runner: cluster state, the virtual clock and the event loop.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, Taint};
+use karpenter_cloud::Catalog;
+use karpenter_scheduling::{ExistingNode, InstanceType, ResourceList};
+use serde::Serialize;
+
+use super::events::{Action, Timeline};
+use super::{BATCH_IDLE, BATCH_MAX, DISRUPTION_INTERVAL};
+use crate::error::TimelineError;
+use crate::launch::choose;
+use crate::load::Manifests;
+use crate::nodepool::name_of;
+use crate::resources::round_price;
+use crate::scenario::Scenario;
+
+/// From launch to Ready (a typical EC2 boot and kubelet registration).
+pub const NODE_STARTUP: Duration = Duration::from_secs(60);
+
+/// A node in the simulated cluster.
+#[derive(Debug, Clone)]
+pub struct SimNode {
+    pub name: String,
+    pub nodepool: String,
+    pub instance_type: String,
+    pub capacity_type: String,
+    pub zone: String,
+    pub price_per_hour: f64,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    pub capacity: ResourceList,
+    pub allocatable: ResourceList,
+    pub pods: Vec<Pod>,
+    pub launched_at: Duration,
+    pub ready_at: Duration,
+}
+
+/// The cluster at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sample {
+    pub at_seconds: u64,
+    pub nodes: usize,
+    pub pods_running: usize,
+    pub pods_pending: usize,
+    pub cost_per_hour: f64,
+    /// Requests over allocatable across all nodes, 0..1.
+    pub cpu_utilisation: f64,
+}
+
+/// Pending-time percentiles, in seconds (nearest rank).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Percentiles {
+    pub fn of(values: &[f64]) -> Self {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let rank = |p: f64| {
+            if sorted.is_empty() {
+                return 0.0;
+            }
+            let index = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+            sorted[index]
+        };
+        Percentiles {
+            p50: rank(0.5),
+            p90: rank(0.9),
+            p99: rank(0.99),
+            max: sorted.last().copied().unwrap_or(0.0),
+        }
+    }
+}
+
+/// What happened over the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimelineReport {
+    pub duration_seconds: u64,
+    /// USD over the whole timeline.
+    pub total_cost: f64,
+    pub average_cost_per_hour: f64,
+    pub peak_cost_per_hour: f64,
+    pub peak_nodes: usize,
+    pub launches: usize,
+    pub interruptions: usize,
+    /// Pods displaced from their node (interruptions; disruption once wired).
+    pub evictions: usize,
+    /// Pods that went from pending to running.
+    pub pods_started: usize,
+    pub pods_still_pending: usize,
+    pub pending_seconds: Percentiles,
+    /// One sample per change of the cluster.
+    pub samples: Vec<Sample>,
+    /// `HH:MM:SS what happened`.
+    pub log: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct PendingPod {
+    pod: Pod,
+    since: Duration,
+}
+
+/// The simulated cluster and its clock.
+#[derive(Debug)]
+pub struct Runner<'a> {
+    catalog: &'a Catalog,
+    manifests: Manifests,
+    scenario: Scenario,
+    now: Duration,
+    pub nodes: Vec<SimNode>,
+    pending: Vec<PendingPod>,
+    replicas: BTreeMap<(String, String), usize>,
+    next_node: usize,
+    next_disruption: Duration,
+    cost: f64,
+    pending_times: Vec<f64>,
+    launches: usize,
+    interruptions: usize,
+    evictions: usize,
+    samples: Vec<Sample>,
+    log: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// Runs a timeline over the manifests.
+pub fn run(
+    manifests: &Manifests,
+    catalog: &Catalog,
+    scenario: Scenario,
+    timeline: &Timeline,
+    mut progress: impl FnMut(Duration, Duration),
+) -> Result<TimelineReport, TimelineError> {
+    let mut runner = Runner::new(manifests, catalog, scenario);
+    let mut events = timeline.events.iter().peekable();
+    // (opened, idle deadline) of the open provisioning batch.
+    let mut batch: Option<(Duration, Duration)> =
+        (!runner.pending.is_empty()).then_some((Duration::ZERO, BATCH_IDLE));
+    loop {
+        let next_event = events.peek().map(|e| e.at);
+        let batch_close = batch.map(|(opened, idle)| idle.min(opened + BATCH_MAX));
+        let next = match (next_event, batch_close) {
+            (Some(e), Some(b)) => e.min(b),
+            (Some(e), None) => e,
+            (None, Some(b)) => b,
+            (None, None) => break,
+        };
+        if next > timeline.duration {
+            break;
+        }
+        runner.advance(next);
+        progress(next, timeline.duration);
+        let mut opened_pending = false;
+        while let Some(event) = events.next_if(|e| e.at == next) {
+            opened_pending |= runner.apply(&event.action)?;
+        }
+        if opened_pending {
+            batch = Some(match batch {
+                Some((opened, _)) => (opened, next + BATCH_IDLE),
+                None => (next, next + BATCH_IDLE),
+            });
+        }
+        if batch_close == Some(next) {
+            batch = None;
+            runner.provision();
+        }
+    }
+    runner.advance(timeline.duration);
+    progress(timeline.duration, timeline.duration);
+    Ok(runner.report(timeline.duration))
+}
+
+fn clock(at: Duration) -> String {
+    let s = at.as_secs();
+    format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+impl<'a> Runner<'a> {
+    fn new(manifests: &Manifests, catalog: &'a Catalog, scenario: Scenario) -> Self {
+        let pending = scenario
+            .pending
+            .iter()
+            .map(|pod| PendingPod {
+                pod: pod.clone(),
+                since: Duration::ZERO,
+            })
+            .collect();
+        let replicas = scenario
+            .workloads
+            .iter()
+            .map(|w| ((w.namespace().to_string(), w.reference()), w.replicas()))
+            .collect();
+        let nodes = scenario
+            .existing_nodes
+            .iter()
+            .map(|n| SimNode {
+                name: n.name.clone(),
+                nodepool: n
+                    .labels
+                    .get(karpenter_api::labels::NODEPOOL)
+                    .cloned()
+                    .unwrap_or_default(),
+                instance_type: n
+                    .labels
+                    .get(karpenter_api::labels::INSTANCE_TYPE)
+                    .cloned()
+                    .unwrap_or_default(),
+                capacity_type: n
+                    .labels
+                    .get(karpenter_api::labels::CAPACITY_TYPE)
+                    .cloned()
+                    .unwrap_or_default(),
+                zone: n
+                    .labels
+                    .get(karpenter_api::labels::ZONE)
+                    .cloned()
+                    .unwrap_or_default(),
+                price_per_hour: 0.0,
+                labels: n.labels.clone(),
+                taints: n.taints.clone(),
+                capacity: n.capacity.clone(),
+                allocatable: n.allocatable.clone(),
+                pods: n.pods.clone(),
+                launched_at: Duration::ZERO,
+                ready_at: Duration::ZERO,
+            })
+            .collect();
+        let mut notes = scenario.notes.clone();
+        notes.push("disruption (consolidation, emptiness, drift, expiry) is not simulated yet: nodes emptied by scale-downs keep running".to_string());
+        Runner {
+            catalog,
+            manifests: manifests.clone(),
+            scenario,
+            now: Duration::ZERO,
+            nodes,
+            pending,
+            replicas,
+            next_node: 0,
+            next_disruption: DISRUPTION_INTERVAL,
+            cost: 0.0,
+            pending_times: Vec::new(),
+            launches: 0,
+            interruptions: 0,
+            evictions: 0,
+            samples: Vec::new(),
+            log: Vec::new(),
+            notes,
+        }
+    }
+
+    fn cost_per_hour(&self) -> f64 {
+        self.nodes.iter().map(|n| n.price_per_hour).sum()
+    }
+
+    /// Moves the clock to `to`, accruing cost and running the disruption hook every
+    /// [`DISRUPTION_INTERVAL`].
+    fn advance(&mut self, to: Duration) {
+        while self.next_disruption <= to {
+            let at = self.next_disruption;
+            self.accrue(at);
+            self.disruption_pass();
+            self.next_disruption += DISRUPTION_INTERVAL;
+        }
+        self.accrue(to);
+    }
+
+    fn accrue(&mut self, to: Duration) {
+        if to > self.now {
+            let hours = (to - self.now).as_secs_f64() / 3600.0;
+            self.cost += self.cost_per_hour() * hours;
+            self.now = to;
+        }
+    }
+
+    /// The hook for a disruption pass (see the module docs): not wired to
+    /// `karpenter_disruption::decide` yet, so it decides nothing.
+    pub fn disruption_pass(&mut self) {}
+
+    fn say(&mut self, message: String) {
+        self.log.push(format!("{} {message}", clock(self.now)));
+    }
+
+    fn sample(&mut self) {
+        let (used, total) = self.nodes.iter().fold((0i64, 0i64), |(u, t), n| {
+            let used: i64 = n
+                .pods
+                .iter()
+                .map(|p| crate::resources::cpu_millis(&crate::resources::pod_requests(p)))
+                .sum();
+            (u + used, t + crate::resources::cpu_millis(&n.allocatable))
+        });
+        self.samples.push(Sample {
+            at_seconds: self.now.as_secs(),
+            nodes: self.nodes.len(),
+            pods_running: self.nodes.iter().map(|n| n.pods.len()).sum(),
+            pods_pending: self.pending.len(),
+            cost_per_hour: round_price(self.cost_per_hour()),
+            cpu_utilisation: if total > 0 {
+                ((used as f64 / total as f64) * 1000.0).round() / 1000.0
+            } else {
+                0.0
+            },
+        });
+    }
+
+    /// Applies an event; true when pods became pending.
+    fn apply(&mut self, action: &Action) -> Result<bool, TimelineError> {
+        let before = self.pending.len();
+        match action {
+            Action::Scale {
+                workload,
+                namespace,
+                replicas,
+            } => self.scale(workload, namespace, *replicas),
+            Action::DeletePods {
+                workload,
+                namespace,
+                count,
+            } => self.delete_pods(workload, namespace, *count),
+            Action::InterruptSpot { node, zone } => {
+                self.interrupt(node.as_deref(), zone.as_deref())
+            }
+            Action::NodePool(pool) => self.change_nodepool(pool)?,
+        }
+        self.sample();
+        Ok(self.pending.len() > before)
+    }
+
+    fn find_workload(&self, reference: &str, namespace: &str) -> Option<crate::Workload> {
+        self.scenario
+            .workloads
+            .iter()
+            .find(|w| w.reference() == reference && w.namespace() == namespace)
+            .cloned()
+    }
+
+    fn present(&self) -> BTreeSet<String> {
+        self.pending
+            .iter()
+            .map(|p| pod_key(&p.pod))
+            .chain(self.nodes.iter().flat_map(|n| n.pods.iter().map(pod_key)))
+            .collect()
+    }
+
+    fn scale(&mut self, reference: &str, namespace: &str, replicas: usize) {
+        let Some(workload) = self.find_workload(reference, namespace) else {
+            self.say(format!(
+                "scale {namespace}/{reference}: no such workload, ignored"
+            ));
+            return;
+        };
+        let key = (namespace.to_string(), reference.to_string());
+        let current = self.replicas.get(&key).copied().unwrap_or(0);
+        let expansion = workload.with_replicas(replicas.max(current)).expand();
+        if replicas > current {
+            let present = self.present();
+            let claims: BTreeSet<String> = self
+                .scenario
+                .persistent_volume_claims
+                .iter()
+                .map(|c| format!("{:?}/{:?}", c.metadata.namespace, c.metadata.name))
+                .collect();
+            for claim in expansion.persistent_volume_claims {
+                let id = format!("{:?}/{:?}", claim.metadata.namespace, claim.metadata.name);
+                if !claims.contains(&id) {
+                    self.scenario.persistent_volume_claims.push(claim);
+                }
+            }
+            let now = self.now;
+            self.pending.extend(
+                expansion
+                    .pods
+                    .into_iter()
+                    .filter(|p| !present.contains(&pod_key(p)))
+                    .map(|pod| PendingPod { pod, since: now }),
+            );
+        } else {
+            let remove: BTreeSet<String> =
+                expansion.pods.iter().skip(replicas).map(pod_key).collect();
+            self.remove_pods(&remove);
+        }
+        self.replicas.insert(key, replicas);
+        self.say(format!(
+            "scale {namespace}/{reference}: {current} -> {replicas} replicas"
+        ));
+    }
+
+    fn delete_pods(&mut self, reference: &str, namespace: &str, count: Option<usize>) {
+        let Some(workload) = self.find_workload(reference, namespace) else {
+            self.say(format!(
+                "delete pods of {namespace}/{reference}: no such workload, ignored"
+            ));
+            return;
+        };
+        let key = (namespace.to_string(), reference.to_string());
+        let current = self.replicas.get(&key).copied().unwrap_or(0);
+        let present = self.present();
+        let names: Vec<String> = workload
+            .with_replicas(current)
+            .expand()
+            .pods
+            .iter()
+            .rev()
+            .map(pod_key)
+            .filter(|k| present.contains(k))
+            .take(count.unwrap_or(usize::MAX))
+            .collect();
+        let removed = names.len();
+        self.remove_pods(&names.into_iter().collect());
+        self.say(format!(
+            "deleted {removed} pod(s) of {namespace}/{reference}"
+        ));
+    }
+
+    fn remove_pods(&mut self, keys: &BTreeSet<String>) {
+        self.pending.retain(|p| !keys.contains(&pod_key(&p.pod)));
+        for node in &mut self.nodes {
+            node.pods.retain(|p| !keys.contains(&pod_key(p)));
+        }
+    }
+
+    fn interrupt(&mut self, node: Option<&str>, zone: Option<&str>) {
+        let index = self.nodes.iter().position(|n| match node {
+            Some(name) => n.name == name,
+            None => n.capacity_type == "spot" && zone.is_none_or(|z| n.zone == z),
+        });
+        let Some(index) = index else {
+            self.say("spot interruption: no matching spot node".to_string());
+            return;
+        };
+        let victim = self.nodes.remove(index);
+        let count = victim.pods.len();
+        let now = self.now;
+        self.pending.extend(
+            victim
+                .pods
+                .into_iter()
+                .map(|pod| PendingPod { pod, since: now }),
+        );
+        self.interruptions += 1;
+        self.evictions += count;
+        self.say(format!(
+            "spot interruption: {} ({} {}) removed, {count} pod(s) pending again",
+            victim.name, victim.instance_type, victim.zone
+        ));
+    }
+
+    fn change_nodepool(&mut self, pool: &karpenter_api::v1::NodePool) -> Result<(), TimelineError> {
+        let name = name_of(pool);
+        if self.manifests.node_pools.is_empty() {
+            self.manifests.node_pools = self.scenario.node_pools.clone();
+        }
+        match self
+            .manifests
+            .node_pools
+            .iter_mut()
+            .find(|p| name_of(p) == name)
+        {
+            Some(existing) => *existing = pool.clone(),
+            None => self.manifests.node_pools.push(pool.clone()),
+        }
+        let updated = Scenario::prepare(&self.manifests, self.catalog, &self.scenario.pricing)?;
+        self.scenario.node_pools = updated.node_pools;
+        self.scenario.pools = updated.pools;
+        self.scenario.pool_types = updated.pool_types;
+        self.say(format!("NodePool {name} applied"));
+        Ok(())
+    }
+
+    fn existing(&self) -> Vec<ExistingNode> {
+        self.nodes
+            .iter()
+            .map(|n| ExistingNode {
+                name: n.name.clone(),
+                labels: n.labels.clone(),
+                taints: n.taints.clone(),
+                capacity: n.capacity.clone(),
+                allocatable: n.allocatable.clone(),
+                pods: n.pods.clone(),
+                initialized: n.ready_at <= self.now,
+                deleting: false,
+                volume_limits: BTreeMap::new(),
+            })
+            .collect()
+    }
+
+    /// Closes a batch: solve the pending pods and act on the result.
+    fn provision(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pods: Vec<Pod> = self.pending.iter().map(|p| p.pod.clone()).collect();
+        let result = self.scenario.solve(&pods, &self.existing());
+        let mut by_key: BTreeMap<String, PendingPod> = self
+            .pending
+            .drain(..)
+            .map(|p| (pod_key(&p.pod), p))
+            .collect();
+        let now = self.now;
+        for placement in &result.existing_placements {
+            let Some(pending) = by_key.remove(&placement.pod.to_string()) else {
+                continue;
+            };
+            if let Some(node) = self.nodes.iter_mut().find(|n| n.name == placement.node) {
+                let running = node.ready_at.max(now);
+                self.pending_times
+                    .push((running - pending.since).as_secs_f64());
+                node.pods.push(pending.pod);
+            }
+        }
+        let mut launched = Vec::new();
+        for claim in &result.new_node_claims {
+            let Some(types) = self.scenario.types_of(&claim.node_pool) else {
+                continue;
+            };
+            let Some(launch) = choose(claim, types) else {
+                continue;
+            };
+            let it = InstanceType::from(launch.info);
+            let pool_taints = self
+                .scenario
+                .pools
+                .iter()
+                .find(|p| p.name == claim.node_pool)
+                .map(|p| p.taints.clone())
+                .unwrap_or_default();
+            self.next_node += 1;
+            let name = format!("{}-{}", claim.node_pool, self.next_node);
+            let mut labels = launch.node_labels(claim);
+            labels.insert(karpenter_api::labels::HOSTNAME.to_string(), name.clone());
+            let mut pods = Vec::new();
+            for pod in &claim.pods {
+                if let Some(pending) = by_key.remove(&pod.to_string()) {
+                    self.pending_times
+                        .push((now + NODE_STARTUP - pending.since).as_secs_f64());
+                    pods.push(pending.pod);
+                }
+            }
+            launched.push(format!(
+                "{} {} {} ${:.4}/h ({} pods)",
+                launch.info.name,
+                launch.offering.capacity_type.as_str(),
+                launch.offering.zone,
+                launch.offering.price_per_hour,
+                pods.len()
+            ));
+            self.nodes.push(SimNode {
+                name,
+                nodepool: claim.node_pool.clone(),
+                instance_type: launch.info.name.clone(),
+                capacity_type: launch.offering.capacity_type.as_str().to_string(),
+                zone: launch.offering.zone.clone(),
+                price_per_hour: launch.offering.price_per_hour,
+                labels,
+                taints: pool_taints,
+                allocatable: it.allocatable(),
+                capacity: it.capacity,
+                pods,
+                launched_at: now,
+                ready_at: now + NODE_STARTUP,
+            });
+            self.launches += 1;
+        }
+        self.pending = by_key.into_values().collect();
+        self.pending.sort_by_key(|p| p.since);
+        let placed = result.existing_placements.len();
+        let message = format!(
+            "provisioning: {} pod(s) to existing nodes, {} node(s) launched{}{}",
+            placed,
+            launched.len(),
+            if launched.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", launched.join(", "))
+            },
+            if self.pending.is_empty() {
+                String::new()
+            } else {
+                format!("; {} pod(s) still pending", self.pending.len())
+            }
+        );
+        self.say(message);
+        self.sample();
+    }
+
+    fn report(mut self, duration: Duration) -> TimelineReport {
+        self.sample();
+        let hours = duration.as_secs_f64() / 3600.0;
+        let still_pending = self.pending.len();
+        for pending in &self.pending {
+            self.pending_times
+                .push((duration.saturating_sub(pending.since)).as_secs_f64());
+        }
+        TimelineReport {
+            duration_seconds: duration.as_secs(),
+            total_cost: round_price(self.cost),
+            average_cost_per_hour: if hours > 0.0 {
+                round_price(self.cost / hours)
+            } else {
+                0.0
+            },
+            peak_cost_per_hour: self
+                .samples
+                .iter()
+                .map(|s| s.cost_per_hour)
+                .fold(0.0, f64::max),
+            peak_nodes: self.samples.iter().map(|s| s.nodes).max().unwrap_or(0),
+            launches: self.launches,
+            interruptions: self.interruptions,
+            evictions: self.evictions,
+            pods_started: self.pending_times.len() - still_pending,
+            pods_still_pending: still_pending,
+            pending_seconds: Percentiles::of(&self.pending_times),
+            samples: self.samples,
+            log: self.log,
+            notes: self.notes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_the_nearest_rank() {
+        let values: Vec<f64> = (1..=100).map(f64::from).collect();
+        let p = Percentiles::of(&values);
+        assert_eq!((p.p50, p.p90, p.p99, p.max), (50.0, 90.0, 99.0, 100.0));
+        assert_eq!(Percentiles::of(&[]), Percentiles::default());
+    }
+}

@@ -1,0 +1,174 @@
+//! `karpenter simulate` through the built binary.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn karpenter(args: &[&str]) -> Output {
+    match Command::new(env!("CARGO_BIN_EXE_karpenter"))
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+    {
+        Ok(output) => output,
+        Err(e) => panic!("running karpenter: {e}"),
+    }
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn temp_file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("simulate-cli-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        panic!("temp dir: {e}");
+    }
+    let path = dir.join(name);
+    if let Err(e) = std::fs::write(&path, text) {
+        panic!("writing {}: {e}", path.display());
+    }
+    path
+}
+
+#[test]
+fn simulating_the_shop_example_prints_a_table_with_costs_and_the_lower_bound() {
+    let output = karpenter(&["simulate", "-f", "examples/shop"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    for expected in [
+        "NODEPOOL",
+        "INSTANCE TYPE",
+        "$/HOUR",
+        "Total:",
+        "/month",
+        "Lower bound:",
+        "spot price is an estimate",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+    }
+    assert!(!text.contains("Unschedulable"), "{text}");
+}
+
+#[test]
+fn json_and_yaml_output_carry_the_same_plan() {
+    let json = karpenter(&["simulate", "-f", "examples/shop", "-o", "json"]);
+    assert!(json.status.success(), "{}", stderr(&json));
+    let json: serde_json::Value = match serde_json::from_slice(&json.stdout) {
+        Ok(v) => v,
+        Err(e) => panic!("json: {e}"),
+    };
+    let yaml = karpenter(&["simulate", "-f", "examples/shop", "-o", "yaml"]);
+    assert!(yaml.status.success(), "{}", stderr(&yaml));
+    let yaml: serde_json::Value = match serde_saphyr::from_str(&stdout(&yaml)) {
+        Ok(v) => v,
+        Err(e) => panic!("yaml: {e}"),
+    };
+    for key in [
+        "nodes",
+        "unschedulable",
+        "total_per_hour",
+        "lower_bound_per_hour",
+    ] {
+        assert!(json.get(key).is_some(), "json lacks {key}");
+    }
+    assert_eq!(json["nodes"], yaml["nodes"]);
+    assert_eq!(
+        json["total_per_hour"].as_f64(),
+        yaml["total_per_hour"].as_f64()
+    );
+}
+
+#[test]
+fn compare_nodegroup_adds_the_fixed_node_group_size_and_cost() {
+    let output = karpenter(&[
+        "simulate",
+        "-f",
+        "examples/shop",
+        "--compare-nodegroup",
+        "m5.xlarge",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("Fixed node group of m5.xlarge:"),
+        "{}",
+        stdout(&output)
+    );
+    let unknown = karpenter(&[
+        "simulate",
+        "-f",
+        "examples/shop",
+        "--compare-nodegroup",
+        "m5.enormous",
+    ]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("m5.enormous"),
+        "{}",
+        stderr(&unknown)
+    );
+}
+
+#[test]
+fn an_invalid_nodepool_fails_with_file_object_and_field() {
+    let path = temp_file(
+        "bad-nodepool.yaml",
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: broken}\nspec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n      requirements:\n        - {key: karpenter.sh/capacity-type, operator: In, values: []}\n",
+    );
+    let output = karpenter(&["simulate", "-f", &path.display().to_string()]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(
+        err.contains("bad-nodepool.yaml:1: NodePool/broken: spec.template.spec.requirements[0]"),
+        "{err}"
+    );
+    assert!(stdout(&output).is_empty());
+}
+
+#[test]
+fn malformed_yaml_fails_with_line_and_column() {
+    let path = temp_file("malformed.yaml", "kind: Pod\nmetadata: {name: [x\n");
+    let output = karpenter(&["simulate", "-f", &path.display().to_string()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("line "), "{}", stderr(&output));
+}
+
+#[test]
+fn every_manifest_in_examples_passes_validate() {
+    let mut files: Vec<String> = Vec::new();
+    for dir in ["examples/shop"] {
+        let entries = match std::fs::read_dir(repo_root().join(dir)) {
+            Ok(entries) => entries,
+            Err(e) => panic!("{dir}: {e}"),
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".yaml") {
+                files.push(format!("{dir}/{name}"));
+            }
+        }
+    }
+    let mut args = vec!["validate"];
+    for file in &files {
+        args.extend(["-f", file.as_str()]);
+    }
+    let output = karpenter(&args);
+    assert!(
+        output.status.success(),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    assert!(
+        stderr(&output).contains(" 0 invalid"),
+        "{}",
+        stderr(&output)
+    );
+}
