@@ -30,6 +30,9 @@ pub enum Error {
         #[source]
         source: kube::config::KubeconfigError,
     },
+    /// Bearer-token credentials could not be built.
+    #[error("building bearer-token credentials")]
+    TokenCredentials(#[source] serde_json::Error),
     /// Building a `kube::Client` failed.
     #[error("building the Kubernetes client")]
     Client(#[source] kube::Error),

@@ -90,13 +90,9 @@ impl KubeEnv {
                     source,
                 })?;
         // AuthInfo keeps its token in a SecretString; build it through serde.
-        config.auth_info = serde_json::from_value::<AuthInfo>(
-            serde_json::json!({ "token": token }),
-        )
-        .map_err(|e| Error::Manifest {
-            path: self.kubeconfig_path.clone(),
-            reason: format!("building token credentials: {e}"),
-        })?;
+        config.auth_info =
+            serde_json::from_value::<AuthInfo>(serde_json::json!({ "token": token }))
+                .map_err(Error::TokenCredentials)?;
         Client::try_from(config).map_err(Error::Client)
     }
 
