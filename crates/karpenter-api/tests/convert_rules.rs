@@ -255,7 +255,7 @@ fn two_nodepools_with_different_kubelets_for_one_ec2nodeclass_warn_on_the_second
 
 #[test]
 fn an_inline_provider_becomes_an_ec2nodeclass_named_after_the_provisioner() {
-    let yaml = "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: inline}\nspec:\n  kubeletConfiguration: {maxPods: 10}\n  provider:\n    subnetSelector: {a: b}\n    securityGroupSelector: {a: b}\n    instanceProfile: MyProfile\n";
+    let yaml = "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: inline}\nspec:\n  kubeletConfiguration: {maxPods: 10}\n  provider:\n    apiVersion: extensions.karpenter.sh/v1alpha1\n    kind: AWS\n    subnetSelector: {a: b}\n    securityGroupSelector: {a: b}\n    instanceProfile: MyProfile\n";
     let conversion = v1(yaml);
     assert_eq!(
         nodepool(&conversion, "/spec/template/spec/nodeClassRef/name"),
@@ -270,6 +270,8 @@ fn an_inline_provider_becomes_an_ec2nodeclass_named_after_the_provisioner() {
         nodeclass(&conversion, "/spec/kubelet"),
         json!({"maxPods": 10})
     );
+    assert!(!warned(&conversion, "spec.provider.apiVersion"));
+    assert!(!warned(&conversion, "spec.provider.kind"));
 }
 
 #[test]
@@ -654,4 +656,11 @@ fn alpha_inputs_convert_to_v1beta1_on_request() {
     assert_eq!(class["apiVersion"], "karpenter.k8s.aws/v1beta1");
     assert_eq!(class["spec"]["amiFamily"], "AL2");
     assert!(warned(&conversion, "spec.role"));
+}
+
+#[test]
+fn an_inline_provider_launch_template_is_an_error_naming_the_field() {
+    let yaml = "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: p}\nspec:\n  provider:\n    launchTemplate: my-lt\n    subnetSelector: {a: b}\n    securityGroupSelector: {a: b}\n";
+    let errors = run(yaml, &Options::default()).expect_err("error");
+    assert_eq!(errors[0].field, "spec.provider.launchTemplate");
 }

@@ -31,9 +31,16 @@ pub(crate) fn spec_to_v1beta1(
     notes: &mut Notes,
     prefix: &str,
 ) -> Result<v1beta1_aws::EC2NodeClassSpec, FieldError> {
-    if spec.launch_template_name.is_some() {
+    let launch_template_field = if spec.launch_template_name.is_some() {
+        Some("launchTemplateName")
+    } else if spec.launch_template.is_some() {
+        Some("launchTemplate")
+    } else {
+        None
+    };
+    if let Some(field) = launch_template_field {
         return Err(FieldError::new(
-            format!("{prefix}.launchTemplateName"),
+            format!("{prefix}.{field}"),
             "launchTemplateName is not supported since v1beta1: Karpenter builds its own launch templates. Move the template's settings into the node class (amiSelector, userData, blockDeviceMappings, securityGroupSelector, metadataOptions, tags), remove launchTemplateName and convert again",
         ));
     }

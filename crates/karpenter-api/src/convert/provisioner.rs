@@ -98,7 +98,7 @@ pub(crate) fn to_v1beta1(p: &Provisioner, options: &Options) -> Result<Vec<Beta>
             (r.name.clone(), None)
         }
         (None, Some(raw)) => {
-            let provider: AwsNodeTemplateSpec = from_value(raw).map_err(|e| {
+            let mut provider: AwsNodeTemplateSpec = from_value(raw).map_err(|e| {
                 FieldError::new(
                     format!("spec.provider.{}", e.path)
                         .trim_end_matches('.')
@@ -106,6 +106,9 @@ pub(crate) fn to_v1beta1(p: &Provisioner, options: &Options) -> Result<Vec<Beta>
                     e.message,
                 )
             })?;
+            // Inline providers carried their own type meta (`extensions.karpenter.sh/v1alpha1 AWS`).
+            provider.unknown.remove("apiVersion");
+            provider.unknown.remove("kind");
             let mut nc_notes = Notes::default();
             nc_notes.info(
                 "",

@@ -45,6 +45,9 @@ pub struct AwsNodeTemplateSpec {
     /// A user-managed launch template: unsupported since v1beta1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_template_name: Option<String>,
+    /// The same, as the inline v1alpha5 `provider` spelled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_template: Option<String>,
     /// Anything else (reported as dropped by the converter).
     #[serde(flatten)]
     pub unknown: Unknown,
