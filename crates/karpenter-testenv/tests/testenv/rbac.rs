@@ -84,25 +84,20 @@ async fn a_service_account_can_do_what_its_role_allows_and_is_forbidden_the_rest
         .await
         .expect("a client with the token");
 
-    // Allowed (RBAC caches may take a moment to see the new binding).
+    // Allowed. The RBAC cache may take a moment to see the new binding, and the
+    // controller-manager a moment to publish kube-root-ca.crt into the namespace.
     let configmaps: Api<ConfigMap> = Api::namespaced(reader.clone(), &ns);
     wait_for(
-        "the role binding to take effect",
-        Duration::from_secs(20),
-        || async {
-            Ok(configmaps
-                .list(&ListParams::default())
-                .await
-                .ok()
-                .map(|_| ()))
-        },
+        "the reader to get kube-root-ca.crt",
+        Duration::from_secs(30),
+        || async { Ok(configmaps.get("kube-root-ca.crt").await.ok().map(|_| ())) },
     )
     .await
-    .expect("the reader may list configmaps in its namespace");
+    .expect("the reader may get a configmap in its namespace");
     configmaps
-        .get("kube-root-ca.crt")
+        .list(&ListParams::default())
         .await
-        .expect("the reader may get a configmap");
+        .expect("the reader may list configmaps in its namespace");
 
     // Forbidden: verbs, resources and namespaces the role does not grant.
     let new_cm = ConfigMap {
