@@ -664,3 +664,15 @@ fn an_inline_provider_launch_template_is_an_error_naming_the_field() {
     let errors = run(yaml, &Options::default()).expect_err("error");
     assert_eq!(errors[0].field, "spec.provider.launchTemplate");
 }
+
+#[test]
+fn a_kubectl_list_is_converted_item_by_item() {
+    let yaml = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: karpenter.sh/v1alpha5\n  kind: Provisioner\n  metadata: {name: default}\n  spec:\n    providerRef: {name: default}\n- apiVersion: karpenter.k8s.aws/v1alpha1\n  kind: AWSNodeTemplate\n  metadata: {name: default}\n  spec:\n    subnetSelector: {a: b}\n    securityGroupSelector: {a: b}\n";
+    let conversion = v1(yaml);
+    let kinds: Vec<Value> = conversion
+        .values()
+        .iter()
+        .map(|v| v["kind"].clone())
+        .collect();
+    assert_eq!(kinds, [json!("NodePool"), json!("EC2NodeClass")]);
+}

@@ -236,7 +236,8 @@ pub fn convert(inputs: &[Input], options: &Options) -> Result<Conversion, Vec<Co
     let mut conversion = Conversion::default();
     let mut errors = Vec::new();
     let mut moves = Vec::new();
-    for input in inputs {
+    for input in inputs.iter().flat_map(expand_list) {
+        let input = &input;
         let source = format!("{}:{}", input.file, input.document);
         let api_version = text(&input.value, "/apiVersion");
         let kind = text(&input.value, "/kind");
@@ -282,6 +283,22 @@ pub fn convert(inputs: &[Input], options: &Options) -> Result<Conversion, Vec<Co
     }
     kubelet::attach(&mut conversion.objects, moves);
     Ok(conversion)
+}
+
+/// A `v1` `List` (what `kubectl get -o yaml` prints) stands for its items.
+fn expand_list(input: &Input) -> Vec<Input> {
+    let is_list = input.value.get("kind").and_then(Value::as_str) == Some("List");
+    match input.value.get("items").and_then(Value::as_array) {
+        Some(items) if is_list => items
+            .iter()
+            .map(|item| Input {
+                file: input.file.clone(),
+                document: input.document,
+                value: item.clone(),
+            })
+            .collect(),
+        _ => vec![input.clone()],
+    }
 }
 
 enum Outcome {
