@@ -250,6 +250,24 @@ impl Catalog {
         }
     }
 
+    /// Narrows `bits` to instance types with at least the sum of `parts` allocatable.
+    pub fn narrow_by_fit_sum<const N: usize>(&self, bits: &mut Bitset, parts: [&Res; N]) {
+        let dims = parts.iter().map(|p| p.len()).max().unwrap_or(0);
+        for d in 0..dims {
+            let n: i64 = parts.iter().map(|p| crate::dims::get(p, d)).fold(0, i64::saturating_add);
+            if n <= 0 {
+                continue;
+            }
+            match self.fits.get(d) {
+                Some(index) => {
+                    let k = index.sorted.partition_point(|v| *v < n);
+                    bits.and_with(&index.suffix[k]);
+                }
+                None => bits.clear(),
+            }
+        }
+    }
+
     /// Narrows `bits` to instance types with an available offering compatible with `reqs`.
     pub fn narrow_by_offerings(&self, bits: &mut Bitset, reqs: &Requirements, interner: &Interner) {
         let mut ok = Bitset::empty(self.its.len());

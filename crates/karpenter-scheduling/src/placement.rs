@@ -14,6 +14,9 @@ use crate::scheduler::Solver;
 use crate::state::{Attempt, Claim, Reasons};
 use crate::topology::PodView;
 
+/// Topology answers reused during one scan: (group, node domains, allowed domains).
+pub type TopologyCache = Vec<(crate::topology::GroupRef, Requirement, Requirement)>;
+
 /// What adding a pod to a claim would change.
 #[derive(Debug)]
 pub struct ClaimUpdate {
@@ -46,6 +49,7 @@ impl Solver<'_> {
         a: &Attempt,
         layers: &[&Requirements],
         explain: bool,
+        mut cache: Option<&mut TopologyCache>,
     ) -> Result<Vec<(Sym, Requirement)>, String> {
         let mut out = Vec::new();
         if a.groups.is_empty() {
@@ -66,9 +70,29 @@ impl Solver<'_> {
             let key = spec.key;
             let pod_domains = a.strict.get(key).unwrap_or(&exists);
             let node_domains = self.node_domains(layers, key);
-            let domains = self
-                .topology
-                .next_domains(*g, &view, pod_domains, &node_domains, &self.interner);
+            // Counts do not change during one scan of the claims, so for keys other than the
+            // hostname (few distinct node domains) the answer is reused across claims.
+            let cached = match cache.as_deref() {
+                Some(c) if key != self.keys.hostname => c
+                    .iter()
+                    .find(|(cg, nd, _)| cg == g && *nd == *node_domains)
+                    .map(|(_, _, d)| d.clone()),
+                _ => None,
+            };
+            let domains = match cached {
+                Some(d) => d,
+                None => {
+                    let d = self
+                        .topology
+                        .next_domains(*g, &view, pod_domains, &node_domains, &self.interner);
+                    if key != self.keys.hostname
+                        && let Some(c) = cache.as_deref_mut()
+                    {
+                        c.push((*g, node_domains.clone().into_owned(), d.clone()));
+                    }
+                    d
+                }
+            };
             if domains.is_empty() || !node_domains.intersects(&domains, &self.interner) {
                 if !explain {
                     return Err(String::new());
@@ -113,7 +137,7 @@ impl Solver<'_> {
             {
                 continue;
             }
-            let Ok(topo) = self.topology_requirements(pi, a, &[&node.requirements, &a.requirements], false) else {
+            let Ok(topo) = self.topology_requirements(pi, a, &[&node.requirements, &a.requirements], false, None) else {
                 continue;
             };
             let mut merged = node.requirements.clone();
@@ -151,7 +175,14 @@ impl Solver<'_> {
 
     /// Whether a pod fits on a claim, and the claim's state if it is added.
     /// `explain` builds human-readable reasons; without it rejections are empty strings.
-    pub(crate) fn claim_can_add(&self, claim: &Claim, pi: usize, a: &Attempt, explain: bool) -> Result<ClaimUpdate, String> {
+    pub(crate) fn claim_can_add(
+        &self,
+        claim: &Claim,
+        pi: usize,
+        a: &Attempt,
+        explain: bool,
+        mut cache: Option<&mut TopologyCache>,
+    ) -> Result<ClaimUpdate, String> {
         let pod = &self.pods[pi];
         let pool = &self.pools[claim.pool];
         if let Some(t) = &a.pool_taint[claim.pool] {
@@ -189,7 +220,6 @@ impl Solver<'_> {
                 String::new()
             });
         }
-        let total = dims::sum(&claim.requests, &pod.requests);
         let mut last_err = String::new();
         let no_volumes = [Requirements::new()];
         let alternatives: &[Requirements] = if pod.volume_alternatives.is_empty() {
@@ -198,7 +228,13 @@ impl Solver<'_> {
             &pod.volume_alternatives
         };
         for volume in alternatives {
-            let topo = match self.topology_requirements(pi, a, &[&claim.requirements, &a.requirements, volume], explain) {
+            let topo = match self.topology_requirements(
+                pi,
+                a,
+                &[&claim.requirements, &a.requirements, volume],
+                explain,
+                cache.as_deref_mut(),
+            ) {
                 Ok(t) => t,
                 Err(e) => {
                     last_err = e;
@@ -254,6 +290,7 @@ impl Solver<'_> {
             }
             if its.is_empty() {
                 if explain {
+                    let total = dims::sum(&claim.requests, &pod.requests);
                     last_err = self.no_instance_type(&total, &merged, &pool.template);
                 }
                 continue;
@@ -268,11 +305,12 @@ impl Solver<'_> {
                 if b.is_empty() {
                     continue;
                 }
-                pool.catalog.narrow_by_fit(&mut b, &dims::sum(&total, &g.overhead));
+                pool.catalog.narrow_by_fit_sum(&mut b, [&claim.requests, &pod.requests, &g.overhead]);
                 fitting.or_with(&b);
             }
             if fitting.is_empty() {
                 if explain {
+                    let total = dims::sum(&claim.requests, &pod.requests);
                     last_err = self.no_instance_type(&total, &merged, &pool.template);
                 }
                 continue;
@@ -374,17 +412,21 @@ impl Solver<'_> {
         if let Some(r) = update.requirements {
             claim.requirements = r;
         }
-        claim.its = update.its;
         claim.min_values_relaxed = update.min_values_relaxed;
         dims::add(&mut claim.requests, &pod.requests);
         claim.pods.push(pi);
         claim.host_ports.extend(pod.host_ports.iter().cloned());
-        let catalog = &self.pools[pool_idx].catalog;
-        let mut max = vec![0; self.dims.len()];
-        for i in claim.its.iter() {
-            dims::max_with(&mut max, &catalog.its[i].allocatable);
+        if claim.its != update.its {
+            claim.its = update.its;
+            let catalog = &self.pools[pool_idx].catalog;
+            let mut max = vec![0; self.dims.len()];
+            for i in claim.its.iter() {
+                dims::max_with(&mut max, &catalog.its[i].allocatable);
+            }
+            claim.max_allocatable = max;
         }
-        claim.max_allocatable = max;
+        let host = claim.host_domain;
+        let open = self.topology.open_hostname_anti(host);
         let view = PodView {
             namespace: pod.namespace,
             labels: &pod.labels,
@@ -399,13 +441,33 @@ impl Solver<'_> {
             &self.well_known,
             &self.interner,
         );
+        for g in open {
+            if self.topology.owned_count(g, host) > 0 {
+                if self.host_blocked.len() <= g {
+                    self.host_blocked.resize(g + 1, 0);
+                }
+                self.host_blocked[g] += 1;
+            }
+        }
     }
 
     /// Tries NodeClaims created earlier in this solve, fewest pods first.
     pub(crate) fn add_to_inflight(&mut self, pi: usize, a: &Attempt) -> bool {
+        // Every claim already holds a pod this pod's hostname anti-affinity excludes.
+        let all_blocked = a.groups.iter().any(|g| match g {
+            crate::topology::GroupRef::Owned(gi) => {
+                self.topology.is_hostname_anti(*gi)
+                    && self.host_blocked.get(*gi).copied().unwrap_or(0) >= self.claims.len()
+            }
+            crate::topology::GroupRef::Inverse(_) => false,
+        });
+        if all_blocked {
+            return false;
+        }
         let mut found = None;
+        let mut cache = TopologyCache::new();
         for (_, &ci) in self.order.iter() {
-            if let Ok(update) = self.claim_can_add(&self.claims[ci], pi, a, false) {
+            if let Ok(update) = self.claim_can_add(&self.claims[ci], pi, a, false, Some(&mut cache)) {
                 found = Some((ci, update));
                 break;
             }
@@ -475,7 +537,7 @@ impl Solver<'_> {
                 min_values_relaxed: false,
                 order_key: (0, 0),
             };
-            match self.claim_can_add(&claim, pi, a, true) {
+            match self.claim_can_add(&claim, pi, a, true, None) {
                 Ok(update) => {
                     self.claims.push(claim);
                     let ci = self.claims.len() - 1;

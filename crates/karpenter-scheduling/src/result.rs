@@ -14,19 +14,33 @@ impl Solver<'_> {
     /// The decisions of the solve.
     pub fn result(&self) -> SolveResult {
         let mut result = SolveResult::default();
+        // Per (pool, compatible offering signatures): instance types with their cheapest price,
+        // cheapest first. Claims then only filter this list by their own viable set.
+        let mut orders: Vec<(usize, Vec<bool>, Vec<(usize, f64)>)> = Vec::new();
         for claim in &self.claims {
             let pool = &self.pools[claim.pool];
             let catalog = &pool.catalog;
             let mut reqs = claim.requirements.clone();
             reqs.remove(self.keys.hostname);
             let mask = catalog.compatible_signatures(&reqs, &self.interner);
-            let mut options: Vec<(usize, f64)> = claim
-                .its
+            let order_index = match orders.iter().position(|(p, m, _)| *p == claim.pool && *m == mask) {
+                Some(i) => i,
+                None => {
+                    let mut order: Vec<(usize, f64)> = (0..catalog.len())
+                        .filter_map(|i| catalog.cheapest_price_in(i, &mask).map(|p| (i, p)))
+                        .collect();
+                    order.sort_by(|a, b| a.1.total_cmp(&b.1));
+                    orders.push((claim.pool, mask.clone(), order));
+                    orders.len() - 1
+                }
+            };
+            let options: Vec<(usize, f64)> = orders[order_index]
+                .2
                 .iter()
-                .filter_map(|i| catalog.cheapest_price_in(i, &mask).map(|p| (i, p)))
+                .filter(|(i, _)| claim.its.contains(*i))
+                .take(self.input.options.max_instance_types)
+                .copied()
                 .collect();
-            options.sort_by(|a, b| a.1.total_cmp(&b.1));
-            options.truncate(self.input.options.max_instance_types);
             let mut capacity_types = Vec::new();
             for (i, _) in &options {
                 capacity_types.extend(catalog.capacity_types_in(*i, &mask));

@@ -65,6 +65,9 @@ pub struct Solver<'a> {
     /// Pods left unscheduled with their reasons.
     pub failures: Vec<(usize, Reasons)>,
     pub min_values_policy: MinValuesPolicy,
+    /// Per owned group: claims whose hostname already holds a pod the (hostname anti-affinity)
+    /// group selects.
+    pub host_blocked: Vec<usize>,
 }
 
 /// Runs one scheduling simulation.
@@ -295,6 +298,7 @@ impl<'a> Solver<'a> {
             placements: Vec::new(),
             failures: Vec::new(),
             min_values_policy: input.options.min_values_policy,
+            host_blocked: Vec::new(),
         };
         solver.build_pools();
         solver.build_topology(inverse_specs);

@@ -252,6 +252,30 @@ impl Topology {
         (i, true)
     }
 
+    /// Owned hostname anti-affinity groups whose count on domain `host` is zero.
+    pub fn open_hostname_anti(&self, host: u32) -> Vec<usize> {
+        self.groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| {
+                g.spec.kind == GroupKind::AntiAffinity && g.spec.key == self.hostname && g.count(host) == 0
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// The count of owned group `gi` on domain `d` of its key.
+    pub fn owned_count(&self, gi: usize, d: u32) -> u32 {
+        self.groups.get(gi).map_or(0, |g| g.count(d))
+    }
+
+    /// True for an owned hostname anti-affinity group.
+    pub fn is_hostname_anti(&self, gi: usize) -> bool {
+        self.groups
+            .get(gi)
+            .is_some_and(|g| g.spec.kind == GroupKind::AntiAffinity && g.spec.key == self.hostname)
+    }
+
     /// Adds an inverse anti-affinity group (from an existing pod) and returns its index.
     pub fn inverse_group(&mut self, spec: GroupSpec) -> usize {
         if let Some(i) = self.inverse.iter().position(|g| g.spec == spec) {
