@@ -23,6 +23,7 @@
 
 pub mod daemonsets;
 pub mod error;
+pub mod html;
 pub mod launch;
 pub mod load;
 pub mod lower_bound;

@@ -215,3 +215,90 @@ pub fn plan_table(plan: &Plan) -> String {
     }
     out
 }
+
+fn clock(seconds: u64) -> String {
+    format!(
+        "{:02}:{:02}:{:02}",
+        seconds / 3600,
+        (seconds / 60) % 60,
+        seconds % 60
+    )
+}
+
+/// Renders a timeline report: summary, cost over time (one row per change), the event log.
+pub fn timeline_table(report: &crate::timeline::TimelineReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Timeline of {}: total cost ${:.2}, average {}/hour, peak {}/hour with {} node(s)",
+        clock(report.duration_seconds),
+        report.total_cost,
+        dollars(report.average_cost_per_hour),
+        dollars(report.peak_cost_per_hour),
+        report.peak_nodes
+    );
+    let p = &report.pending_seconds;
+    let _ = writeln!(
+        out,
+        "Launches: {}, spot interruptions: {}, evictions: {}; pods started: {}, still pending: {}",
+        report.launches,
+        report.interruptions,
+        report.evictions,
+        report.pods_started,
+        report.pods_still_pending
+    );
+    let _ = writeln!(
+        out,
+        "Pending time: p50 {:.0}s, p90 {:.0}s, p99 {:.0}s, max {:.0}s",
+        p.p50, p.p90, p.p99, p.max
+    );
+    out.push('\n');
+    out.push_str("Cost over time:\n");
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut last: Option<(usize, usize, usize, u64)> = None;
+    // The last sample of each second, and only when something changed.
+    let latest = report.samples.iter().enumerate().filter(|(i, s)| {
+        report
+            .samples
+            .get(i + 1)
+            .is_none_or(|next| next.at_seconds != s.at_seconds)
+    });
+    for (_, s) in latest {
+        let key = (
+            s.nodes,
+            s.pods_running,
+            s.pods_pending,
+            (s.cost_per_hour * 1e6) as u64,
+        );
+        if last == Some(key) {
+            continue;
+        }
+        last = Some(key);
+        rows.push(vec![
+            clock(s.at_seconds),
+            s.nodes.to_string(),
+            s.pods_running.to_string(),
+            s.pods_pending.to_string(),
+            percent(s.cpu_utilisation),
+            dollars(s.cost_per_hour),
+        ]);
+    }
+    out.push_str(&table(
+        &["TIME", "NODES", "RUNNING", "PENDING", "CPU", "$/HOUR"],
+        &rows,
+        &[false, true, true, true, true, true],
+    ));
+    out.push('\n');
+    out.push_str("Events:\n");
+    for line in &report.log {
+        let _ = writeln!(out, "  {line}");
+    }
+    if !report.notes.is_empty() {
+        out.push('\n');
+        out.push_str("Notes:\n");
+        for note in &report.notes {
+            let _ = writeln!(out, "  {note}");
+        }
+    }
+    out
+}

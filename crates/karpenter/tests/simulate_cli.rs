@@ -172,3 +172,43 @@ fn every_manifest_in_examples_passes_validate() {
         stderr(&output)
     );
 }
+
+#[test]
+fn a_timeline_reports_cost_over_time_churn_and_pending_percentiles() {
+    let html = std::env::temp_dir().join(format!("simulate-report-{}.html", std::process::id()));
+    let html_arg = html.display().to_string();
+    let output = karpenter(&[
+        "simulate",
+        "-f",
+        "examples/shop",
+        "--timeline",
+        "examples/shop/timeline.yaml",
+        "--report",
+        &html_arg,
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    for expected in [
+        "Timeline of 24:00:00",
+        "Cost over time:",
+        "spot interruption",
+        "Pending time: p50",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+    }
+    let page = std::fs::read_to_string(&html).unwrap_or_default();
+    assert!(page.contains("<svg"), "report written");
+    let json = karpenter(&[
+        "simulate",
+        "-f",
+        "examples/shop",
+        "--timeline",
+        "examples/shop/timeline.yaml",
+        "-o",
+        "json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap_or_default();
+    for key in ["total_cost", "samples", "evictions", "pending_seconds"] {
+        assert!(json.get(key).is_some(), "json lacks {key}");
+    }
+}

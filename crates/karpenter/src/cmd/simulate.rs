@@ -50,6 +50,14 @@ pub struct Args {
     /// A price file replacing the catalog's on-demand (and observed spot) prices.
     #[arg(long, value_name = "FILE")]
     prices: Option<PathBuf>,
+    /// Run provisioning over virtual time with the events of this file (see the README for
+    /// the format) and report cost over time, churn and pending-time percentiles.
+    #[arg(long, value_name = "FILE")]
+    timeline: Option<PathBuf>,
+    /// With --timeline: also write a self-contained HTML report (cost, nodes and utilisation
+    /// over time) to this file.
+    #[arg(long, value_name = "FILE", requires = "timeline")]
+    report: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -66,6 +74,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         spot_discount: args.spot_discount,
     };
     let scenario = Scenario::prepare(&manifests, &catalog, &pricing)?;
+    if let Some(path) = &args.timeline {
+        return run_timeline(
+            path,
+            &manifests,
+            &catalog,
+            scenario,
+            args.output,
+            args.report.as_deref(),
+        );
+    }
     let mut plan = karpenter_sim::plan(&scenario);
     if let Some(instance_type) = &args.compare_nodegroup {
         plan.compare_nodegroup = Some(karpenter_sim::nodegroup::compare(
@@ -81,6 +99,81 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Output::Yaml => print!("{}", karpenter_api::yaml::to_yaml(&plan)?),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn run_timeline(
+    path: &std::path::Path,
+    manifests: &Manifests,
+    catalog: &Catalog,
+    scenario: Scenario,
+    output: Output,
+    html: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let timeline = karpenter_sim::timeline::parse(&path.display().to_string(), &text)?;
+    let mut bar = Progress::new();
+    let report =
+        karpenter_sim::timeline::run(manifests, catalog, scenario, &timeline, |at, end| {
+            bar.update(at, end)
+        })?;
+    bar.finish();
+    if let Some(html) = html {
+        std::fs::write(html, karpenter_sim::html::timeline_html(&report))
+            .with_context(|| format!("writing {}", html.display()))?;
+        eprintln!("wrote {}", html.display());
+    }
+    match output {
+        Output::Table => print!("{}", karpenter_sim::render::timeline_table(&report)),
+        Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Output::Yaml => print!("{}", karpenter_api::yaml::to_yaml(&report)?),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A progress bar on stderr, only when stderr is a terminal.
+struct Progress {
+    enabled: bool,
+    shown: usize,
+}
+
+impl Progress {
+    const WIDTH: usize = 40;
+
+    fn new() -> Self {
+        use std::io::IsTerminal;
+        Self {
+            enabled: std::io::stderr().is_terminal(),
+            shown: usize::MAX,
+        }
+    }
+
+    fn update(&mut self, at: std::time::Duration, end: std::time::Duration) {
+        if !self.enabled || end.is_zero() {
+            return;
+        }
+        let filled = ((at.as_secs_f64() / end.as_secs_f64()) * Self::WIDTH as f64) as usize;
+        let filled = filled.min(Self::WIDTH);
+        if filled == self.shown {
+            return;
+        }
+        self.shown = filled;
+        let secs = at.as_secs();
+        eprint!(
+            "\r[{}{}] {:02}:{:02}:{:02} virtual",
+            "=".repeat(filled),
+            " ".repeat(Self::WIDTH - filled),
+            secs / 3600,
+            (secs / 60) % 60,
+            secs % 60
+        );
+    }
+
+    fn finish(&self) {
+        if self.enabled {
+            eprintln!();
+        }
+    }
 }
 
 fn load(files: &[PathBuf]) -> anyhow::Result<Manifests> {
