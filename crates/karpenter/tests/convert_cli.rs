@@ -150,3 +150,38 @@ fn machines_are_reported_as_skipped_on_stderr() {
     assert!(out.status.success(), "{out:?}");
     assert!(stderr(&out).contains("Machine/m: Machines are managed by the Karpenter controller"));
 }
+
+#[test]
+fn kubelet_settings_move_to_a_node_class_given_in_another_file() {
+    let dir = std::env::temp_dir().join(format!("karpenter-convert-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let provisioner = dir.join("provisioner.yaml");
+    let template = dir.join("nodetemplate.yaml");
+    std::fs::write(
+        &provisioner,
+        "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata:\n  name: p\nspec:\n  providerRef:\n    name: t\n  kubeletConfiguration:\n    maxPods: 42\n",
+    )
+    .expect("write provisioner");
+    std::fs::write(
+        &template,
+        "apiVersion: karpenter.k8s.aws/v1alpha1\nkind: AWSNodeTemplate\nmetadata:\n  name: t\nspec:\n  subnetSelector: {a: b}\n  securityGroupSelector: {a: b}\n",
+    )
+    .expect("write template");
+    let out = karpenter(
+        &[
+            "convert",
+            "-o",
+            "json",
+            "-f",
+            &provisioner.display().to_string(),
+            "-f",
+            &template.display().to_string(),
+        ],
+        None,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{out:?}");
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    assert_eq!(value["items"][1]["kind"], "EC2NodeClass");
+    assert_eq!(value["items"][1]["spec"]["kubelet"]["maxPods"], 42);
+}
