@@ -20,6 +20,8 @@ pub struct Args {
 enum BenchCommand {
     /// One provisioning solve over upstream's benchmark workload.
     Scheduling(SchedulingArgs),
+    /// One full disruption pass over the diverse workload spread across many nodes.
+    Consolidation(super::bench_consolidation::ConsolidationArgs),
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -54,6 +56,7 @@ struct SchedulingArgs {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         BenchCommand::Scheduling(a) => scheduling(a),
+        BenchCommand::Consolidation(a) => super::bench_consolidation::run(a, peak_rss_mb),
     }
 }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_consolidation;
 pub mod convert;
 pub mod crds;
 pub mod iam;
