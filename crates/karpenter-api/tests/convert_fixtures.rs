@@ -110,3 +110,30 @@ fn the_seed_002_kubelet_settings_move_to_the_ec2nodeclass_in_both_migrations() {
         );
     }
 }
+
+#[test]
+fn converting_through_v1beta1_gives_the_same_v1_as_converting_directly() {
+    for input in ["seed002-v1alpha5.yaml", "seed004-v1alpha5.yaml"] {
+        let direct = convert_fixture(input, &v1()).values();
+        let beta = convert_fixture(
+            input,
+            &Options {
+                target: Target::V1beta1,
+                node_role: None,
+            },
+        );
+        let beta_yaml = convert::emit::to_yaml(&beta).expect("writes YAML");
+        let inputs: Vec<Input> = karpenter_api::yaml::parse_documents(&beta_yaml)
+            .expect("v1beta1 output is YAML")
+            .into_iter()
+            .enumerate()
+            .map(|(i, value)| Input {
+                file: "beta.yaml".to_owned(),
+                document: i + 1,
+                value,
+            })
+            .collect();
+        let via_beta = convert::convert(&inputs, &v1()).expect("converts").values();
+        assert_eq!(via_beta, direct, "{input}");
+    }
+}

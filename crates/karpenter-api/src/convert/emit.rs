@@ -167,3 +167,63 @@ pub fn to_json(conversion: &Conversion) -> Result<String, EmitError> {
     text.push('\n');
     Ok(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convert::Note;
+
+    fn object(value: Value, notes: Vec<Note>) -> ConvertedObject {
+        ConvertedObject {
+            source: "f.yaml:1".to_owned(),
+            converted_from: Some("karpenter.sh/v1beta1 NodePool".to_owned()),
+            value,
+            notes,
+        }
+    }
+
+    fn note(severity: Severity, field: &str, message: &str) -> Note {
+        Note {
+            severity,
+            field: field.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+
+    #[test]
+    fn notes_become_a_header_block_and_end_of_line_comments_on_scalars() {
+        let value = serde_json::json!({
+            "kind": "EC2NodeClass", "apiVersion": "karpenter.k8s.aws/v1",
+            "spec": {"terms": [{"alias": "al2@latest"}], "kubelet": {"maxPods": 1}}
+        });
+        let notes = vec![
+            note(Severity::Warning, "spec.terms[0].alias", "check it"),
+            note(Severity::Info, "spec.kubelet", "moved here"),
+        ];
+        let yaml = object_to_yaml(&object(value.clone(), notes)).expect("yaml");
+        assert!(yaml.starts_with("# Converted by karpenter convert from karpenter.sh/v1beta1 NodePool (f.yaml:1).\n# - WARNING spec.terms[0].alias: check it\n# - spec.kubelet: moved here\napiVersion:"), "{yaml}");
+        assert!(yaml.contains("- alias: al2@latest # check it\n"), "{yaml}");
+        let parsed = crate::yaml::parse_documents(&yaml).expect("parses");
+        assert_eq!(parsed, vec![value]);
+    }
+
+    #[test]
+    fn json_output_is_the_object_alone_or_a_list() {
+        let one = Conversion {
+            objects: vec![object(serde_json::json!({"kind": "A"}), vec![])],
+            skipped: vec![],
+        };
+        let text = to_json(&one).expect("json");
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).ok(),
+            Some(serde_json::json!({"kind": "A"}))
+        );
+        let mut two = one.clone();
+        two.objects
+            .push(object(serde_json::json!({"kind": "B"}), vec![]));
+        let text = to_json(&two).expect("json");
+        let value: Value = serde_json::from_str(&text).expect("json parses");
+        assert_eq!(value["kind"], "List");
+        assert_eq!(value["items"][1]["kind"], "B");
+    }
+}
