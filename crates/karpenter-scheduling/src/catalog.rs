@@ -52,6 +52,8 @@ struct KeyIndex {
 struct FitIndex {
     /// Allocatable amounts in ascending order.
     sorted: Vec<i64>,
+    /// Instance type at each sorted position.
+    order: Vec<usize>,
     /// `suffix[k]`: instance types at sorted positions `k..`.
     suffix: Vec<Bitset>,
 }
@@ -151,7 +153,11 @@ impl Catalog {
                     b.insert(order[k]);
                     suffix[k] = b;
                 }
-                FitIndex { sorted, suffix }
+                FitIndex {
+                    sorted,
+                    order,
+                    suffix,
+                }
             })
             .collect();
         let mut offering_sigs: Vec<(Requirements, Bitset)> = Vec::new();
@@ -248,6 +254,22 @@ impl Catalog {
                 None => bits.clear(),
             }
         }
+    }
+
+    /// Element-wise maximum allocatable over the instance types in `bits`.
+    pub fn max_allocatable(&self, bits: &Bitset) -> Res {
+        self.fits
+            .iter()
+            .map(|index| {
+                index
+                    .order
+                    .iter()
+                    .zip(&index.sorted)
+                    .rev()
+                    .find(|(i, _)| bits.contains(**i))
+                    .map_or(0, |(_, v)| *v)
+            })
+            .collect()
     }
 
     /// Narrows `bits` to instance types with at least the sum of `parts` allocatable.

@@ -124,14 +124,34 @@ pub fn benchmark_node_pool() -> NodePool {
     }
 }
 
-struct PodFactory {
+/// Produces a workload's pods one at a time, in upstream's order, so very large workloads can be
+/// fed to the solver in chunks without holding every `Pod` object at once.
+#[derive(Debug, Clone)]
+pub struct PodStream {
+    workload: Workload,
+    count: usize,
     next: usize,
+    rng: Rng,
+    /// Preference workload: the one size shared by every pod.
+    shared: (&'static str, &'static str),
 }
 
-impl PodFactory {
-    fn pod(&mut self, cpu: &str, mem: &str) -> PodBuilder {
-        let i = self.next;
-        self.next += 1;
+impl PodStream {
+    pub fn new(workload: Workload, count: usize, mut rng: Rng) -> Self {
+        let shared = match workload {
+            Workload::Preference => (CPUS[rng.intn(5)], MEMS[rng.intn(6)]),
+            Workload::Diverse => ("", ""),
+        };
+        PodStream {
+            workload,
+            count,
+            next: 0,
+            rng,
+            shared,
+        }
+    }
+
+    fn base(&self, i: usize, cpu: &str, mem: &str) -> PodBuilder {
         PodBuilder::new(&format!("pod-{i:06}"))
             .uid(&format!("uid-{i:06}"))
             .created_nanos(1_700_000_000_000_000_000 + i as i64)
@@ -139,78 +159,97 @@ impl PodFactory {
             .cpu(cpu)
             .memory(mem)
     }
-}
 
-fn generic(f: &mut PodFactory, rng: &mut Rng, n: usize, out: &mut Vec<Pod>) {
-    for _ in 0..n {
-        let label = VALUES[rng.intn(7)];
-        let (cpu, mem) = (CPUS[rng.intn(5)], MEMS[rng.intn(6)]);
-        out.push(f.pod(cpu, mem).label("my-label", label).build());
+    fn size(&mut self) -> (&'static str, &'static str) {
+        (CPUS[self.rng.intn(5)], MEMS[self.rng.intn(6)])
+    }
+
+    fn diverse(&mut self, i: usize) -> Pod {
+        let k = self.count / 5;
+        let section = if k == 0 { 5 } else { (i / k).min(5) };
+        match section {
+            1 | 2 => {
+                let key = if section == 1 { zone_key() } else { host_key() };
+                let label = VALUES[self.rng.intn(7)];
+                let selected = VALUES[self.rng.intn(7)];
+                let (cpu, mem) = self.size();
+                self.base(i, cpu, mem)
+                    .label("my-label", label)
+                    .spread_over(key, 1, &[("my-label", selected)])
+                    .build()
+            }
+            3 => {
+                let label = VALUES[self.rng.intn(7)];
+                let (cpu, mem) = self.size();
+                self.base(i, cpu, mem)
+                    .label("my-affininity", label)
+                    .affinity_to(&[("my-affininity", label)], zone_key())
+                    .build()
+            }
+            4 => {
+                let (cpu, mem) = self.size();
+                self.base(i, cpu, mem)
+                    .label("app", "nginx")
+                    .anti_affinity_to(&[("app", "nginx")], host_key())
+                    .build()
+            }
+            _ => {
+                let label = VALUES[self.rng.intn(7)];
+                let (cpu, mem) = self.size();
+                self.base(i, cpu, mem).label("my-label", label).build()
+            }
+        }
+    }
+
+    fn preference(&mut self, i: usize) -> Pod {
+        let (cpu, mem) = self.shared;
+        self.base(i, cpu, mem)
+            .label("app", "nginx")
+            .preferred_term(1, &[(zone_key(), "In", &["test-zone-1"])])
+            .preferred_anti_affinity_to(10, &[("app", "nginx")], zone_key())
+            .preferred_anti_affinity_to(1, &[("app", "nginx")], host_key())
+            .build()
+    }
+
+    /// The next `size` pods (fewer at the end).
+    pub fn chunk(&mut self, size: usize) -> Vec<Pod> {
+        self.by_ref().take(size).collect()
     }
 }
 
-fn spread(f: &mut PodFactory, rng: &mut Rng, n: usize, key: &str, out: &mut Vec<Pod>) {
-    for _ in 0..n {
-        let label = VALUES[rng.intn(7)];
-        let selected = VALUES[rng.intn(7)];
-        let (cpu, mem) = (CPUS[rng.intn(5)], MEMS[rng.intn(6)]);
-        out.push(
-            f.pod(cpu, mem)
-                .label("my-label", label)
-                .spread_over(key, 1, &[("my-label", selected)])
-                .build(),
-        );
+impl Iterator for PodStream {
+    type Item = Pod;
+
+    fn next(&mut self) -> Option<Pod> {
+        if self.next >= self.count {
+            return None;
+        }
+        let i = self.next;
+        self.next += 1;
+        Some(match self.workload {
+            Workload::Diverse => self.diverse(i),
+            Workload::Preference => self.preference(i),
+        })
     }
 }
 
 /// Upstream `makeDiversePods(n)`: fifths of generic, zone-spread, hostname-spread, zone
 /// self-affinity and hostname anti-affinity pods, the remainder generic.
 pub fn diverse_pods(n: usize, rng: &mut Rng) -> Vec<Pod> {
-    let k = n / 5;
-    let mut f = PodFactory { next: 0 };
-    let mut out = Vec::with_capacity(n);
-    generic(&mut f, rng, k, &mut out);
-    spread(&mut f, rng, k, zone_key(), &mut out);
-    spread(&mut f, rng, k, host_key(), &mut out);
-    for _ in 0..k {
-        let label = VALUES[rng.intn(7)];
-        let (cpu, mem) = (CPUS[rng.intn(5)], MEMS[rng.intn(6)]);
-        out.push(
-            f.pod(cpu, mem)
-                .label("my-affininity", label)
-                .affinity_to(&[("my-affininity", label)], zone_key())
-                .build(),
-        );
-    }
-    for _ in 0..k {
-        let (cpu, mem) = (CPUS[rng.intn(5)], MEMS[rng.intn(6)]);
-        out.push(
-            f.pod(cpu, mem)
-                .label("app", "nginx")
-                .anti_affinity_to(&[("app", "nginx")], host_key())
-                .build(),
-        );
-    }
-    generic(&mut f, rng, n - 5 * k, &mut out);
-    out
+    let mut stream = PodStream::new(Workload::Diverse, n, rng.clone());
+    let pods = stream.by_ref().collect();
+    *rng = stream.rng;
+    pods
 }
 
 /// Upstream `makePreferencePods(n)`: identical pods (one random size) preferring zone
 /// `test-zone-1` (weight 1), with preferred anti-affinity on zone (weight 10) and hostname
 /// (weight 1).
 pub fn preference_pods(n: usize, rng: &mut Rng) -> Vec<Pod> {
-    let (cpu, mem) = (CPUS[rng.intn(5)], MEMS[rng.intn(6)]);
-    let mut f = PodFactory { next: 0 };
-    (0..n)
-        .map(|_| {
-            f.pod(cpu, mem)
-                .label("app", "nginx")
-                .preferred_term(1, &[(zone_key(), "In", &["test-zone-1"])])
-                .preferred_anti_affinity_to(10, &[("app", "nginx")], zone_key())
-                .preferred_anti_affinity_to(1, &[("app", "nginx")], host_key())
-                .build()
-        })
-        .collect()
+    let mut stream = PodStream::new(Workload::Preference, n, rng.clone());
+    let pods = stream.by_ref().collect();
+    *rng = stream.rng;
+    pods
 }
 
 /// Which workload to generate.
@@ -218,6 +257,26 @@ pub fn preference_pods(n: usize, rng: &mut Rng) -> Vec<Pod> {
 pub enum Workload {
     Diverse,
     Preference,
+}
+
+/// A benchmark input without pods plus the stream of its pods.
+pub fn benchmark_setup(
+    workload: Workload,
+    pods: usize,
+    instance_types: usize,
+    seed: u64,
+    preference_policy: PreferencePolicy,
+) -> (SolveInput, PodStream) {
+    let input = SolveInput {
+        node_pools: vec![benchmark_node_pool()],
+        default_instance_types: fake_instance_types(instance_types),
+        options: SolveOptions {
+            preference_policy,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    (input, PodStream::new(workload, pods, Rng::new(seed)))
 }
 
 /// A complete benchmark input: one NodePool, `instance_types` fake types, `pods` pods.
@@ -228,19 +287,7 @@ pub fn benchmark_input(
     seed: u64,
     preference_policy: PreferencePolicy,
 ) -> SolveInput {
-    let mut rng = Rng::new(seed);
-    let pods = match workload {
-        Workload::Diverse => diverse_pods(pods, &mut rng),
-        Workload::Preference => preference_pods(pods, &mut rng),
-    };
-    SolveInput {
-        node_pools: vec![benchmark_node_pool()],
-        default_instance_types: fake_instance_types(instance_types),
-        pods,
-        options: SolveOptions {
-            preference_policy,
-            ..Default::default()
-        },
-        ..Default::default()
-    }
+    let (mut input, stream) = benchmark_setup(workload, pods, instance_types, seed, preference_policy);
+    input.pods = stream.collect();
+    input
 }

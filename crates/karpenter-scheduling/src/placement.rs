@@ -72,16 +72,16 @@ impl Solver<'_> {
             let node_domains = self.node_domains(layers, key);
             // Counts do not change during one scan of the claims, so for keys other than the
             // hostname (few distinct node domains) the answer is reused across claims.
-            let cached = match cache.as_deref() {
+            let hit = match cache.as_deref() {
                 Some(c) if key != self.keys.hostname => c
                     .iter()
-                    .find(|(cg, nd, _)| cg == g && *nd == *node_domains)
-                    .map(|(_, _, d)| d.clone()),
+                    .position(|(cg, nd, _)| cg == g && *nd == *node_domains),
                 _ => None,
             };
-            let domains = match cached {
-                Some(d) => d,
-                None => {
+            let computed;
+            let domains: &Requirement = match (hit, cache.as_deref()) {
+                (Some(i), Some(c)) => &c[i].2,
+                _ => {
                     let d = self
                         .topology
                         .next_domains(*g, &view, pod_domains, &node_domains, &self.interner);
@@ -90,10 +90,11 @@ impl Solver<'_> {
                     {
                         c.push((*g, node_domains.clone().into_owned(), d.clone()));
                     }
-                    d
+                    computed = d;
+                    &computed
                 }
             };
-            if domains.is_empty() || !node_domains.intersects(&domains, &self.interner) {
+            if domains.is_empty() || !node_domains.intersects(domains, &self.interner) {
                 if !explain {
                     return Err(String::new());
                 }
@@ -107,7 +108,7 @@ impl Solver<'_> {
                     self.interner.resolve(key)
                 ));
             }
-            out.push((key, domains));
+            out.push((key, domains.clone()));
         }
         Ok(out)
     }
@@ -418,12 +419,7 @@ impl Solver<'_> {
         claim.host_ports.extend(pod.host_ports.iter().cloned());
         if claim.its != update.its {
             claim.its = update.its;
-            let catalog = &self.pools[pool_idx].catalog;
-            let mut max = vec![0; self.dims.len()];
-            for i in claim.its.iter() {
-                dims::max_with(&mut max, &catalog.its[i].allocatable);
-            }
-            claim.max_allocatable = max;
+            claim.max_allocatable = self.pools[pool_idx].catalog.max_allocatable(&claim.its);
         }
         let host = claim.host_domain;
         let open = self.topology.open_hostname_anti(host);
@@ -520,10 +516,7 @@ impl Solver<'_> {
             let host_domain = self.topology.hostname_domain(hostname, pool.taint_set);
             let mut requirements = pool.template.clone();
             requirements.set(self.keys.hostname, Requirement::is_in([hostname]));
-            let mut max = vec![0; self.dims.len()];
-            for i in its.iter() {
-                dims::max_with(&mut max, &pool.catalog.its[i].allocatable);
-            }
+            let max = pool.catalog.max_allocatable(&its);
             let claim = Claim {
                 pool: p,
                 hostname,

@@ -68,11 +68,26 @@ pub struct Solver<'a> {
     /// Per owned group: claims whose hostname already holds a pod the (hostname anti-affinity)
     /// group selects.
     pub host_blocked: Vec<usize>,
+    pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    pub volumes: VolumeIndex<'a>,
+    /// Topology keys whose domain universe is built.
+    pub universe_built: FxHashSet<Sym>,
 }
 
 /// Runs one scheduling simulation.
 pub fn solve(input: &SolveInput) -> SolveResult {
     let mut solver = Solver::new(input);
+    solver.run();
+    solver.result()
+}
+
+/// Runs one scheduling simulation over `input` plus pods fed in chunks (each chunk is compiled
+/// and dropped before the next is produced), for very large batches.
+pub fn solve_chunked(input: &SolveInput, chunks: impl IntoIterator<Item = Vec<Pod>>) -> SolveResult {
+    let mut solver = Solver::new(input);
+    for chunk in chunks {
+        solver.add_pods(&chunk);
+    }
     solver.run();
     solver.result()
 }
@@ -96,7 +111,8 @@ fn is_terminal(pod: &Pod) -> bool {
 }
 
 impl<'a> Solver<'a> {
-    pub fn new(input: &'a SolveInput) -> Self {
+    /// A solver for `input` without compiling `input.pods` (see [`Self::add_pods`]).
+    pub fn without_pods(input: &'a SolveInput) -> Self {
         let mut interner = Interner::new();
         let mut dims = Dims::default();
         use karpenter_api::labels as l;
@@ -137,9 +153,8 @@ impl<'a> Solver<'a> {
             &input.persistent_volumes,
             &input.storage_classes,
         );
-        let policy = input.options.preference_policy;
-        let mut pods = Vec::with_capacity(input.pods.len());
-        let mut pod_errors = Vec::new();
+        let pods = Vec::with_capacity(input.pods.len());
+        let pod_errors = Vec::new();
         let mut daemons = Vec::new();
         {
             let mut compiler = Compiler {
@@ -147,23 +162,6 @@ impl<'a> Solver<'a> {
                 dims: &mut dims,
                 namespaces: &namespaces,
             };
-            for (i, pod) in input.pods.iter().enumerate() {
-                match compiler.compile(i, pod, policy) {
-                    Ok(mut info) => {
-                        if !info.claims.is_empty() {
-                            match volumes.alternatives(&info.pod_ref.namespace, &info.claims, compiler.interner) {
-                                Ok(alts) => info.volume_alternatives = alts,
-                                Err(e) => {
-                                    pod_errors.push((info.pod_ref.clone(), e));
-                                    continue;
-                                }
-                            }
-                        }
-                        pods.push(info);
-                    }
-                    Err(e) => pod_errors.push((pod_ref(pod), e.to_string())),
-                }
-            }
             for (i, ds) in input.daemonsets.iter().enumerate() {
                 let template = &ds.spec.template;
                 let pod = Pod {
@@ -299,13 +297,69 @@ impl<'a> Solver<'a> {
             failures: Vec::new(),
             min_values_policy: input.options.min_values_policy,
             host_blocked: Vec::new(),
+            namespaces,
+            volumes,
+            universe_built: FxHashSet::default(),
         };
         solver.build_pools();
         solver.build_topology(inverse_specs);
+        // Initialized first, then by name; the pods of each node move with it.
+        let mut nodes: Vec<(ExistingState, Vec<ExistingPod>)> = std::mem::take(&mut solver.existing)
+            .into_iter()
+            .zip(std::mem::take(&mut solver.existing_pods))
+            .collect();
+        nodes.sort_by(|(a, _), (b, _)| b.initialized.cmp(&a.initialized).then_with(|| a.name.cmp(&b.name)));
+        for (e, p) in nodes {
+            solver.existing.push(e);
+            solver.existing_pods.push(p);
+        }
         solver
-            .existing
-            .sort_by(|a, b| b.initialized.cmp(&a.initialized).then_with(|| a.name.cmp(&b.name)));
+    }
+
+    /// A solver for `input` with `input.pods` compiled.
+    pub fn new(input: &'a SolveInput) -> Self {
+        let mut solver = Solver::without_pods(input);
+        solver.add_pods(&input.pods);
         solver
+    }
+
+    /// Compiles more pods to place (the input's own pods are not added). Callers with many pods
+    /// can feed them in chunks and drop each chunk, keeping memory low.
+    pub fn add_pods(&mut self, pods: &[Pod]) {
+        let policy = self.input.options.preference_policy;
+        let first = self.pods.len();
+        let mut compiler = Compiler {
+            interner: &mut self.interner,
+            dims: &mut self.dims,
+            namespaces: &self.namespaces,
+        };
+        for pod in pods {
+            let index = self.pods.len();
+            match compiler.compile(index, pod, policy) {
+                Ok(mut info) => {
+                    if !info.claims.is_empty() {
+                        match self.volumes.alternatives(&info.pod_ref.namespace, &info.claims, compiler.interner) {
+                            Ok(alts) => info.volume_alternatives = alts,
+                            Err(e) => {
+                                self.pod_errors.push((info.pod_ref.clone(), e));
+                                continue;
+                            }
+                        }
+                    }
+                    self.pods.push(info);
+                }
+                Err(e) => self.pod_errors.push((pod_ref(pod), e.to_string())),
+            }
+        }
+        // Groups of every pod as written (unrelaxed), counted from existing pods.
+        for i in first..self.pods.len() {
+            let relax = Relaxation::new(&self.pods[i]);
+            let tolerations = preferences::tolerations(&self.pods[i], &relax);
+            let specs = preferences::group_specs(&self.pods[i], &relax, &tolerations, &self.interner);
+            for s in specs {
+                self.ensure_group(s);
+            }
+        }
     }
 
     fn build_pools(&mut self) {
@@ -316,6 +370,13 @@ impl<'a> Solver<'a> {
         let registered = self.interner.intern(l::REGISTERED);
         let initialized = self.interner.intern(l::INITIALIZED);
         let yes = self.interner.intern("true");
+        for p in &order {
+            for it in input.instance_types_for(&p.name) {
+                for name in it.capacity.0.keys() {
+                    self.dims.index(name);
+                }
+            }
+        }
         let catalogs: Vec<Catalog> = order
             .iter()
             .map(|p| Catalog::build(input.instance_types_for(&p.name), &mut self.interner, &self.dims))
@@ -388,53 +449,49 @@ impl<'a> Solver<'a> {
         }
     }
 
-    fn build_topology(&mut self, inverse_specs: Vec<(GroupSpec, usize, Sym)>) {
-        // Topology keys in use.
-        let mut keys: FxHashSet<Sym> = FxHashSet::default();
-        keys.insert(self.keys.hostname);
-        for p in &self.pods {
-            keys.extend(p.spreads.iter().map(|s| s.key));
-            keys.extend(p.affinity_terms.iter().map(|t| t.key));
+    /// Builds the domain universe of `key` from NodePools, their instance types and existing
+    /// nodes, once.
+    fn ensure_universe(&mut self, key: Sym) {
+        if !self.universe_built.insert(key) {
+            return;
         }
-        for (s, _, _) in &inverse_specs {
-            keys.insert(s.key);
-        }
-        // Universe from pools and their instance types.
         for pi in 0..self.pools.len() {
             let pool = &self.pools[pi];
-            let mut adds: Vec<(Sym, Sym)> = Vec::new();
-            for (key, req) in pool.template.iter() {
-                if keys.contains(&key) && !req.complement {
-                    adds.extend(req.values.iter().map(|v| (key, *v)));
-                }
+            let mut adds: Vec<Sym> = Vec::new();
+            if let Some(req) = pool.template.get(key)
+                && !req.complement
+            {
+                adds.extend(req.values.iter().copied());
             }
             for it in &pool.catalog.its {
-                for (key, req) in it.requirements.iter() {
-                    if !keys.contains(&key) {
-                        continue;
-                    }
-                    let merged = match pool.template.get(key) {
-                        Some(t) => t.intersection(req, &self.interner),
-                        None => req.clone(),
-                    };
-                    if !merged.complement {
-                        adds.extend(merged.values.iter().map(|v| (key, *v)));
-                    }
+                let Some(req) = it.requirements.get(key) else {
+                    continue;
+                };
+                let merged = match pool.template.get(key) {
+                    Some(t) => t.intersection(req, &self.interner),
+                    None => req.clone(),
+                };
+                if !merged.complement {
+                    adds.extend(merged.values.iter().copied());
                 }
             }
             let ts = pool.taint_set;
-            for (k, v) in adds {
-                self.topology.add_domain(k, v, ts);
+            for v in adds {
+                self.topology.add_domain(key, v, ts);
             }
         }
         for e in &self.existing {
-            for (key, req) in e.requirements.iter() {
-                if keys.contains(&key)
-                    && let Some(v) = req.single_value()
-                {
-                    self.topology.add_domain(key, v, e.taint_set);
-                }
+            if let Some(v) = e.requirements.get(key).and_then(Requirement::single_value) {
+                self.topology.add_domain(key, v, e.taint_set);
             }
+        }
+    }
+
+    fn build_topology(&mut self, inverse_specs: Vec<(GroupSpec, usize, Sym)>) {
+        let hostname = self.keys.hostname;
+        self.ensure_universe(hostname);
+        for (s, _, _) in &inverse_specs {
+            self.ensure_universe(s.key);
         }
         // Inverse anti-affinity from existing pods.
         for (spec, node, key) in inverse_specs {
@@ -446,19 +503,11 @@ impl<'a> Solver<'a> {
                 self.topology.record_in(GroupRef::Inverse(gi), v, ts);
             }
         }
-        // Groups of every pod as written (unrelaxed), counted from existing pods.
-        for i in 0..self.pods.len() {
-            let relax = Relaxation::new(&self.pods[i]);
-            let tolerations = preferences::tolerations(&self.pods[i], &relax);
-            let specs = preferences::group_specs(&self.pods[i], &relax, &tolerations, &self.interner);
-            for s in specs {
-                self.ensure_group(s);
-            }
-        }
     }
 
     /// The group for `spec`, counting existing pods when it is new.
     pub fn ensure_group(&mut self, spec: GroupSpec) -> usize {
+        self.ensure_universe(spec.key);
         let (gi, new) = self.topology.group(spec);
         if new {
             let mut hits = Vec::new();
