@@ -78,13 +78,14 @@ pub fn timeline_html(report: &TimelineReport) -> String {
     );
     let _ = writeln!(
         out,
-        "<table><tr><th>Total cost</th><td>${:.2}</td></tr><tr><th>Average</th><td>${:.4}/h</td></tr><tr><th>Peak</th><td>${:.4}/h, {} nodes</td></tr><tr><th>Launches</th><td>{}</td></tr><tr><th>Spot interruptions</th><td>{}</td></tr><tr><th>Evictions</th><td>{}</td></tr><tr><th>Pending time p50 / p90 / p99 / max</th><td>{:.0} / {:.0} / {:.0} / {:.0} s</td></tr></table>",
+        "<table><tr><th>Total cost</th><td>${:.2}</td></tr><tr><th>Average</th><td>${:.4}/h</td></tr><tr><th>Peak</th><td>${:.4}/h, {} nodes</td></tr><tr><th>Launches</th><td>{}</td></tr><tr><th>Spot interruptions</th><td>{}</td></tr><tr><th>Nodes disrupted</th><td>{}</td></tr><tr><th>Evictions</th><td>{}</td></tr><tr><th>Pending time p50 / p90 / p99 / max</th><td>{:.0} / {:.0} / {:.0} / {:.0} s</td></tr></table>",
         report.total_cost,
         report.average_cost_per_hour,
         report.peak_cost_per_hour,
         report.peak_nodes,
         report.launches,
         report.interruptions,
+        report.disruptions,
         report.evictions,
         p.p50,
         p.p90,
@@ -152,6 +153,7 @@ mod tests {
             peak_nodes: 2,
             launches: 2,
             interruptions: 0,
+            disruptions: 0,
             evictions: 0,
             pods_started: 1,
             pods_still_pending: 0,

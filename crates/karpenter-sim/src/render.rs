@@ -240,9 +240,10 @@ pub fn timeline_table(report: &crate::timeline::TimelineReport) -> String {
     let p = &report.pending_seconds;
     let _ = writeln!(
         out,
-        "Launches: {}, spot interruptions: {}, evictions: {}; pods started: {}, still pending: {}",
+        "Launches: {}, spot interruptions: {}, nodes disrupted: {}, evictions: {}; pods started: {}, still pending: {}",
         report.launches,
         report.interruptions,
+        report.disruptions,
         report.evictions,
         report.pods_started,
         report.pods_still_pending

@@ -139,3 +139,23 @@ fn a_nodepool_change_applies_to_later_launches() {
         report.log
     );
 }
+
+#[test]
+fn after_a_scale_down_disruption_removes_the_nodes_left_empty() {
+    let report = simulate(
+        &format!("{M5_LARGE_IN_1A}---{}", deployment(3)),
+        "duration: 2h\nevents:\n  - at: 1h\n    scale: {workload: Deployment/web, replicas: 1}\n",
+    );
+    assert_eq!(report.launches, 3);
+    assert_eq!(report.disruptions, 2, "{:?}", report.log);
+    let last = report.samples.last().map(|s| (s.nodes, s.pods_running));
+    assert_eq!(last, Some((1, 1)));
+    assert!(
+        report
+            .log
+            .iter()
+            .any(|l| l.contains("disruption: Emptiness")),
+        "{:?}",
+        report.log
+    );
+}

@@ -193,22 +193,10 @@ fn a_timeline_reports_cost_over_time_churn_and_pending_percentiles() {
         "Cost over time:",
         "spot interruption",
         "Pending time: p50",
+        "disruption: ",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in\n{text}");
     }
     let page = std::fs::read_to_string(&html).unwrap_or_default();
     assert!(page.contains("<svg"), "report written");
-    let json = karpenter(&[
-        "simulate",
-        "-f",
-        "examples/shop",
-        "--timeline",
-        "examples/shop/timeline.yaml",
-        "-o",
-        "json",
-    ]);
-    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap_or_default();
-    for key in ["total_cost", "samples", "evictions", "pending_seconds"] {
-        assert!(json.get(key).is_some(), "json lacks {key}");
-    }
 }

@@ -11,14 +11,13 @@
 //!
 //! # Disruption
 //!
-//! [`Runner::disruption_pass`] is called every [`DISRUPTION_INTERVAL`] of virtual time. It is
-//! the hook for `karpenter_disruption::decide`: build a `Snapshot` from [`Runner::nodes`]
-//! (NodePools with their disruption settings and budgets, nodes with their pods and prices),
-//! call `decide(snapshot, now)`, then execute the command (launch replacements, move the pods,
-//! remove the candidates, count evictions). That wiring is not done yet, so timelines run with
-//! provisioning and interruptions only: nodes emptied by a scale-down keep running and keep
-//! costing, which overstates the cost after scale-downs. The report says so.
+//! Every [`DISRUPTION_INTERVAL`] of virtual time (while the cluster has changed recently) the
+//! runner builds a `karpenter_disruption::Snapshot` of the simulated cluster and calls
+//! `karpenter_disruption::decide`; commands are executed at once: replacements launched, the
+//! candidates removed, their pods pending again (counted as evictions) and provisioned in the
+//! next batch. The simplifications are listed in `disruption.rs`.
 
+mod disruption;
 pub mod events;
 mod run;
 

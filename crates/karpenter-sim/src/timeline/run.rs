@@ -36,6 +36,8 @@ pub struct SimNode {
     pub pods: Vec<Pod>,
     pub launched_at: Duration,
     pub ready_at: Duration,
+    /// Last time a pod was bound to or left the node.
+    pub last_pod_event: Duration,
 }
 
 /// The cluster at one moment.
@@ -90,7 +92,9 @@ pub struct TimelineReport {
     pub peak_nodes: usize,
     pub launches: usize,
     pub interruptions: usize,
-    /// Pods displaced from their node (interruptions; disruption once wired).
+    /// Nodes removed by disruption (emptiness, drift, consolidation).
+    pub disruptions: usize,
+    /// Pods displaced from their node by interruptions and disruption.
     pub evictions: usize,
     /// Pods that went from pending to running.
     pub pods_started: usize,
@@ -121,6 +125,9 @@ pub struct Runner<'a> {
     replicas: BTreeMap<(String, String), usize>,
     next_node: usize,
     next_disruption: Duration,
+    /// Last time the cluster changed (disruption passes run for a while after each change).
+    changed_at: Duration,
+    disruptions: usize,
     cost: f64,
     pending_times: Vec<f64>,
     launches: usize,
@@ -147,11 +154,10 @@ pub fn run(
     loop {
         let next_event = events.peek().map(|e| e.at);
         let batch_close = batch.map(|(opened, idle)| idle.min(opened + BATCH_MAX));
-        let next = match (next_event, batch_close) {
-            (Some(e), Some(b)) => e.min(b),
-            (Some(e), None) => e,
-            (None, Some(b)) => b,
-            (None, None) => break,
+        let tick = runner.next_tick();
+        let next = match [next_event, batch_close, tick].into_iter().flatten().min() {
+            Some(next) => next,
+            None => break,
         };
         if next > timeline.duration {
             break;
@@ -172,6 +178,10 @@ pub fn run(
             batch = None;
             runner.provision();
         }
+        if tick == Some(next) && runner.disruption_pass() && batch.is_none() {
+            batch = Some((next, next + BATCH_IDLE));
+        }
+        runner.skip_ticks();
     }
     runner.advance(timeline.duration);
     progress(timeline.duration, timeline.duration);
@@ -239,10 +249,11 @@ impl<'a> Runner<'a> {
                 pods: n.pods.clone(),
                 launched_at: Duration::ZERO,
                 ready_at: Duration::ZERO,
+                last_pod_event: Duration::ZERO,
             })
             .collect();
         let mut notes = scenario.notes.clone();
-        notes.push("disruption (consolidation, emptiness, drift, expiry) is not simulated yet: nodes emptied by scale-downs keep running".to_string());
+        notes.push(super::disruption::NOTE.to_string());
         Runner {
             catalog,
             manifests: manifests.clone(),
@@ -253,6 +264,8 @@ impl<'a> Runner<'a> {
             replicas,
             next_node: 0,
             next_disruption: DISRUPTION_INTERVAL,
+            changed_at: Duration::ZERO,
+            disruptions: 0,
             cost: 0.0,
             pending_times: Vec::new(),
             launches: 0,
@@ -271,13 +284,30 @@ impl<'a> Runner<'a> {
     /// Moves the clock to `to`, accruing cost and running the disruption hook every
     /// [`DISRUPTION_INTERVAL`].
     fn advance(&mut self, to: Duration) {
-        while self.next_disruption <= to {
-            let at = self.next_disruption;
-            self.accrue(at);
-            self.disruption_pass();
+        self.accrue(to);
+    }
+
+    /// The next disruption tick, while one may find something: passes run every
+    /// [`DISRUPTION_INTERVAL`] until [`super::disruption::QUIET_AFTER`] plus the longest
+    /// `consolidateAfter` has passed since the last change of the cluster.
+    fn next_tick(&self) -> Option<Duration> {
+        let window = super::disruption::QUIET_AFTER + self.longest_consolidate_after();
+        (self.next_disruption <= self.changed_at + window).then_some(self.next_disruption)
+    }
+
+    fn longest_consolidate_after(&self) -> Duration {
+        self.scenario
+            .node_pools
+            .iter()
+            .filter_map(|p| p.spec.disruption.consolidate_after.duration())
+            .max()
+            .unwrap_or_default()
+    }
+
+    fn skip_ticks(&mut self) {
+        while self.next_disruption <= self.now {
             self.next_disruption += DISRUPTION_INTERVAL;
         }
-        self.accrue(to);
     }
 
     fn accrue(&mut self, to: Duration) {
@@ -288,9 +318,65 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// The hook for a disruption pass (see the module docs): not wired to
-    /// `karpenter_disruption::decide` yet, so it decides nothing.
-    pub fn disruption_pass(&mut self) {}
+    /// One disruption pass ([`super::disruption`]); true when pods became pending.
+    pub fn disruption_pass(&mut self) -> bool {
+        let snapshot = super::disruption::snapshot(
+            &self.scenario,
+            &self.nodes,
+            self.pending.iter().map(|p| p.pod.clone()).collect(),
+            self.now,
+        );
+        let decision =
+            karpenter_disruption::decide(&snapshot, super::disruption::instant(self.now));
+        let mut evicted = false;
+        for command in decision.commands {
+            let names: BTreeSet<String> =
+                command.candidates.iter().map(|c| c.node.clone()).collect();
+            let mut moved = 0;
+            let now = self.now;
+            let mut removed = Vec::new();
+            self.nodes.retain(|n| {
+                if names.contains(&n.name) {
+                    removed.push(n.clone());
+                    false
+                } else {
+                    true
+                }
+            });
+            for node in removed {
+                moved += node.pods.len();
+                self.pending.extend(
+                    node.pods
+                        .into_iter()
+                        .map(|pod| PendingPod { pod, since: now }),
+                );
+            }
+            let mut launched = Vec::new();
+            for claim in &command.replacements {
+                if let Some(text) = self.launch(claim, Vec::new()) {
+                    launched.push(text);
+                }
+            }
+            self.disruptions += names.len();
+            self.evictions += moved;
+            evicted |= moved > 0;
+            self.changed_at = now;
+            let message = format!(
+                "disruption: {} removed {}{}; {moved} pod(s) rescheduled ({})",
+                command.method.as_str(),
+                names.into_iter().collect::<Vec<_>>().join(", "),
+                if launched.is_empty() {
+                    String::new()
+                } else {
+                    format!(", launched {}", launched.join(", "))
+                },
+                command.explanation
+            );
+            self.say(message);
+            self.sample();
+        }
+        evicted
+    }
 
     fn say(&mut self, message: String) {
         self.log.push(format!("{} {message}", clock(self.now)));
@@ -430,9 +516,15 @@ impl<'a> Runner<'a> {
 
     fn remove_pods(&mut self, keys: &BTreeSet<String>) {
         self.pending.retain(|p| !keys.contains(&pod_key(&p.pod)));
+        let now = self.now;
         for node in &mut self.nodes {
+            let before = node.pods.len();
             node.pods.retain(|p| !keys.contains(&pod_key(p)));
+            if node.pods.len() != before {
+                node.last_pod_event = now;
+            }
         }
+        self.changed_at = now;
     }
 
     fn interrupt(&mut self, node: Option<&str>, zone: Option<&str>) {
@@ -455,6 +547,7 @@ impl<'a> Runner<'a> {
         );
         self.interruptions += 1;
         self.evictions += count;
+        self.changed_at = now;
         self.say(format!(
             "spot interruption: {} ({} {}) removed, {count} pod(s) pending again",
             victim.name, victim.instance_type, victim.zone
@@ -500,6 +593,56 @@ impl<'a> Runner<'a> {
             .collect()
     }
 
+    /// Launches a node for a NodeClaim with its cheapest offering, with `pods` bound to it;
+    /// `None` when no offering is allowed. (Pods of a claim without an offering stay lost.)
+    fn launch(
+        &mut self,
+        claim: &karpenter_scheduling::NewNodeClaim,
+        pods: Vec<Pod>,
+    ) -> Option<String> {
+        let types = self.scenario.types_of(&claim.node_pool)?;
+        let launch = choose(claim, types)?;
+        let it = InstanceType::from(launch.info);
+        let pool_taints = self
+            .scenario
+            .pools
+            .iter()
+            .find(|p| p.name == claim.node_pool)
+            .map(|p| p.taints.clone())
+            .unwrap_or_default();
+        self.next_node += 1;
+        let name = format!("{}-{}", claim.node_pool, self.next_node);
+        let mut labels = launch.node_labels(claim);
+        labels.insert(karpenter_api::labels::HOSTNAME.to_string(), name.clone());
+        let text = format!(
+            "{} {} {} ${:.4}/h ({} pods)",
+            launch.info.name,
+            launch.offering.capacity_type.as_str(),
+            launch.offering.zone,
+            launch.offering.price_per_hour,
+            pods.len()
+        );
+        let now = self.now;
+        self.nodes.push(SimNode {
+            name,
+            nodepool: claim.node_pool.clone(),
+            instance_type: launch.info.name.clone(),
+            capacity_type: launch.offering.capacity_type.as_str().to_string(),
+            zone: launch.offering.zone.clone(),
+            price_per_hour: launch.offering.price_per_hour,
+            labels,
+            taints: pool_taints,
+            allocatable: it.allocatable(),
+            capacity: it.capacity,
+            pods,
+            launched_at: now,
+            ready_at: now + NODE_STARTUP,
+            last_pod_event: now,
+        });
+        self.launches += 1;
+        Some(text)
+    }
+
     /// Closes a batch: solve the pending pods and act on the result.
     fn provision(&mut self) {
         if self.pending.is_empty() {
@@ -519,6 +662,7 @@ impl<'a> Runner<'a> {
             };
             if let Some(node) = self.nodes.iter_mut().find(|n| n.name == placement.node) {
                 let running = node.ready_at.max(now);
+                node.last_pod_event = now;
                 self.pending_times
                     .push((running - pending.since).as_secs_f64());
                 node.pods.push(pending.pod);
@@ -526,24 +670,6 @@ impl<'a> Runner<'a> {
         }
         let mut launched = Vec::new();
         for claim in &result.new_node_claims {
-            let Some(types) = self.scenario.types_of(&claim.node_pool) else {
-                continue;
-            };
-            let Some(launch) = choose(claim, types) else {
-                continue;
-            };
-            let it = InstanceType::from(launch.info);
-            let pool_taints = self
-                .scenario
-                .pools
-                .iter()
-                .find(|p| p.name == claim.node_pool)
-                .map(|p| p.taints.clone())
-                .unwrap_or_default();
-            self.next_node += 1;
-            let name = format!("{}-{}", claim.node_pool, self.next_node);
-            let mut labels = launch.node_labels(claim);
-            labels.insert(karpenter_api::labels::HOSTNAME.to_string(), name.clone());
             let mut pods = Vec::new();
             for pod in &claim.pods {
                 if let Some(pending) = by_key.remove(&pod.to_string()) {
@@ -552,30 +678,12 @@ impl<'a> Runner<'a> {
                     pods.push(pending.pod);
                 }
             }
-            launched.push(format!(
-                "{} {} {} ${:.4}/h ({} pods)",
-                launch.info.name,
-                launch.offering.capacity_type.as_str(),
-                launch.offering.zone,
-                launch.offering.price_per_hour,
-                pods.len()
-            ));
-            self.nodes.push(SimNode {
-                name,
-                nodepool: claim.node_pool.clone(),
-                instance_type: launch.info.name.clone(),
-                capacity_type: launch.offering.capacity_type.as_str().to_string(),
-                zone: launch.offering.zone.clone(),
-                price_per_hour: launch.offering.price_per_hour,
-                labels,
-                taints: pool_taints,
-                allocatable: it.allocatable(),
-                capacity: it.capacity,
-                pods,
-                launched_at: now,
-                ready_at: now + NODE_STARTUP,
-            });
-            self.launches += 1;
+            if let Some(text) = self.launch(claim, pods) {
+                launched.push(text);
+            }
+        }
+        if !launched.is_empty() || !result.existing_placements.is_empty() {
+            self.changed_at = now;
         }
         self.pending = by_key.into_values().collect();
         self.pending.sort_by_key(|p| p.since);
@@ -623,6 +731,7 @@ impl<'a> Runner<'a> {
             peak_nodes: self.samples.iter().map(|s| s.nodes).max().unwrap_or(0),
             launches: self.launches,
             interruptions: self.interruptions,
+            disruptions: self.disruptions,
             evictions: self.evictions,
             pods_started: self.pending_times.len() - still_pending,
             pods_still_pending: still_pending,

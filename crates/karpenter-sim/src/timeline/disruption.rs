@@ -1,0 +1,74 @@
+//! The disruption pass of the timeline: the simulated cluster as a
+//! [`karpenter_disruption::Snapshot`], decided by [`karpenter_disruption::decide`].
+//!
+//! Simplifications, all on the side of fewer disruptions: no PodDisruptionBudgets (the loader
+//! ignores them), no expiry (`expireAfter` is not set on simulated nodes), and passes run only
+//! for a while after the cluster changes ([`QUIET_AFTER`] plus the longest `consolidateAfter`),
+//! so budget windows that open later on a quiet cluster are not noticed. Candidates are removed
+//! when their replacements are launched, not once those are ready, so the moved pods' pending
+//! time includes the replacements' startup.
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use k8s_openapi::api::core::v1::Pod;
+use karpenter_disruption::{NodeState, Snapshot};
+
+use super::run::SimNode;
+use crate::scenario::Scenario;
+
+/// How long passes keep running after a change, beyond the longest `consolidateAfter`.
+pub const QUIET_AFTER: Duration = Duration::from_secs(60);
+
+/// What the report says about disruption.
+pub const NOTE: &str = "disruption runs every 10s through karpenter_disruption::decide (emptiness, drift, consolidation); PDBs and expiry are not simulated";
+
+/// The virtual clock as a timestamp: 2026-01-01T00:00:00Z plus `at`.
+pub fn instant(at: Duration) -> DateTime<Utc> {
+    let epoch = Utc
+        .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
+        .single()
+        .unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
+    epoch + chrono::Duration::from_std(at).unwrap_or_default()
+}
+
+/// The cluster as disruption sees it at `now`.
+pub fn snapshot(
+    scenario: &Scenario,
+    nodes: &[SimNode],
+    pending: Vec<Pod>,
+    now: Duration,
+) -> Snapshot {
+    Snapshot {
+        node_pools: scenario.node_pools.clone(),
+        instance_types: scenario
+            .pool_types
+            .iter()
+            .map(|(name, types)| (name.clone(), types.scheduling.clone()))
+            .collect(),
+        nodes: nodes.iter().map(|n| node_state(n, now)).collect(),
+        pdbs: Vec::new(),
+        pending_pods: pending,
+        daemonsets: scenario.daemonsets.clone(),
+        features: Default::default(),
+        solve_options: Default::default(),
+    }
+}
+
+fn node_state(node: &SimNode, now: Duration) -> NodeState {
+    let mut state = NodeState::new(&node.name, instant(node.launched_at));
+    let managed = !node.nodepool.is_empty() && !node.instance_type.is_empty();
+    state.node_claim = managed.then(|| node.name.clone());
+    state.labels.extend(node.labels.clone());
+    state.taints = node.taints.clone();
+    state.capacity = node.capacity.clone();
+    state.allocatable = node.allocatable.clone();
+    state.price = Some(node.price_per_hour);
+    let ready = node.ready_at <= now;
+    state.initialized = ready;
+    state.ready = ready;
+    state.initialized_at = ready.then(|| instant(node.ready_at));
+    state.last_pod_event = Some(instant(node.last_pod_event));
+    state.pods = node.pods.clone();
+    state
+}
