@@ -11,7 +11,14 @@ fn main() {
         _ => (Workload::Diverse, PreferencePolicy::Respect),
     };
     let input = benchmark_input(workload, n, 400, 42, policy);
-    let rss = || std::fs::read_to_string("/proc/self/status").unwrap_or_default().lines().find(|l| l.starts_with("VmHWM")).unwrap_or("").to_string();
+    let rss = || {
+        std::fs::read_to_string("/proc/self/status")
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.starts_with("VmHWM"))
+            .unwrap_or("")
+            .to_string()
+    };
     eprintln!("after input: {}", rss());
     let start = std::time::Instant::now();
     let result = solve(&input);
@@ -24,6 +31,10 @@ fn main() {
         result.new_node_claims.len(),
         n as f64 / secs,
         result.cost_per_hour(),
-        result.unschedulable.first().map(|u| u.reason.clone()).unwrap_or_default()
+        result
+            .unschedulable
+            .first()
+            .map(|u| u.reason.clone())
+            .unwrap_or_default()
     );
 }

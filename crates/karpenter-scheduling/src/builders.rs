@@ -12,7 +12,9 @@ use k8s_openapi::api::core::v1::{
     TopologySpreadConstraint, Volume, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, ObjectMeta, OwnerReference, Time,
+};
 
 use crate::input::{InstanceType, Offering, Operator, Overhead, RequirementSpec};
 use crate::resources::ResourceList;
@@ -38,7 +40,12 @@ fn req(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {
 /// A selector matching these labels.
 pub fn match_labels(labels: &[(&str, &str)]) -> LabelSelector {
     LabelSelector {
-        match_labels: Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+        match_labels: Some(
+            labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
         match_expressions: None,
     }
 }
@@ -134,7 +141,12 @@ impl PodBuilder {
         let c = Container {
             name: format!("c{}", self.spec().containers.len()),
             resources: Some(ResourceRequirements {
-                requests: Some(requests.iter().map(|(k, v)| (k.to_string(), K8sQuantity(v.to_string()))).collect()),
+                requests: Some(
+                    requests
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), K8sQuantity(v.to_string())))
+                        .collect(),
+                ),
                 ..Default::default()
             }),
             ..Default::default()
@@ -147,21 +159,31 @@ impl PodBuilder {
     pub fn init_container(mut self, requests: &[(&str, &str)], sidecar: bool) -> Self {
         let spec = self.spec();
         let n = spec.init_containers.as_ref().map_or(0, Vec::len);
-        spec.init_containers.get_or_insert_with(Vec::new).push(Container {
-            name: format!("init{n}"),
-            restart_policy: sidecar.then(|| "Always".to_string()),
-            resources: Some(ResourceRequirements {
-                requests: Some(requests.iter().map(|(k, v)| (k.to_string(), K8sQuantity(v.to_string()))).collect()),
+        spec.init_containers
+            .get_or_insert_with(Vec::new)
+            .push(Container {
+                name: format!("init{n}"),
+                restart_policy: sidecar.then(|| "Always".to_string()),
+                resources: Some(ResourceRequirements {
+                    requests: Some(
+                        requests
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), K8sQuantity(v.to_string())))
+                            .collect(),
+                    ),
+                    ..Default::default()
+                }),
                 ..Default::default()
-            }),
-            ..Default::default()
-        });
+            });
         self
     }
 
     pub fn overhead(mut self, overhead: &[(&str, &str)]) -> Self {
         self.spec().overhead = Some(
-            overhead.iter().map(|(k, v)| (k.to_string(), K8sQuantity(v.to_string()))).collect(),
+            overhead
+                .iter()
+                .map(|(k, v)| (k.to_string(), K8sQuantity(v.to_string())))
+                .collect(),
         );
         self
     }
@@ -194,7 +216,10 @@ impl PodBuilder {
             match_expressions: Some(exprs.iter().map(|(k, op, v)| req(k, op, v)).collect()),
             match_fields: None,
         };
-        let na = self.affinity().node_affinity.get_or_insert_with(NodeAffinity::default);
+        let na = self
+            .affinity()
+            .node_affinity
+            .get_or_insert_with(NodeAffinity::default);
         na.required_during_scheduling_ignored_during_execution
             .get_or_insert_with(|| NodeSelector {
                 node_selector_terms: Vec::new(),
@@ -213,7 +238,10 @@ impl PodBuilder {
                 match_fields: None,
             },
         };
-        let na = self.affinity().node_affinity.get_or_insert_with(NodeAffinity::default);
+        let na = self
+            .affinity()
+            .node_affinity
+            .get_or_insert_with(NodeAffinity::default);
         na.preferred_during_scheduling_ignored_during_execution
             .get_or_insert_with(Vec::new)
             .push(term);
@@ -243,7 +271,12 @@ impl PodBuilder {
     }
 
     /// A pod-affinity or anti-affinity term; `weight: None` means required.
-    pub fn pod_affinity_term(mut self, anti: bool, term: PodAffinityTerm, weight: Option<i32>) -> Self {
+    pub fn pod_affinity_term(
+        mut self,
+        anti: bool,
+        term: PodAffinityTerm,
+        weight: Option<i32>,
+    ) -> Self {
         let aff = self.affinity();
         match (anti, weight) {
             (false, None) => aff
@@ -257,7 +290,10 @@ impl PodBuilder {
                 .get_or_insert_with(PodAffinity::default)
                 .preferred_during_scheduling_ignored_during_execution
                 .get_or_insert_with(Vec::new)
-                .push(WeightedPodAffinityTerm { weight: w, pod_affinity_term: term }),
+                .push(WeightedPodAffinityTerm {
+                    weight: w,
+                    pod_affinity_term: term,
+                }),
             (true, None) => aff
                 .pod_anti_affinity
                 .get_or_insert_with(PodAntiAffinity::default)
@@ -269,7 +305,10 @@ impl PodBuilder {
                 .get_or_insert_with(PodAntiAffinity::default)
                 .preferred_during_scheduling_ignored_during_execution
                 .get_or_insert_with(Vec::new)
-                .push(WeightedPodAffinityTerm { weight: w, pod_affinity_term: term }),
+                .push(WeightedPodAffinityTerm {
+                    weight: w,
+                    pod_affinity_term: term,
+                }),
         }
         self
     }
@@ -288,12 +327,20 @@ impl PodBuilder {
         self.pod_affinity_term(false, Self::term(selector, key), Some(weight))
     }
 
-    pub fn preferred_anti_affinity_to(self, weight: i32, selector: &[(&str, &str)], key: &str) -> Self {
+    pub fn preferred_anti_affinity_to(
+        self,
+        weight: i32,
+        selector: &[(&str, &str)],
+        key: &str,
+    ) -> Self {
         self.pod_affinity_term(true, Self::term(selector, key), Some(weight))
     }
 
     pub fn spread(mut self, tsc: TopologySpreadConstraint) -> Self {
-        self.spec().topology_spread_constraints.get_or_insert_with(Vec::new).push(tsc);
+        self.spec()
+            .topology_spread_constraints
+            .get_or_insert_with(Vec::new)
+            .push(tsc);
         self
     }
 
@@ -309,35 +356,45 @@ impl PodBuilder {
     }
 
     pub fn host_port(mut self, port: i32) -> Self {
-        self.container().ports.get_or_insert_with(Vec::new).push(ContainerPort {
-            container_port: port,
-            host_port: Some(port),
-            ..Default::default()
-        });
+        self.container()
+            .ports
+            .get_or_insert_with(Vec::new)
+            .push(ContainerPort {
+                container_port: port,
+                host_port: Some(port),
+                ..Default::default()
+            });
         self
     }
 
     pub fn pvc(mut self, claim: &str) -> Self {
         let n = self.spec().volumes.as_ref().map_or(0, Vec::len);
-        self.spec().volumes.get_or_insert_with(Vec::new).push(Volume {
-            name: format!("v{n}"),
-            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: claim.into(),
-                read_only: None,
-            }),
-            ..Default::default()
-        });
+        self.spec()
+            .volumes
+            .get_or_insert_with(Vec::new)
+            .push(Volume {
+                name: format!("v{n}"),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: claim.into(),
+                    read_only: None,
+                }),
+                ..Default::default()
+            });
         self
     }
 
     pub fn owned_by(mut self, kind: &str, name: &str) -> Self {
-        self.pod.metadata.owner_references.get_or_insert_with(Vec::new).push(OwnerReference {
-            api_version: "apps/v1".into(),
-            kind: kind.into(),
-            name: name.into(),
-            uid: name.into(),
-            ..Default::default()
-        });
+        self.pod
+            .metadata
+            .owner_references
+            .get_or_insert_with(Vec::new)
+            .push(OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: kind.into(),
+                name: name.into(),
+                uid: name.into(),
+                ..Default::default()
+            });
         self
     }
 
@@ -369,7 +426,10 @@ impl InstanceTypeBuilder {
         InstanceTypeBuilder {
             it: InstanceType {
                 name: name.into(),
-                requirements: vec![RequirementSpec::is_in(karpenter_api::labels::INSTANCE_TYPE, &[name])],
+                requirements: vec![RequirementSpec::is_in(
+                    karpenter_api::labels::INSTANCE_TYPE,
+                    &[name],
+                )],
                 offerings: Vec::new(),
                 capacity: ResourceList::new(),
                 overhead: Overhead::default(),
@@ -386,11 +446,19 @@ impl InstanceTypeBuilder {
 
     pub fn requirement(mut self, key: &str, op: Operator, values: &[&str]) -> Self {
         self.it.requirements.retain(|r| r.key != key);
-        self.it.requirements.push(RequirementSpec::new(key, op, values));
+        self.it
+            .requirements
+            .push(RequirementSpec::new(key, op, values));
         self
     }
 
-    pub fn offering(mut self, zone: &str, capacity_type: &str, price: f64, available: bool) -> Self {
+    pub fn offering(
+        mut self,
+        zone: &str,
+        capacity_type: &str,
+        price: f64,
+        available: bool,
+    ) -> Self {
         self.it.offerings.push(Offering {
             zone: zone.into(),
             capacity_type: capacity_type.into(),
@@ -413,7 +481,12 @@ impl InstanceTypeBuilder {
         let mut zones: Vec<&str> = self.it.offerings.iter().map(|o| o.zone.as_str()).collect();
         zones.sort_unstable();
         zones.dedup();
-        let mut cts: Vec<&str> = self.it.offerings.iter().map(|o| o.capacity_type.as_str()).collect();
+        let mut cts: Vec<&str> = self
+            .it
+            .offerings
+            .iter()
+            .map(|o| o.capacity_type.as_str())
+            .collect();
         cts.sort_unstable();
         cts.dedup();
         let mut extra = Vec::new();
@@ -421,7 +494,13 @@ impl InstanceTypeBuilder {
         if !self.it.requirements.iter().any(|r| r.key == l::ZONE) && !zones.is_empty() {
             extra.push(RequirementSpec::is_in(l::ZONE, &zones));
         }
-        if !self.it.requirements.iter().any(|r| r.key == l::CAPACITY_TYPE) && !cts.is_empty() {
+        if !self
+            .it
+            .requirements
+            .iter()
+            .any(|r| r.key == l::CAPACITY_TYPE)
+            && !cts.is_empty()
+        {
             extra.push(RequirementSpec::is_in(l::CAPACITY_TYPE, &cts));
         }
         self.it.requirements.extend(extra);

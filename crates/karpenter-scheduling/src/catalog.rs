@@ -120,7 +120,12 @@ impl Catalog {
             for (key, index) in keys.iter_mut() {
                 match it.requirements.get(*key) {
                     None => index.undefined.insert(i),
-                    Some(r) if !r.complement && !r.values.is_empty() && r.gte.is_none() && r.lte.is_none() => {
+                    Some(r)
+                        if !r.complement
+                            && !r.values.is_empty()
+                            && r.gte.is_none()
+                            && r.lte.is_none() =>
+                    {
                         for v in &r.values {
                             index
                                 .by_value
@@ -134,8 +139,11 @@ impl Catalog {
             }
         }
         for index in keys.values_mut() {
-            let mut list: Vec<(Sym, Bitset)> =
-                index.by_value.iter().map(|(k, b)| (*k, b.clone())).collect();
+            let mut list: Vec<(Sym, Bitset)> = index
+                .by_value
+                .iter()
+                .map(|(k, b)| (*k, b.clone()))
+                .collect();
             list.sort_by_key(|(k, _)| *k);
             index.by_value_list = list;
         }
@@ -207,7 +215,13 @@ impl Catalog {
     }
 
     /// Narrows `bits` to instance types compatible with `req` on `key`.
-    pub fn narrow_by_requirement(&self, bits: &mut Bitset, key: Sym, req: &Requirement, interner: &Interner) {
+    pub fn narrow_by_requirement(
+        &self,
+        bits: &mut Bitset,
+        key: Sym,
+        req: &Requirement,
+        interner: &Interner,
+    ) {
         let Some(index) = self.keys.get(&key) else {
             return;
         };
@@ -234,7 +248,12 @@ impl Catalog {
     }
 
     /// Narrows `bits` to instance types compatible with every requirement in `reqs`.
-    pub fn narrow_by_requirements(&self, bits: &mut Bitset, reqs: &Requirements, interner: &Interner) {
+    pub fn narrow_by_requirements(
+        &self,
+        bits: &mut Bitset,
+        reqs: &Requirements,
+        interner: &Interner,
+    ) {
         for (key, req) in reqs.iter() {
             self.narrow_by_requirement(bits, key, req, interner);
         }
@@ -276,7 +295,10 @@ impl Catalog {
     pub fn narrow_by_fit_sum<const N: usize>(&self, bits: &mut Bitset, parts: [&Res; N]) {
         let dims = parts.iter().map(|p| p.len()).max().unwrap_or(0);
         for d in 0..dims {
-            let n: i64 = parts.iter().map(|p| crate::dims::get(p, d)).fold(0, i64::saturating_add);
+            let n: i64 = parts
+                .iter()
+                .map(|p| crate::dims::get(p, d))
+                .fold(0, i64::saturating_add);
             if n <= 0 {
                 continue;
             }
@@ -311,7 +333,8 @@ impl Catalog {
 
     /// Cheapest available offering of `it` whose signature is in `mask`.
     pub fn cheapest_price_in(&self, it: usize, mask: &[bool]) -> Option<f64> {
-        self.its.get(it)?
+        self.its
+            .get(it)?
             .offerings
             .iter()
             .filter(|o| o.sig.is_some_and(|s| mask.get(s).copied().unwrap_or(false)))
@@ -320,7 +343,11 @@ impl Catalog {
     }
 
     /// Capacity types of available offerings of `it` whose signature is in `mask`.
-    pub fn capacity_types_in<'a>(&'a self, it: usize, mask: &'a [bool]) -> impl Iterator<Item = Sym> + 'a {
+    pub fn capacity_types_in<'a>(
+        &'a self,
+        it: usize,
+        mask: &'a [bool],
+    ) -> impl Iterator<Item = Sym> + 'a {
         self.its
             .get(it)
             .into_iter()
@@ -330,8 +357,14 @@ impl Catalog {
     }
 
     /// Cheapest available offering of `it` compatible with `reqs`.
-    pub fn cheapest_price(&self, it: usize, reqs: &Requirements, interner: &Interner) -> Option<f64> {
-        self.its.get(it)?
+    pub fn cheapest_price(
+        &self,
+        it: usize,
+        reqs: &Requirements,
+        interner: &Interner,
+    ) -> Option<f64> {
+        self.its
+            .get(it)?
             .offerings
             .iter()
             .filter(|o| o.available && reqs.intersects(&o.requirements, interner).is_ok())

@@ -80,7 +80,9 @@ pub fn overhead_groups(
                         if let Some(t) = term {
                             reqs.add_all(t, interner);
                         }
-                        template.compatible(&reqs, allow_undefined, interner).is_ok()
+                        template
+                            .compatible(&reqs, allow_undefined, interner)
+                            .is_ok()
                             && it.requirements.intersects(&reqs, interner).is_ok()
                     };
                     if d.required_terms.is_empty() {
@@ -104,7 +106,14 @@ pub fn overhead_groups(
                 }
                 let mut its = Bitset::empty(catalog.len());
                 its.insert(i);
-                groups.push((mask, OverheadGroup { its, overhead, host_ports }));
+                groups.push((
+                    mask,
+                    OverheadGroup {
+                        its,
+                        overhead,
+                        host_ports,
+                    },
+                ));
             }
         }
     }

@@ -154,5 +154,7 @@ pub fn fits_sum(a: &Res, b: &Res, avail: &Res) -> bool {
 
 /// The first resource of `need` that exceeds `avail`.
 pub fn first_exceeding(need: &Res, avail: &Res) -> Option<usize> {
-    need.iter().enumerate().position(|(i, n)| *n > get(avail, i))
+    need.iter()
+        .enumerate()
+        .position(|(i, n)| *n > get(avail, i))
 }

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::Quantity;
 use crate::builders::PodBuilder;
 use crate::input::{
     InstanceType, NodePool, Offering, Operator, Overhead, PreferencePolicy, RequirementSpec,
     SolveInput, SolveOptions,
 };
 use crate::resources::ResourceList;
-use crate::Quantity;
 
 /// A small seeded generator (SplitMix64).
 #[derive(Debug, Clone)]
@@ -166,7 +166,7 @@ impl PodStream {
 
     fn diverse(&mut self, i: usize) -> Pod {
         let k = self.count / 5;
-        let section = if k == 0 { 5 } else { (i / k).min(5) };
+        let section = i.checked_div(k).map_or(5, |s| s.min(5));
         match section {
             1 | 2 => {
                 let key = if section == 1 { zone_key() } else { host_key() };
@@ -287,7 +287,8 @@ pub fn benchmark_input(
     seed: u64,
     preference_policy: PreferencePolicy,
 ) -> SolveInput {
-    let (mut input, stream) = benchmark_setup(workload, pods, instance_types, seed, preference_policy);
+    let (mut input, stream) =
+        benchmark_setup(workload, pods, instance_types, seed, preference_policy);
     input.pods = stream.collect();
     input
 }

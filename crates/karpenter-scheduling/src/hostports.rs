@@ -11,7 +11,11 @@ pub struct HostPort {
 
 impl HostPort {
     pub fn new(ip: &str, port: i32, protocol: &str) -> Self {
-        let ip = if ip == "0.0.0.0" || ip == "::" { "" } else { ip };
+        let ip = if ip == "0.0.0.0" || ip == "::" {
+            ""
+        } else {
+            ip
+        };
         HostPort {
             ip: ip.to_string(),
             port,
@@ -33,7 +37,11 @@ pub fn conflict<'a>(used: &[HostPort], wanted: &'a [HostPort]) -> Option<&'a Hos
 
 impl std::fmt::Display for HostPort {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ip = if self.ip.is_empty() { "0.0.0.0" } else { &self.ip };
+        let ip = if self.ip.is_empty() {
+            "0.0.0.0"
+        } else {
+            &self.ip
+        };
         write!(f, "{ip}:{}/{}", self.port, self.protocol)
     }
 }

@@ -8,9 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{
-    Namespace, PersistentVolume, PersistentVolumeClaim, Pod, Taint,
-};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod, Taint};
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde::{Deserialize, Serialize};
 

@@ -22,7 +22,10 @@ impl std::fmt::Display for PodRef {
     }
 }
 
-fn serialize_arc_str<S: serde::Serializer>(s: &std::sync::Arc<str>, ser: S) -> Result<S::Ok, S::Error> {
+fn serialize_arc_str<S: serde::Serializer>(
+    s: &std::sync::Arc<str>,
+    ser: S,
+) -> Result<S::Ok, S::Error> {
     ser.serialize_str(s)
 }
 
@@ -121,6 +124,9 @@ impl SolveResult {
 
     /// Sum over new NodeClaims of their cheapest option's price.
     pub fn cost_per_hour(&self) -> f64 {
-        self.new_node_claims.iter().map(NewNodeClaim::cheapest_price).sum()
+        self.new_node_claims
+            .iter()
+            .map(NewNodeClaim::cheapest_price)
+            .sum()
     }
 }

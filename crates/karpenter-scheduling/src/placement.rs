@@ -82,9 +82,13 @@ impl Solver<'_> {
             let domains: &Requirement = match (hit, cache.as_deref()) {
                 (Some(i), Some(c)) => &c[i].2,
                 _ => {
-                    let d = self
-                        .topology
-                        .next_domains(*g, &view, pod_domains, &node_domains, &self.interner);
+                    let d = self.topology.next_domains(
+                        *g,
+                        &view,
+                        pod_domains,
+                        &node_domains,
+                        &self.interner,
+                    );
                     if key != self.keys.hostname
                         && let Some(c) = cache.as_deref_mut()
                     {
@@ -138,7 +142,13 @@ impl Solver<'_> {
             {
                 continue;
             }
-            let Ok(topo) = self.topology_requirements(pi, a, &[&node.requirements, &a.requirements], false, None) else {
+            let Ok(topo) = self.topology_requirements(
+                pi,
+                a,
+                &[&node.requirements, &a.requirements],
+                false,
+                None,
+            ) else {
                 continue;
             };
             let mut merged = node.requirements.clone();
@@ -168,8 +178,14 @@ impl Solver<'_> {
             tolerations: &a.tolerations,
         };
         let (taints, ts, index) = (node.taints.clone(), node.taint_set, node.index);
-        self.topology
-            .record(&view, &taints, ts, &merged, &self.strict_keys, &self.interner);
+        self.topology.record(
+            &view,
+            &taints,
+            ts,
+            &merged,
+            &self.strict_keys,
+            &self.interner,
+        );
         self.placements.push((pi, index));
         true
     }
@@ -187,7 +203,11 @@ impl Solver<'_> {
         let pod = &self.pods[pi];
         let pool = &self.pools[claim.pool];
         if let Some(t) = &a.pool_taint[claim.pool] {
-            return Err(if explain { format!("did not tolerate taint {t}") } else { String::new() });
+            return Err(if explain {
+                format!("did not tolerate taint {t}")
+            } else {
+                String::new()
+            });
         }
         if !dims::fits_sum(&claim.requests, &pod.requests, &claim.max_allocatable) {
             if !explain {
@@ -202,18 +222,24 @@ impl Solver<'_> {
             tolerations: &a.tolerations,
         };
         if !explain
-            && a.groups
-                .iter()
-                .any(|g| self.topology.hostname_rejects(*g, &view, claim.host_domain, &self.interner))
+            && a.groups.iter().any(|g| {
+                self.topology
+                    .hostname_rejects(*g, &view, claim.host_domain, &self.interner)
+            })
         {
             return Err(String::new());
         }
         if let Some(p) = hostports::conflict(&claim.host_ports, &pod.host_ports) {
-            return Err(if explain { format!("host port {p} is already in use") } else { String::new() });
+            return Err(if explain {
+                format!("host port {p} is already in use")
+            } else {
+                String::new()
+            });
         }
-        if let Err(e) = claim
-            .requirements
-            .compatible(&a.requirements, &self.well_known, &self.interner)
+        if let Err(e) =
+            claim
+                .requirements
+                .compatible(&a.requirements, &self.well_known, &self.interner)
         {
             return Err(if explain {
                 format!("incompatible requirements, {}", e.describe(&self.interner))
@@ -249,7 +275,10 @@ impl Solver<'_> {
             if !volume.is_empty() {
                 if let Err(e) = merged.compatible(volume, &self.well_known, &self.interner) {
                     if explain {
-                        last_err = format!("incompatible volume requirements, {}", e.describe(&self.interner));
+                        last_err = format!(
+                            "incompatible volume requirements, {}",
+                            e.describe(&self.interner)
+                        );
                     }
                     continue;
                 }
@@ -281,12 +310,14 @@ impl Solver<'_> {
                 let mut offerings_changed = false;
                 for (k, r) in m.iter() {
                     if claim.requirements.get(k) != Some(r) {
-                        pool.catalog.narrow_by_requirement(&mut its, k, r, &self.interner);
+                        pool.catalog
+                            .narrow_by_requirement(&mut its, k, r, &self.interner);
                         offerings_changed |= pool.catalog.offering_keys.contains(&k);
                     }
                 }
                 if offerings_changed {
-                    pool.catalog.narrow_by_offerings(&mut its, m, &self.interner);
+                    pool.catalog
+                        .narrow_by_offerings(&mut its, m, &self.interner);
                 }
             }
             if its.is_empty() {
@@ -306,7 +337,8 @@ impl Solver<'_> {
                 if b.is_empty() {
                     continue;
                 }
-                pool.catalog.narrow_by_fit_sum(&mut b, [&claim.requests, &pod.requests, &g.overhead]);
+                pool.catalog
+                    .narrow_by_fit_sum(&mut b, [&claim.requests, &pod.requests, &g.overhead]);
                 fitting.or_with(&b);
             }
             if fitting.is_empty() {
@@ -326,7 +358,10 @@ impl Solver<'_> {
                                 "minValues requirement is not met for {}",
                                 lowered
                                     .iter()
-                                    .map(|(k, n)| format!("{} (only {n})", self.interner.resolve(*k)))
+                                    .map(|(k, n)| format!(
+                                        "{} (only {n})",
+                                        self.interner.resolve(*k)
+                                    ))
                                     .collect::<Vec<_>>()
                                     .join(", ")
                             );
@@ -356,7 +391,12 @@ impl Solver<'_> {
     }
 
     /// `Ok` when every minValues holds over `its`, else the achievable count per failing key.
-    fn check_min_values(&self, pool: usize, its: &Bitset, reqs: &Requirements) -> Result<(), Vec<(Sym, u32)>> {
+    fn check_min_values(
+        &self,
+        pool: usize,
+        its: &Bitset,
+        reqs: &Requirements,
+    ) -> Result<(), Vec<(Sym, u32)>> {
         let catalog = &self.pools[pool].catalog;
         let mut short = Vec::new();
         for (key, req) in reqs.iter() {
@@ -382,7 +422,12 @@ impl Solver<'_> {
     }
 
     /// "no instance type satisfies cpu=96, zone=us-east-1d".
-    fn no_instance_type(&self, total: &Res, reqs: &Requirements, baseline: &Requirements) -> String {
+    fn no_instance_type(
+        &self,
+        total: &Res,
+        reqs: &Requirements,
+        baseline: &Requirements,
+    ) -> String {
         let mut parts: Vec<String> = Vec::new();
         for (i, v) in total.iter().enumerate() {
             if *v != 0 && i != dims::PODS {
@@ -398,8 +443,16 @@ impl Solver<'_> {
                 continue;
             }
             match r.single_value() {
-                Some(v) => parts.push(format!("{}={}", self.interner.resolve(k), self.interner.resolve(v))),
-                None => parts.push(format!("{} {}", self.interner.resolve(k), r.describe(&self.interner))),
+                Some(v) => parts.push(format!(
+                    "{}={}",
+                    self.interner.resolve(k),
+                    self.interner.resolve(v)
+                )),
+                None => parts.push(format!(
+                    "{} {}",
+                    self.interner.resolve(k),
+                    r.describe(&self.interner)
+                )),
             }
         }
         format!("no instance type satisfies {}", parts.join(", "))
@@ -463,7 +516,8 @@ impl Solver<'_> {
         let mut found = None;
         let mut cache = TopologyCache::new();
         for (_, &ci) in self.order.iter() {
-            if let Ok(update) = self.claim_can_add(&self.claims[ci], pi, a, false, Some(&mut cache)) {
+            if let Ok(update) = self.claim_can_add(&self.claims[ci], pi, a, false, Some(&mut cache))
+            {
                 found = Some((ci, update));
                 break;
             }
@@ -504,14 +558,18 @@ impl Solver<'_> {
                     }
                 }
                 if its.is_empty() {
-                    reasons.insert(key, "all available instance types exceed limits for nodepool".into());
+                    reasons.insert(
+                        key,
+                        "all available instance types exceed limits for nodepool".into(),
+                    );
                     continue;
                 }
             }
             self.hostname_counter += 1;
-            let hostname = self
-                .interner
-                .intern(&format!("hostname-placeholder-{:04}", self.hostname_counter));
+            let hostname = self.interner.intern(&format!(
+                "hostname-placeholder-{:04}",
+                self.hostname_counter
+            ));
             let pool = &self.pools[p];
             let host_domain = self.topology.hostname_domain(hostname, pool.taint_set);
             let mut requirements = pool.template.clone();

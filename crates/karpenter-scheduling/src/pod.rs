@@ -92,20 +92,21 @@ pub fn pod_requests(pod: &Pod) -> Result<ResourceList, PodError> {
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(ResourceList::new());
     };
-    let container_requests = |c: &k8s_openapi::api::core::v1::Container| -> Result<ResourceList, PodError> {
-        let mut list = ResourceList::new();
-        if let Some(res) = c.resources.as_ref() {
-            if let Some(limits) = res.limits.as_ref() {
-                list = ResourceList::from_k8s(limits).map_err(err)?;
-            }
-            if let Some(requests) = res.requests.as_ref() {
-                for (k, v) in ResourceList::from_k8s(requests).map_err(err)?.iter() {
-                    list.set(k, *v);
+    let container_requests =
+        |c: &k8s_openapi::api::core::v1::Container| -> Result<ResourceList, PodError> {
+            let mut list = ResourceList::new();
+            if let Some(res) = c.resources.as_ref() {
+                if let Some(limits) = res.limits.as_ref() {
+                    list = ResourceList::from_k8s(limits).map_err(err)?;
+                }
+                if let Some(requests) = res.requests.as_ref() {
+                    for (k, v) in ResourceList::from_k8s(requests).map_err(err)?.iter() {
+                        list.set(k, *v);
+                    }
                 }
             }
-        }
-        Ok(list)
-    };
+            Ok(list)
+        };
     let mut reqs = ResourceList::new();
     for c in &spec.containers {
         reqs.add(&container_requests(c)?);
@@ -144,10 +145,18 @@ fn node_selector_requirements(
     let mut reqs = Requirements::new();
     for e in exprs {
         let op = Operator::parse(&e.operator).ok_or_else(|| {
-            PodError::Validation(format!("unsupported node selector operator {:?}", e.operator))
+            PodError::Validation(format!(
+                "unsupported node selector operator {:?}",
+                e.operator
+            ))
         })?;
         let key = interner.intern(karpenter_api::labels::normalize_label_key(&e.key));
-        let values: Vec<Sym> = e.values.iter().flatten().map(|v| interner.intern(v)).collect();
+        let values: Vec<Sym> = e
+            .values
+            .iter()
+            .flatten()
+            .map(|v| interner.intern(v))
+            .collect();
         let req = Requirement::new(op, &values, interner);
         reqs.add(key, req, interner);
     }
@@ -180,7 +189,8 @@ fn term_requirements(
             "node affinity matchFields are not supported".to_string(),
         ));
     }
-    let reqs = node_selector_requirements(term.match_expressions.as_deref().unwrap_or(&[]), interner)?;
+    let reqs =
+        node_selector_requirements(term.match_expressions.as_deref().unwrap_or(&[]), interner)?;
     validate_keys(&reqs, interner, "node affinity")?;
     Ok(reqs)
 }
@@ -251,7 +261,10 @@ impl Compiler<'_> {
         policy: PreferencePolicy,
     ) -> Result<PodInfo, PodError> {
         let meta = &pod.metadata;
-        let namespace_name = meta.namespace.clone().unwrap_or_else(|| "default".to_string());
+        let namespace_name = meta
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_string());
         let name = meta.name.clone().unwrap_or_default();
         let uid = meta
             .uid
@@ -302,42 +315,78 @@ impl Compiler<'_> {
         info.tolerations = spec.tolerations.clone().unwrap_or_default();
         let affinity = spec.affinity.as_ref();
         if let Some(na) = affinity.and_then(|a| a.node_affinity.as_ref()) {
-            if let Some(req) = na.required_during_scheduling_ignored_during_execution.as_ref() {
+            if let Some(req) = na
+                .required_during_scheduling_ignored_during_execution
+                .as_ref()
+            {
                 for term in &req.node_selector_terms {
-                    info.required_terms.push(term_requirements(term, self.interner)?);
+                    info.required_terms
+                        .push(term_requirements(term, self.interner)?);
                 }
             }
             if policy == PreferencePolicy::Respect {
-                for p in na.preferred_during_scheduling_ignored_during_execution.iter().flatten() {
+                for p in na
+                    .preferred_during_scheduling_ignored_during_execution
+                    .iter()
+                    .flatten()
+                {
                     info.preferred_terms
                         .push((p.weight, term_requirements(&p.preference, self.interner)?));
                 }
-                info.preferred_terms.sort_by(|a, b| b.0.cmp(&a.0));
+                info.preferred_terms.sort_by_key(|t| std::cmp::Reverse(t.0));
             }
         }
         let mut required = Vec::new();
         let mut preferred = Vec::new();
         if let Some(pa) = affinity.and_then(|a| a.pod_affinity.as_ref()) {
-            for t in pa.required_during_scheduling_ignored_during_execution.iter().flatten() {
+            for t in pa
+                .required_during_scheduling_ignored_during_execution
+                .iter()
+                .flatten()
+            {
                 required.push(self.affinity_term(t, false, true, 0, namespace)?);
             }
             if policy == PreferencePolicy::Respect {
-                for w in pa.preferred_during_scheduling_ignored_during_execution.iter().flatten() {
-                    preferred.push(self.affinity_term(&w.pod_affinity_term, false, false, w.weight, namespace)?);
+                for w in pa
+                    .preferred_during_scheduling_ignored_during_execution
+                    .iter()
+                    .flatten()
+                {
+                    preferred.push(self.affinity_term(
+                        &w.pod_affinity_term,
+                        false,
+                        false,
+                        w.weight,
+                        namespace,
+                    )?);
                 }
             }
         }
         if let Some(pa) = affinity.and_then(|a| a.pod_anti_affinity.as_ref()) {
-            for t in pa.required_during_scheduling_ignored_during_execution.iter().flatten() {
+            for t in pa
+                .required_during_scheduling_ignored_during_execution
+                .iter()
+                .flatten()
+            {
                 required.push(self.affinity_term(t, true, true, 0, namespace)?);
             }
             if policy == PreferencePolicy::Respect {
-                for w in pa.preferred_during_scheduling_ignored_during_execution.iter().flatten() {
-                    preferred.push(self.affinity_term(&w.pod_affinity_term, true, false, w.weight, namespace)?);
+                for w in pa
+                    .preferred_during_scheduling_ignored_during_execution
+                    .iter()
+                    .flatten()
+                {
+                    preferred.push(self.affinity_term(
+                        &w.pod_affinity_term,
+                        true,
+                        false,
+                        w.weight,
+                        namespace,
+                    )?);
                 }
             }
         }
-        preferred.sort_by(|a, b| b.weight.cmp(&a.weight));
+        preferred.sort_by_key(|t| std::cmp::Reverse(t.weight));
         info.affinity_terms = required;
         info.affinity_terms.extend(preferred);
         for tsc in spec.topology_spread_constraints.iter().flatten() {
@@ -371,7 +420,11 @@ impl Compiler<'_> {
                 honor_taints: tsc.node_taints_policy.as_deref() == Some("Honor"),
             });
         }
-        for c in spec.containers.iter().chain(spec.init_containers.iter().flatten()) {
+        for c in spec
+            .containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+        {
             for p in c.ports.iter().flatten() {
                 if let Some(port) = p.host_port.filter(|p| *p > 0) {
                     info.host_ports.push(HostPort::new(
@@ -389,7 +442,8 @@ impl Compiler<'_> {
                 && eph.volume_claim_template.is_some()
             {
                 // Generic ephemeral volumes are named <pod>-<volume>.
-                info.claims.push(format!("{}-{}", info.pod_ref.name, v.name));
+                info.claims
+                    .push(format!("{}-{}", info.pod_ref.name, v.name));
             }
         }
         Ok(info)

@@ -78,7 +78,11 @@ impl Relaxation {
 
 /// The pod's requirements at a relaxation step: `(requirements, strict requirements)`.
 /// Requirements include the heaviest remaining preferred node-affinity term.
-pub fn requirements(pod: &PodInfo, r: &Relaxation, interner: &Interner) -> (Requirements, Requirements) {
+pub fn requirements(
+    pod: &PodInfo,
+    r: &Relaxation,
+    interner: &Interner,
+) -> (Requirements, Requirements) {
     let mut strict = pod.node_selector.clone();
     if let Some(term) = pod.required_terms.get(r.required_terms_removed) {
         strict.add_all(term, interner);
@@ -103,7 +107,12 @@ pub fn tolerations(pod: &PodInfo, r: &Relaxation) -> Vec<Toleration> {
 }
 
 /// The topology groups a pod owns at a relaxation step.
-pub fn group_specs(pod: &PodInfo, r: &Relaxation, tolerations: &[Toleration], interner: &Interner) -> Vec<GroupSpec> {
+pub fn group_specs(
+    pod: &PodInfo,
+    r: &Relaxation,
+    tolerations: &[Toleration],
+    interner: &Interner,
+) -> Vec<GroupSpec> {
     let mut specs = Vec::new();
     for (i, s) in pod.spreads.iter().enumerate() {
         if r.spreads_removed.get(i).copied().unwrap_or(false) {

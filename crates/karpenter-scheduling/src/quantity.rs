@@ -69,7 +69,9 @@ impl Quantity {
     }
 
     pub fn checked_add(self, other: Quantity) -> Option<Quantity> {
-        self.millis.checked_add(other.millis).map(Quantity::from_millis)
+        self.millis
+            .checked_add(other.millis)
+            .map(Quantity::from_millis)
     }
 
     pub fn saturating_sub(self, other: Quantity) -> Quantity {
@@ -214,7 +216,9 @@ fn parse_quantity(input: &str) -> Result<Quantity, QuantityError> {
                 .or_else(|| other.strip_prefix('E'))
                 .and_then(|e| e.parse::<i32>().ok())
                 .filter(|e| e.abs() <= 40)
-                .ok_or_else(|| QuantityError::UnknownSuffix(input.to_string(), other.to_string()))?;
+                .ok_or_else(|| {
+                    QuantityError::UnknownSuffix(input.to_string(), other.to_string())
+                })?;
             (0, exp)
         }
     };
@@ -242,7 +246,9 @@ mod tests {
     use super::*;
 
     fn q(s: &str) -> i128 {
-        Quantity::parse(s).map(Quantity::millis).unwrap_or(i128::MIN)
+        Quantity::parse(s)
+            .map(Quantity::millis)
+            .unwrap_or(i128::MIN)
     }
 
     #[test]
@@ -275,9 +281,18 @@ mod tests {
     #[test]
     fn malformed_quantities_are_typed_errors_not_panics() {
         assert_eq!(Quantity::parse(""), Err(QuantityError::Empty));
-        assert!(matches!(Quantity::parse("abc"), Err(QuantityError::NoDigits(_))));
-        assert!(matches!(Quantity::parse("1Qi"), Err(QuantityError::UnknownSuffix(..))));
-        assert!(matches!(Quantity::parse("1.2.3"), Err(QuantityError::NoDigits(_))));
+        assert!(matches!(
+            Quantity::parse("abc"),
+            Err(QuantityError::NoDigits(_))
+        ));
+        assert!(matches!(
+            Quantity::parse("1Qi"),
+            Err(QuantityError::UnknownSuffix(..))
+        ));
+        assert!(matches!(
+            Quantity::parse("1.2.3"),
+            Err(QuantityError::NoDigits(_))
+        ));
         assert!(matches!(
             Quantity::parse("99999999999999999999999999999999999999999E"),
             Err(QuantityError::Overflow(_))
@@ -293,8 +308,17 @@ mod tests {
 
     #[test]
     fn display_prefers_binary_suffixes_for_whole_multiples() {
-        assert_eq!(Quantity::parse("4Gi").map(|q| q.to_string()), Ok("4Gi".into()));
-        assert_eq!(Quantity::parse("250m").map(|q| q.to_string()), Ok("250m".into()));
-        assert_eq!(Quantity::parse("96").map(|q| q.to_string()), Ok("96".into()));
+        assert_eq!(
+            Quantity::parse("4Gi").map(|q| q.to_string()),
+            Ok("4Gi".into())
+        );
+        assert_eq!(
+            Quantity::parse("250m").map(|q| q.to_string()),
+            Ok("250m".into())
+        );
+        assert_eq!(
+            Quantity::parse("96").map(|q| q.to_string()),
+            Ok("96".into())
+        );
     }
 }

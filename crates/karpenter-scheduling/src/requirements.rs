@@ -20,8 +20,8 @@ pub enum Incompatibility {
     /// Both sides define the key but their values do not overlap.
     Disjoint {
         key: Sym,
-        existing: Requirement,
-        incoming: Requirement,
+        existing: Box<Requirement>,
+        incoming: Box<Requirement>,
     },
 }
 
@@ -29,7 +29,10 @@ impl Incompatibility {
     pub fn describe(&self, interner: &Interner) -> String {
         match self {
             Incompatibility::Undefined { key } => {
-                format!("label {:?} does not have known values", interner.resolve(*key))
+                format!(
+                    "label {:?} does not have known values",
+                    interner.resolve(*key)
+                )
             }
             Incompatibility::Disjoint {
                 key,
@@ -65,8 +68,8 @@ impl Requirements {
         for spec in specs {
             let key = interner.intern(karpenter_api::labels::normalize_label_key(&spec.key));
             let values: Vec<Sym> = spec.values.iter().map(|v| interner.intern(v)).collect();
-            let req = Requirement::new(spec.operator, &values, interner)
-                .with_min_values(spec.min_values);
+            let req =
+                Requirement::new(spec.operator, &values, interner).with_min_values(spec.min_values);
             reqs.add(key, req, interner);
         }
         reqs
@@ -153,7 +156,11 @@ impl Requirements {
 
     /// Upstream `Intersects`: for every shared key the sets overlap, unless both sides are
     /// `NotIn`/`DoesNotExist`. Keys defined on only one side are fine.
-    pub fn intersects(&self, incoming: &Requirements, interner: &Interner) -> Result<(), Incompatibility> {
+    pub fn intersects(
+        &self,
+        incoming: &Requirements,
+        interner: &Interner,
+    ) -> Result<(), Incompatibility> {
         let (mut i, mut j) = (0, 0);
         while i < self.entries.len() && j < incoming.entries.len() {
             let (ka, ra) = &self.entries[i];
@@ -165,8 +172,8 @@ impl Requirements {
                     if !ra.compatible_with(rb, interner) {
                         return Err(Incompatibility::Disjoint {
                             key: *ka,
-                            existing: ra.clone(),
-                            incoming: rb.clone(),
+                            existing: Box::new(ra.clone()),
+                            incoming: Box::new(rb.clone()),
                         });
                     }
                     i += 1;

@@ -129,7 +129,10 @@ mod tests {
         a.add(&list(&[("cpu", "500m"), ("pods", "1")]));
         assert_eq!(a, list(&[("cpu", "2"), ("memory", "1Gi"), ("pods", "1")]));
         a.sub(&list(&[("memory", "512Mi")]));
-        assert_eq!(a.get("memory"), Quantity::parse("512Mi").unwrap_or_default());
+        assert_eq!(
+            a.get("memory"),
+            Quantity::parse("512Mi").unwrap_or_default()
+        );
     }
 
     #[test]

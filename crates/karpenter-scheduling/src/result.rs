@@ -10,20 +10,26 @@ use crate::output::{
 };
 use crate::scheduler::{Solver, format_reasons};
 
+/// Per (pool, compatible offering signatures): instance types and prices, cheapest first.
+type PriceOrder = (usize, Vec<bool>, Vec<(usize, f64)>);
+
 impl Solver<'_> {
     /// The decisions of the solve.
     pub fn result(&self) -> SolveResult {
         let mut result = SolveResult::default();
         // Per (pool, compatible offering signatures): instance types with their cheapest price,
         // cheapest first. Claims then only filter this list by their own viable set.
-        let mut orders: Vec<(usize, Vec<bool>, Vec<(usize, f64)>)> = Vec::new();
+        let mut orders: Vec<PriceOrder> = Vec::new();
         for claim in &self.claims {
             let pool = &self.pools[claim.pool];
             let catalog = &pool.catalog;
             let mut reqs = claim.requirements.clone();
             reqs.remove(self.keys.hostname);
             let mask = catalog.compatible_signatures(&reqs, &self.interner);
-            let order_index = match orders.iter().position(|(p, m, _)| *p == claim.pool && *m == mask) {
+            let order_index = match orders
+                .iter()
+                .position(|(p, m, _)| *p == claim.pool && *m == mask)
+            {
                 Some(i) => i,
                 None => {
                     let mut order: Vec<(usize, f64)> = (0..catalog.len())
@@ -62,7 +68,13 @@ impl Solver<'_> {
             {
                 use karpenter_api::labels as l;
                 specs.retain(|s| {
-                    ![l::INSTANCE_TYPE, l::CAPACITY_TYPE, l::REGISTERED, l::INITIALIZED].contains(&s.key.as_str())
+                    ![
+                        l::INSTANCE_TYPE,
+                        l::CAPACITY_TYPE,
+                        l::REGISTERED,
+                        l::INITIALIZED,
+                    ]
+                    .contains(&s.key.as_str())
                 });
             }
             let cts: Vec<String> = capacity_types
@@ -80,7 +92,10 @@ impl Solver<'_> {
             let mut labels: BTreeMap<String, String> = pool.spec.labels.clone();
             for (k, r) in reqs.iter() {
                 if let Some(v) = r.single_value() {
-                    labels.insert(self.interner.resolve(k).to_string(), self.interner.resolve(v).to_string());
+                    labels.insert(
+                        self.interner.resolve(k).to_string(),
+                        self.interner.resolve(v).to_string(),
+                    );
                 }
             }
             labels.remove(karpenter_api::labels::REGISTERED);
@@ -96,8 +111,14 @@ impl Solver<'_> {
                     })
                     .collect(),
                 requests: self.dims.to_list(&requests),
-                pods: claim.pods.iter().map(|p| self.pods[*p].pod_ref.clone()).collect(),
-                instance_type_min_values: reqs.get(self.keys.instance_type).and_then(|r| r.min_values),
+                pods: claim
+                    .pods
+                    .iter()
+                    .map(|p| self.pods[*p].pod_ref.clone())
+                    .collect(),
+                instance_type_min_values: reqs
+                    .get(self.keys.instance_type)
+                    .and_then(|r| r.min_values),
                 min_values_relaxed: claim.min_values_relaxed,
                 labels,
             });
@@ -119,7 +140,10 @@ impl Solver<'_> {
             result.unschedulable.push(Unschedulable {
                 pod: self.pods[*pi].pod_ref.clone(),
                 reason: format_reasons(reasons),
-                reasons: reasons.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                reasons: reasons
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
             });
         }
         result

@@ -83,7 +83,10 @@ pub fn solve(input: &SolveInput) -> SolveResult {
 
 /// Runs one scheduling simulation over `input` plus pods fed in chunks (each chunk is compiled
 /// and dropped before the next is produced), for very large batches.
-pub fn solve_chunked(input: &SolveInput, chunks: impl IntoIterator<Item = Vec<Pod>>) -> SolveResult {
+pub fn solve_chunked(
+    input: &SolveInput,
+    chunks: impl IntoIterator<Item = Vec<Pod>>,
+) -> SolveResult {
     let mut solver = Solver::new(input);
     for chunk in chunks {
         solver.add_pods(&chunk);
@@ -93,10 +96,18 @@ pub fn solve_chunked(input: &SolveInput, chunks: impl IntoIterator<Item = Vec<Po
 }
 
 fn pod_ref(pod: &Pod) -> PodRef {
-    let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let ns = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
     let name = pod.metadata.name.clone().unwrap_or_default();
     PodRef {
-        uid: pod.metadata.uid.clone().unwrap_or_else(|| format!("{ns}/{name}")),
+        uid: pod
+            .metadata
+            .uid
+            .clone()
+            .unwrap_or_else(|| format!("{ns}/{name}")),
         namespace: ns,
         name,
     }
@@ -169,7 +180,8 @@ impl<'a> Solver<'a> {
                     spec: template.spec.clone(),
                     status: None,
                 };
-                if let Ok(info) = compiler.compile(i, &pod, crate::input::PreferencePolicy::Ignore) {
+                if let Ok(info) = compiler.compile(i, &pod, crate::input::PreferencePolicy::Ignore)
+                {
                     daemons.push(info);
                 }
             }
@@ -178,8 +190,11 @@ impl<'a> Solver<'a> {
         let mut topology = Topology::new(keys.hostname);
         let mut existing = Vec::new();
         let mut existing_pods = Vec::new();
-        let pools_by_name: BTreeMap<&str, &crate::input::NodePool> =
-            input.node_pools.iter().map(|p| (p.name.as_str(), p)).collect();
+        let pools_by_name: BTreeMap<&str, &crate::input::NodePool> = input
+            .node_pools
+            .iter()
+            .map(|p| (p.name.as_str(), p))
+            .collect();
         let mut inverse_specs: Vec<(GroupSpec, usize, Sym)> = Vec::new();
         for (ni, node) in input.existing_nodes.iter().enumerate() {
             let mut reqs = Requirements::from_labels(node.labels.iter(), &mut interner);
@@ -190,7 +205,10 @@ impl<'a> Solver<'a> {
                 .unwrap_or_else(|| node.name.clone());
             let host = interner.intern(&host);
             reqs.set(keys.hostname, Requirement::is_in([host]));
-            let pool = node.labels.get(l::NODEPOOL).and_then(|p| pools_by_name.get(p.as_str()));
+            let pool = node
+                .labels
+                .get(l::NODEPOOL)
+                .and_then(|p| pools_by_name.get(p.as_str()));
             let taints: Vec<_> = node
                 .taints
                 .iter()
@@ -217,7 +235,8 @@ impl<'a> Solver<'a> {
                     dims: &mut dims,
                     namespaces: &namespaces,
                 };
-                let Ok(info) = compiler.compile(0, p, crate::input::PreferencePolicy::Ignore) else {
+                let Ok(info) = compiler.compile(0, p, crate::input::PreferencePolicy::Ignore)
+                else {
                     continue;
                 };
                 if is_terminal(p) {
@@ -304,11 +323,16 @@ impl<'a> Solver<'a> {
         solver.build_pools();
         solver.build_topology(inverse_specs);
         // Initialized first, then by name; the pods of each node move with it.
-        let mut nodes: Vec<(ExistingState, Vec<ExistingPod>)> = std::mem::take(&mut solver.existing)
-            .into_iter()
-            .zip(std::mem::take(&mut solver.existing_pods))
-            .collect();
-        nodes.sort_by(|(a, _), (b, _)| b.initialized.cmp(&a.initialized).then_with(|| a.name.cmp(&b.name)));
+        let mut nodes: Vec<(ExistingState, Vec<ExistingPod>)> =
+            std::mem::take(&mut solver.existing)
+                .into_iter()
+                .zip(std::mem::take(&mut solver.existing_pods))
+                .collect();
+        nodes.sort_by(|(a, _), (b, _)| {
+            b.initialized
+                .cmp(&a.initialized)
+                .then_with(|| a.name.cmp(&b.name))
+        });
         for (e, p) in nodes {
             solver.existing.push(e);
             solver.existing_pods.push(p);
@@ -338,7 +362,11 @@ impl<'a> Solver<'a> {
             match compiler.compile(index, pod, policy) {
                 Ok(mut info) => {
                     if !info.claims.is_empty() {
-                        match self.volumes.alternatives(&info.pod_ref.namespace, &info.claims, compiler.interner) {
+                        match self.volumes.alternatives(
+                            &info.pod_ref.namespace,
+                            &info.claims,
+                            compiler.interner,
+                        ) {
                             Ok(alts) => info.volume_alternatives = alts,
                             Err(e) => {
                                 self.pod_errors.push((info.pod_ref.clone(), e));
@@ -355,7 +383,8 @@ impl<'a> Solver<'a> {
         for i in first..self.pods.len() {
             let relax = Relaxation::new(&self.pods[i]);
             let tolerations = preferences::tolerations(&self.pods[i], &relax);
-            let specs = preferences::group_specs(&self.pods[i], &relax, &tolerations, &self.interner);
+            let specs =
+                preferences::group_specs(&self.pods[i], &relax, &tolerations, &self.interner);
             for s in specs {
                 self.ensure_group(s);
             }
@@ -379,7 +408,13 @@ impl<'a> Solver<'a> {
         }
         let catalogs: Vec<Catalog> = order
             .iter()
-            .map(|p| Catalog::build(input.instance_types_for(&p.name), &mut self.interner, &self.dims))
+            .map(|p| {
+                Catalog::build(
+                    input.instance_types_for(&p.name),
+                    &mut self.interner,
+                    &self.dims,
+                )
+            })
             .collect();
         for c in &catalogs {
             self.well_known.extend(c.defined_keys());
@@ -390,7 +425,11 @@ impl<'a> Solver<'a> {
             let mut template = Requirements::from_specs(&spec.requirements, &mut self.interner);
             let labels = Requirements::from_labels(spec.labels.iter(), &mut self.interner);
             template.add_all(&labels, &self.interner);
-            template.add(self.keys.nodepool, Requirement::is_in([name]), &self.interner);
+            template.add(
+                self.keys.nodepool,
+                Requirement::is_in([name]),
+                &self.interner,
+            );
             template.add(registered, Requirement::is_in([yes]), &self.interner);
             template.add(initialized, Requirement::is_in([yes]), &self.interner);
             let mut template_its = catalog.all.clone();
@@ -426,11 +465,18 @@ impl<'a> Solver<'a> {
                 .collect();
             for (res, q) in spec.limits.iter() {
                 if res == l::RESOURCE_NODES {
-                    nodes_remaining = Some(q.value().saturating_sub(pool_nodes.len() as i128).clamp(0, i128::from(i64::MAX)) as i64);
+                    nodes_remaining = Some(
+                        q.value()
+                            .saturating_sub(pool_nodes.len() as i128)
+                            .clamp(0, i128::from(i64::MAX)) as i64,
+                    );
                     continue;
                 }
                 if let Some(d) = self.dims.lookup(res) {
-                    let used: i128 = pool_nodes.iter().map(|n| n.capacity.get(res).millis()).sum();
+                    let used: i128 = pool_nodes
+                        .iter()
+                        .map(|n| n.capacity.get(res).millis())
+                        .sum();
                     remaining[d] = Some(q.millis().saturating_sub(used));
                 }
             }
@@ -513,11 +559,20 @@ impl<'a> Solver<'a> {
             let mut hits = Vec::new();
             let g = &self.topology.groups[gi].spec;
             for (e, pods) in self.existing.iter().zip(&self.existing_pods) {
-                let Some(domain) = e.requirements.get(g.key).and_then(Requirement::single_value) else {
+                let Some(domain) = e
+                    .requirements
+                    .get(g.key)
+                    .and_then(Requirement::single_value)
+                else {
                     continue;
                 };
                 if g.kind == GroupKind::Spread
-                    && !g.filter.matches(&e.taints, &e.requirements, &self.strict_keys, &self.interner)
+                    && !g.filter.matches(
+                        &e.taints,
+                        &e.requirements,
+                        &self.strict_keys,
+                        &self.interner,
+                    )
                 {
                     continue;
                 }

@@ -82,10 +82,12 @@ impl Selector {
 
     /// True when the labels satisfy every requirement.
     pub fn matches(&self, labels: &Labels, interner: &Interner) -> bool {
-        self.reqs.iter().all(|(key, req)| match label_value(labels, key) {
-            Some(v) => req.has(v, interner),
-            None => req.allows_absence(),
-        })
+        self.reqs
+            .iter()
+            .all(|(key, req)| match label_value(labels, key) {
+                Some(v) => req.has(v, interner),
+                None => req.allows_absence(),
+            })
     }
 
     /// Matches a string label map (namespaces, nodes).
@@ -96,8 +98,10 @@ impl Selector {
                 .and_then(|v| interner.get(v))
             {
                 Some(v) => req.has(v, interner),
-                None => labels.contains_key(interner.resolve(key)) && req.complement
-                    || !labels.contains_key(interner.resolve(key)) && req.allows_absence(),
+                None => {
+                    labels.contains_key(interner.resolve(key)) && req.complement
+                        || !labels.contains_key(interner.resolve(key)) && req.allows_absence()
+                }
             }
         })
     }

@@ -22,7 +22,9 @@ pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     }
     match operator {
         "Exists" => true,
-        "Equal" | "" => toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
+        "Equal" | "" => {
+            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
+        }
         _ => false,
     }
 }
@@ -89,10 +91,22 @@ mod tests {
     #[test]
     fn tolerations_follow_kubernetes_matching_rules() {
         let t = taint("gpu", Some("true"), "NoSchedule");
-        assert!(tolerates(&tol(Some("gpu"), "Equal", Some("true"), None), &t));
-        assert!(!tolerates(&tol(Some("gpu"), "Equal", Some("false"), None), &t));
-        assert!(tolerates(&tol(Some("gpu"), "Exists", None, Some("NoSchedule")), &t));
-        assert!(!tolerates(&tol(Some("gpu"), "Exists", None, Some("NoExecute")), &t));
+        assert!(tolerates(
+            &tol(Some("gpu"), "Equal", Some("true"), None),
+            &t
+        ));
+        assert!(!tolerates(
+            &tol(Some("gpu"), "Equal", Some("false"), None),
+            &t
+        ));
+        assert!(tolerates(
+            &tol(Some("gpu"), "Exists", None, Some("NoSchedule")),
+            &t
+        ));
+        assert!(!tolerates(
+            &tol(Some("gpu"), "Exists", None, Some("NoExecute")),
+            &t
+        ));
         assert!(tolerates(&tol(None, "Exists", None, None), &t));
         assert!(!tolerates(&tol(Some("other"), "Exists", None, None), &t));
     }

@@ -43,7 +43,12 @@ pub struct TolerationKey(pub [Option<String>; 4]);
 
 impl TolerationKey {
     pub fn of(t: &Toleration) -> Self {
-        TolerationKey([t.key.clone(), t.operator.clone(), t.value.clone(), t.effect.clone()])
+        TolerationKey([
+            t.key.clone(),
+            t.operator.clone(),
+            t.value.clone(),
+            t.effect.clone(),
+        ])
     }
 
     fn to_toleration(&self) -> Toleration {
@@ -99,7 +104,10 @@ impl GroupSpec {
     /// True when the group selects a pod with these labels in this namespace.
     pub fn selects(&self, namespace: Sym, labels: &Labels, interner: &Interner) -> bool {
         self.namespaces.contains(namespace)
-            && self.selector.as_ref().is_some_and(|s| s.matches(labels, interner))
+            && self
+                .selector
+                .as_ref()
+                .is_some_and(|s| s.matches(labels, interner))
     }
 }
 
@@ -180,7 +188,11 @@ impl Iterator for Candidates<'_> {
             Candidates::Listed { values, domains } => values
                 .next()
                 .map(|v| (*v, domains.and_then(|kd| kd.index.get(v).copied()))),
-            Candidates::All { list, node, interner } => list
+            Candidates::All {
+                list,
+                node,
+                interner,
+            } => list
                 .find(|(_, v)| node.has(**v, interner))
                 .map(|(i, v)| (*v, Some(i as u32))),
         }
@@ -258,7 +270,9 @@ impl Topology {
             .iter()
             .enumerate()
             .filter(|(_, g)| {
-                g.spec.kind == GroupKind::AntiAffinity && g.spec.key == self.hostname && g.count(host) == 0
+                g.spec.kind == GroupKind::AntiAffinity
+                    && g.spec.key == self.hostname
+                    && g.count(host) == 0
             })
             .map(|(i, _)| i)
             .collect()
@@ -328,7 +342,13 @@ impl Topology {
             })
     }
 
-    fn min_count(&self, g: &Group, pod_domains: &Requirement, pod: &PodView<'_>, interner: &Interner) -> u32 {
+    fn min_count(
+        &self,
+        g: &Group,
+        pod_domains: &Requirement,
+        pod: &PodView<'_>,
+        interner: &Interner,
+    ) -> u32 {
         if g.spec.key == self.hostname {
             return 0;
         }
@@ -352,7 +372,12 @@ impl Topology {
     }
 
     /// Candidate domains: the node's listed values, or every known domain the node allows.
-    fn candidates<'a>(&'a self, key: Sym, node_domains: &'a Requirement, interner: &'a Interner) -> Candidates<'a> {
+    fn candidates<'a>(
+        &'a self,
+        key: Sym,
+        node_domains: &'a Requirement,
+        interner: &'a Interner,
+    ) -> Candidates<'a> {
         if !node_domains.complement {
             Candidates::Listed {
                 values: node_domains.values.iter(),
@@ -371,7 +396,13 @@ impl Topology {
     /// A cheap necessary check for hostname-keyed groups on a node whose hostname domain is
     /// `host`: true when the group certainly rejects the pod there.
     #[inline]
-    pub fn hostname_rejects(&self, r: GroupRef, pod: &PodView<'_>, host: u32, interner: &Interner) -> bool {
+    pub fn hostname_rejects(
+        &self,
+        r: GroupRef,
+        pod: &PodView<'_>,
+        host: u32,
+        interner: &Interner,
+    ) -> bool {
         let Some(g) = self.get(r) else {
             return false;
         };
@@ -454,7 +485,9 @@ impl Topology {
             GroupKind::AntiAffinity => {
                 let options: Vec<Sym> = self
                     .candidates(key, node_domains, interner)
-                    .filter(|(v, d)| d.is_none_or(|d| g.count(d) == 0) && pod_domains.has(*v, interner))
+                    .filter(|(v, d)| {
+                        d.is_none_or(|d| g.count(d) == 0) && pod_domains.has(*v, interner)
+                    })
                     .map(|(v, _)| v)
                     .collect();
                 Requirement::is_in(options)
@@ -463,7 +496,11 @@ impl Topology {
     }
 
     /// Inverse groups (existing pods' required anti-affinity) that select this pod.
-    pub fn inverse_for<'a>(&'a self, pod: &'a PodView<'_>, interner: &'a Interner) -> impl Iterator<Item = GroupRef> + 'a {
+    pub fn inverse_for<'a>(
+        &'a self,
+        pod: &'a PodView<'_>,
+        interner: &'a Interner,
+    ) -> impl Iterator<Item = GroupRef> + 'a {
         self.inverse
             .iter()
             .enumerate()
@@ -484,7 +521,10 @@ impl Topology {
         let mut hits: Vec<(usize, Sym)> = Vec::new();
         for (i, g) in self.groups.iter().enumerate() {
             if !g.spec.selects(pod.namespace, pod.labels, interner)
-                || !g.spec.filter.matches(taints, reqs, allow_undefined, interner)
+                || !g
+                    .spec
+                    .filter
+                    .matches(taints, reqs, allow_undefined, interner)
             {
                 continue;
             }

@@ -33,7 +33,10 @@ impl<'a> VolumeIndex<'a> {
                 .map(|c| {
                     (
                         (
-                            c.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+                            c.metadata
+                                .namespace
+                                .clone()
+                                .unwrap_or_else(|| "default".into()),
                             c.metadata.name.clone().unwrap_or_default(),
                         ),
                         c,
@@ -67,14 +70,19 @@ impl<'a> VolumeIndex<'a> {
                 .get(&(namespace.to_string(), name.clone()))
                 .ok_or_else(|| format!("persistentvolumeclaim {namespace}/{name} not found"))?;
             if pvc.metadata.deletion_timestamp.is_some() {
-                return Err(format!("persistentvolumeclaim {namespace}/{name} is being deleted"));
+                return Err(format!(
+                    "persistentvolumeclaim {namespace}/{name} is being deleted"
+                ));
             }
             if pvc.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Lost") {
                 return Err(format!("persistentvolumeclaim {namespace}/{name} is lost"));
             }
             let spec = pvc.spec.as_ref();
             let mut terms: Vec<Requirements> = Vec::new();
-            if let Some(pv_name) = spec.and_then(|s| s.volume_name.as_deref()).filter(|n| !n.is_empty()) {
+            if let Some(pv_name) = spec
+                .and_then(|s| s.volume_name.as_deref())
+                .filter(|n| !n.is_empty())
+            {
                 let pv = self
                     .volumes
                     .get(pv_name)
@@ -84,17 +92,25 @@ impl<'a> VolumeIndex<'a> {
                 let required = pv_spec
                     .and_then(|s| s.node_affinity.as_ref())
                     .and_then(|a| a.required.as_ref());
-                for term in required.map(|r| r.node_selector_terms.as_slice()).unwrap_or(&[]) {
+                for term in required
+                    .map(|r| r.node_selector_terms.as_slice())
+                    .unwrap_or(&[])
+                {
                     let mut reqs = Requirements::new();
                     for e in term.match_expressions.iter().flatten() {
-                        let key = interner.intern(karpenter_api::labels::normalize_label_key(&e.key));
+                        let key =
+                            interner.intern(karpenter_api::labels::normalize_label_key(&e.key));
                         if local && key == hostname {
                             continue;
                         }
                         let op = Operator::parse(&e.operator)
                             .ok_or_else(|| format!("unsupported operator {:?}", e.operator))?;
-                        let values: Vec<Sym> =
-                            e.values.iter().flatten().map(|v| interner.intern(v)).collect();
+                        let values: Vec<Sym> = e
+                            .values
+                            .iter()
+                            .flatten()
+                            .map(|v| interner.intern(v))
+                            .collect();
                         let req = Requirement::new(op, &values, interner);
                         reqs.add(key, req, interner);
                     }
@@ -119,8 +135,10 @@ impl<'a> VolumeIndex<'a> {
                 for term in class.allowed_topologies.iter().flatten() {
                     let mut reqs = Requirements::new();
                     for e in term.match_label_expressions.iter().flatten() {
-                        let key = interner.intern(karpenter_api::labels::normalize_label_key(&e.key));
-                        let values: Vec<Sym> = e.values.iter().map(|v| interner.intern(v)).collect();
+                        let key =
+                            interner.intern(karpenter_api::labels::normalize_label_key(&e.key));
+                        let values: Vec<Sym> =
+                            e.values.iter().map(|v| interner.intern(v)).collect();
                         reqs.add(key, Requirement::is_in(values), interner);
                     }
                     terms.push(reqs);

@@ -667,7 +667,11 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
         })
         .collect();
     let mut input = SolveInput {
-        node_pools: s.node_pools.into_iter().map(V1NodePool::into_pool).collect(),
+        node_pools: s
+            .node_pools
+            .into_iter()
+            .map(V1NodePool::into_pool)
+            .collect(),
         default_instance_types: compact_its(s.instance_types),
         instance_types: s
             .pool_instance_types
@@ -755,8 +759,12 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
     for (pod, substring) in &expect.reasons {
         match unsched.get(pod) {
             Some(r) if r.contains(substring.as_str()) => {}
-            Some(r) => errs.push(format!("reason for {pod} is {r:?}, expected to contain {substring:?}")),
-            None => errs.push(format!("{pod} was scheduled, expected reason {substring:?}")),
+            Some(r) => errs.push(format!(
+                "reason for {pod} is {r:?}, expected to contain {substring:?}"
+            )),
+            None => errs.push(format!(
+                "{pod} was scheduled, expected reason {substring:?}"
+            )),
         }
     }
     if let Some(n) = expect.nodes
@@ -777,13 +785,19 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
     }
     for (pod, node) in &expect.existing {
         if place.get(pod) != Some(&Place::Node(node.clone())) {
-            errs.push(format!("{pod} placed at {:?}, expected existing node {node}", place.get(pod)));
+            errs.push(format!(
+                "{pod} placed at {:?}, expected existing node {node}",
+                place.get(pod)
+            ));
         }
     }
     if let Some(n) = expect.on_existing
         && result.existing_placements.len() != n
     {
-        errs.push(format!("{} pods on existing nodes, expected {n}", result.existing_placements.len()));
+        errs.push(format!(
+            "{} pods on existing nodes, expected {n}",
+            result.existing_placements.len()
+        ));
     }
     for c in &result.new_node_claims {
         let names: Vec<&str> = c.instance_type_options.iter().map(|o| &*o.name).collect();
@@ -792,21 +806,31 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
         {
             errs.push(format!("claim offers {bad}, allowed only {allowed:?}"));
         }
-        if let Some(bad) = names.iter().find(|n| expect.forbidden_instance_types.iter().any(|f| f == *n)) {
+        if let Some(bad) = names
+            .iter()
+            .find(|n| expect.forbidden_instance_types.iter().any(|f| f == *n))
+        {
             errs.push(format!("claim offers forbidden {bad}"));
         }
         for (key, allowed) in &expect.claim_values {
             let all = c.requirements_with_instance_types();
             let req = all.iter().find(|r| &r.key == key);
             match req {
-                Some(r) if r.operator == Operator::In && r.values.iter().all(|v| allowed.contains(v)) => {}
-                other => errs.push(format!("claim requirement on {key} is {other:?}, expected values within {allowed:?}")),
+                Some(r)
+                    if r.operator == Operator::In
+                        && r.values.iter().all(|v| allowed.contains(v)) => {}
+                other => errs.push(format!(
+                    "claim requirement on {key} is {other:?}, expected values within {allowed:?}"
+                )),
             }
         }
         if let Some(relaxed) = expect.min_values_relaxed
             && c.min_values_relaxed != relaxed
         {
-            errs.push(format!("claim minValues relaxed = {}, expected {relaxed}", c.min_values_relaxed));
+            errs.push(format!(
+                "claim minValues relaxed = {}, expected {relaxed}",
+                c.min_values_relaxed
+            ));
         }
     }
     let claim_of = |pod: &str| match place.get(pod) {
@@ -816,7 +840,10 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
     for (pod, it) in &expect.cheapest {
         match claim_of(pod).and_then(|c| c.instance_type_options.first()) {
             Some(o) if &*o.name == it.as_str() => {}
-            other => errs.push(format!("cheapest option for {pod} is {:?}, expected {it}", other.map(|o| &o.name))),
+            other => errs.push(format!(
+                "cheapest option for {pod} is {:?}, expected {it}",
+                other.map(|o| &o.name)
+            )),
         }
     }
     for (pod, n) in &expect.option_count {
@@ -833,7 +860,10 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
             Some(c) => {
                 for (k, q) in want {
                     if c.requests.get(k) != *q {
-                        errs.push(format!("{pod}'s claim requests {k}={}, expected {q}", c.requests.get(k)));
+                        errs.push(format!(
+                            "{pod}'s claim requests {k}={}, expected {q}",
+                            c.requests.get(k)
+                        ));
                     }
                 }
             }
@@ -877,12 +907,16 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
         let places: Vec<Option<&Place>> = group.iter().map(|p| place.get(p)).collect();
         let distinct: BTreeSet<&Option<&Place>> = places.iter().collect();
         if distinct.len() != places.len() || places.contains(&None) {
-            errs.push(format!("pods {group:?} should be on different nodes: {places:?}"));
+            errs.push(format!(
+                "pods {group:?} should be on different nodes: {places:?}"
+            ));
         }
     }
     for s in &expect.spread {
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-        let all_pods = pods.iter().chain(input.existing_nodes.iter().flat_map(|n| n.pods.iter()));
+        let all_pods = pods
+            .iter()
+            .chain(input.existing_nodes.iter().flat_map(|n| n.pods.iter()));
         for p in all_pods {
             let phase = p.status.as_ref().and_then(|st| st.phase.as_deref());
             if matches!(phase, Some("Succeeded" | "Failed")) {
@@ -913,18 +947,29 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
         let mut got: Vec<usize> = counts.values().copied().collect();
         got.sort_unstable();
         if got != s.counts {
-            errs.push(format!("spread over {} is {got:?} ({counts:?}), expected {:?}", s.key, s.counts));
+            errs.push(format!(
+                "spread over {} is {got:?} ({counts:?}), expected {:?}",
+                s.key, s.counts
+            ));
         }
     }
     if let Some(want) = &expect.pods_per_node {
-        let mut got: Vec<usize> = result.new_node_claims.iter().map(|c| c.pods.len()).collect();
+        let mut got: Vec<usize> = result
+            .new_node_claims
+            .iter()
+            .map(|c| c.pods.len())
+            .collect();
         got.sort_unstable();
         if &got != want {
             errs.push(format!("pods per new node {got:?}, expected {want:?}"));
         }
     }
     for (pool, n) in &expect.pools {
-        let got = result.new_node_claims.iter().filter(|c| &c.node_pool == pool).count();
+        let got = result
+            .new_node_claims
+            .iter()
+            .filter(|c| &c.node_pool == pool)
+            .count();
         if got != *n {
             errs.push(format!("{got} claims from nodepool {pool}, expected {n}"));
         }
@@ -957,7 +1002,10 @@ fn every_scenario_file_gets_its_expected_outcome() {
     let mut failures = Vec::new();
     let mut ran = 0;
     for f in &files {
-        let name = f.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
         if !name.contains(&filter) {
             continue;
         }
@@ -968,5 +1016,10 @@ fn every_scenario_file_gets_its_expected_outcome() {
     }
     println!("{} scenarios ran, {} failed", ran, failures.len());
     assert!(ran > 0, "no scenario files found in {}", dir.display());
-    assert!(failures.is_empty(), "{} of {ran} scenarios failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} scenarios failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
