@@ -12,7 +12,11 @@
 //! - **The plan** ([`plan`]): the solver's NodeClaims, each launched with its cheapest offering
 //!   ([`launch`]), utilisation, cost, unschedulable pods, the **lower bound**
 //!   ([`lower_bound`]) and the **fixed node group comparison** ([`nodegroup`]).
-//! - **Rendering** the plan as a table ([`render`]).
+//! - **Rendering** the plan and timeline reports as tables ([`render`]) and HTML ([`html`]).
+//! - **Timeline mode** ([`timeline`]): provisioning over virtual time (batch window, node
+//!   startup, events that scale workloads, delete pods, interrupt spot nodes and change
+//!   NodePools), with disruption passes through `karpenter_disruption::decide`; cost over time,
+//!   churn and pending-time percentiles.
 //!
 //! # What it must not do
 //!

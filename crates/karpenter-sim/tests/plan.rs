@@ -186,3 +186,24 @@ fn json_and_yaml_carry_the_same_data_with_the_documented_keys() {
         from_yaml["total_per_hour"].as_f64()
     );
 }
+
+#[test]
+fn pending_pods_go_to_existing_nodes_with_room_before_new_nodes_are_launched() {
+    let node = r#"
+apiVersion: v1
+kind: Node
+metadata:
+  name: old-node
+  labels:
+    kubernetes.io/arch: amd64
+    kubernetes.io/os: linux
+    topology.kubernetes.io/zone: us-east-1a
+status:
+  capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  allocatable: {cpu: 3900m, memory: 15Gi, pods: "110"}
+"#;
+    let plan = plan_for(&format!("{node}---{}", deployment(2, "1", "1Gi")));
+    assert_eq!(plan.pods_on_existing_nodes, 2);
+    assert!(plan.nodes.is_empty());
+    assert_eq!(plan.total_per_hour, 0.0);
+}

@@ -572,6 +572,7 @@ impl<'a> Runner<'a> {
         self.scenario.node_pools = updated.node_pools;
         self.scenario.pools = updated.pools;
         self.scenario.pool_types = updated.pool_types;
+        self.changed_at = self.now;
         self.say(format!("NodePool {name} applied"));
         Ok(())
     }
