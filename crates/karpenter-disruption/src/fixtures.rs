@@ -11,7 +11,8 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_api::labels as l;
 use karpenter_api::v1::NodePool;
-use karpenter_scheduling::fixtures::{Rng, diverse_pods, fake_instance_types};
+use karpenter_scheduling::PreferencePolicy;
+use karpenter_scheduling::fixtures::{Workload, benchmark_input};
 use karpenter_scheduling::pod::pod_requests;
 use karpenter_scheduling::{InstanceType, Quantity, ResourceList};
 
@@ -66,9 +67,15 @@ fn size_for<'a>(
 
 /// The benchmark snapshot: `nodes` nodes, `pods` diverse pods, 400 instance types.
 pub fn consolidation_cluster(nodes: usize, pods: usize, seed: u64, now: DateTime<Utc>) -> Snapshot {
-    let catalog = fake_instance_types(400);
-    let mut rng = Rng::new(seed);
-    let mut workload = diverse_pods(pods, &mut rng);
+    let input = benchmark_input(
+        Workload::Diverse,
+        pods,
+        400,
+        seed,
+        PreferencePolicy::Respect,
+    );
+    let catalog = input.default_instance_types;
+    let mut workload = input.pods;
     let mut anti = 0usize;
     for pod in &mut workload {
         if is_anti_affine(pod) {
