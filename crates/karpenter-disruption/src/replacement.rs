@@ -220,3 +220,22 @@ pub fn filter_out_same_instance_type(
         .cloned()
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use karpenter_scheduling::builders::InstanceTypeBuilder;
+
+    #[test]
+    fn the_worst_launch_price_is_the_dearest_offering_the_requirements_allow() {
+        let it = InstanceTypeBuilder::new("m")
+            .offering("a", "spot", 0.03, true)
+            .offering("a", "on-demand", 0.10, true)
+            .offering("b", "on-demand", 0.12, false)
+            .build();
+        assert_eq!(worst_launch_price(&it, &[]), Some(0.10));
+        let spot = [RequirementSpec::is_in(CAPACITY_TYPE, &["spot"])];
+        assert_eq!(worst_launch_price(&it, &spot), Some(0.03));
+        assert_eq!(cheapest_price(&it, &[]), Some(0.03));
+    }
+}

@@ -64,3 +64,38 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     }
     Vec::new()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cand(name: &str, pool: &str) -> Candidate {
+        Candidate {
+            index: 0,
+            name: name.into(),
+            node_claim: String::new(),
+            node_pool: pool.into(),
+            instance_type: String::new(),
+            capacity_type: String::new(),
+            zone: String::new(),
+            price: 0.0,
+            reschedulable: Vec::new(),
+            disruption_cost: 0.0,
+            reschedule_disruption_cost: 1.0,
+        }
+    }
+
+    #[test]
+    fn candidates_are_interleaved_round_robin_by_pool_keeping_each_pools_order() {
+        let sorted = vec![
+            cand("a1", "a"),
+            cand("a2", "a"),
+            cand("a3", "a"),
+            cand("b1", "b"),
+            cand("c1", "c"),
+            cand("b2", "b"),
+        ];
+        let names: Vec<String> = interleave(sorted).into_iter().map(|c| c.name).collect();
+        assert_eq!(names, ["a1", "b1", "c1", "a2", "b2", "a3"]);
+    }
+}
