@@ -20,10 +20,13 @@ fn req(i: &mut Interner, op: Operator, values: &[&str]) -> Requirement {
     Requirement::new(op, &syms, i)
 }
 
+/// An operator, its values, and which values it admits.
+type Case = (Operator, Vec<&'static str>, Vec<(&'static str, bool)>);
+
 #[test]
 fn each_operator_admits_exactly_its_values() {
     let (mut i, _) = interner();
-    let cases: Vec<(Operator, Vec<&str>, Vec<(&str, bool)>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             Operator::In,
             vec!["a", "b"],
