@@ -50,3 +50,4 @@ pub mod volumes;
 pub use scheduler::solve;
 pub mod builders;
 pub mod fixtures;
+pub mod v1;
