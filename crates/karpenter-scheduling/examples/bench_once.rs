@@ -1,6 +1,10 @@
-//! One benchmark solve, for profiling: `cargo run --release --example bench_once -- 5000 diverse`.
-use karpenter_scheduling::fixtures::{Workload, benchmark_input};
-use karpenter_scheduling::{PreferencePolicy, solve};
+//! One benchmark solve with a phase breakdown, for profiling:
+//! `cargo run --release -p karpenter-scheduling --example bench_once -- 20000 diverse`.
+use std::time::Instant;
+
+use karpenter_scheduling::PreferencePolicy;
+use karpenter_scheduling::fixtures::{Workload, benchmark_setup};
+use karpenter_scheduling::scheduler::Solver;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -10,31 +14,22 @@ fn main() {
         Some("ignore") => (Workload::Preference, PreferencePolicy::Ignore),
         _ => (Workload::Diverse, PreferencePolicy::Respect),
     };
-    let input = benchmark_input(workload, n, 400, 42, policy);
-    let rss = || {
-        std::fs::read_to_string("/proc/self/status")
-            .unwrap_or_default()
-            .lines()
-            .find(|l| l.starts_with("VmHWM"))
-            .unwrap_or("")
-            .to_string()
-    };
-    eprintln!("after input: {}", rss());
-    let start = std::time::Instant::now();
-    let result = solve(&input);
-    let secs = start.elapsed().as_secs_f64();
-    eprintln!("after solve: {}", rss());
+    let (input, stream) = benchmark_setup(workload, n, 400, 42, policy);
+    let pods: Vec<_> = stream.collect();
+    let t = Instant::now();
+    let mut solver = Solver::new(&input);
+    solver.add_pods(&pods);
+    let compile = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    solver.run();
+    let run = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let result = solver.result();
+    let output = t.elapsed().as_secs_f64();
     println!(
-        "pods={} scheduled={} nodes={} seconds={secs:.3} pods/s={:.0} cost={:.2} unsched={}",
-        n,
+        "pods={n} scheduled={} nodes={} compile={compile:.3}s run={run:.3}s result={output:.3}s total={:.3}s",
         result.scheduled_pods(),
         result.new_node_claims.len(),
-        n as f64 / secs,
-        result.cost_per_hour(),
-        result
-            .unschedulable
-            .first()
-            .map(|u| u.reason.clone())
-            .unwrap_or_default()
+        compile + run + output
     );
 }

@@ -17,6 +17,9 @@ use crate::topology::PodView;
 /// Topology answers reused during one scan: (group, node domains, allowed domains).
 pub type TopologyCache = Vec<(crate::topology::GroupRef, Requirement, Requirement)>;
 
+/// A remembered prefilter answer: (group, the claim's requirement on its key, allowed).
+type Verdict = (crate::topology::GroupRef, Option<Requirement>, bool);
+
 /// What adding a pod to a claim would change.
 #[derive(Debug)]
 pub struct ClaimUpdate {
@@ -500,6 +503,66 @@ impl Solver<'_> {
         }
     }
 
+    /// A necessary condition checked before [`Self::claim_can_add`] during a scan: for each of
+    /// the pod's topology groups over a key other than the hostname, the claim's requirement on
+    /// that key must leave a domain the group allows. Claims share few distinct requirements
+    /// per key (zones), so verdicts are remembered for the scan.
+    fn zone_like_ok(
+        &self,
+        pi: usize,
+        a: &Attempt,
+        claim: &Claim,
+        verdicts: &mut Vec<Verdict>,
+    ) -> bool {
+        for g in &a.groups {
+            let spec = match g {
+                crate::topology::GroupRef::Owned(i) => &self.topology.groups[*i].spec,
+                crate::topology::GroupRef::Inverse(i) => &self.topology.inverse[*i].spec,
+            };
+            let key = spec.key;
+            if key == self.keys.hostname {
+                continue;
+            }
+            let on_claim = claim.requirements.get(key);
+            let known = verdicts
+                .iter()
+                .find(|(vg, vr, _)| vg == g && vr.as_ref() == on_claim)
+                .map(|(_, _, ok)| *ok);
+            let ok = match known {
+                Some(ok) => ok,
+                None => {
+                    let pod = &self.pods[pi];
+                    let view = PodView {
+                        namespace: pod.namespace,
+                        labels: &pod.labels,
+                        tolerations: &a.tolerations,
+                    };
+                    let exists = Requirement::exists();
+                    let mut node_domains = on_claim.cloned().unwrap_or_else(Requirement::exists);
+                    if let Some(p) = a.requirements.get(key) {
+                        node_domains = node_domains.intersection(p, &self.interner);
+                    }
+                    let pod_domains = a.strict.get(key).unwrap_or(&exists);
+                    let domains = self.topology.next_domains(
+                        *g,
+                        &view,
+                        pod_domains,
+                        &node_domains,
+                        &self.interner,
+                    );
+                    let ok =
+                        !domains.is_empty() && node_domains.intersects(&domains, &self.interner);
+                    verdicts.push((*g, on_claim.cloned(), ok));
+                    ok
+                }
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Tries NodeClaims created earlier in this solve, fewest pods first.
     pub(crate) fn add_to_inflight(&mut self, pi: usize, a: &Attempt) -> bool {
         // Every claim already holds a pod this pod's hostname anti-affinity excludes.
@@ -515,9 +578,14 @@ impl Solver<'_> {
         }
         let mut found = None;
         let mut cache = TopologyCache::new();
+        let mut verdicts: Vec<Verdict> = Vec::new();
+        let prefilter = self.pods[pi].volume_alternatives.is_empty();
         for (_, &ci) in self.order.iter() {
-            if let Ok(update) = self.claim_can_add(&self.claims[ci], pi, a, false, Some(&mut cache))
-            {
+            let claim = &self.claims[ci];
+            if prefilter && !self.zone_like_ok(pi, a, claim, &mut verdicts) {
+                continue;
+            }
+            if let Ok(update) = self.claim_can_add(claim, pi, a, false, Some(&mut cache)) {
                 found = Some((ci, update));
                 break;
             }
