@@ -181,7 +181,10 @@ pub struct NodePool {
     pub limits: ResourceList,
 }
 
-/// A node (or launched NodeClaim) already in the cluster, with the pods bound to it.
+/// A node already in the cluster, with the pods bound to it. NodeClaims launched earlier but
+/// not yet registered are passed here too (labels from their single-valued requirements,
+/// allocatable from their instance type, `initialized: false`), like upstream's state nodes.
+/// `volume_limits` is carried but not yet enforced.
 #[derive(Debug, Clone, Default)]
 pub struct ExistingNode {
     pub name: String,
