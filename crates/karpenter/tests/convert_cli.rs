@@ -1,49 +1,17 @@
 //! `karpenter convert` as a user runs it.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn karpenter(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_karpenter"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("karpenter runs");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("write stdin");
-    }
-    drop(child.stdin.take());
-    child.wait_with_output().expect("karpenter finishes")
-}
-
-fn fixture(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../karpenter-api/tests/fixtures")
-        .join(rel)
-        .display()
-        .to_string()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{api_fixture, karpenter, stderr, stdout};
 
 #[test]
 fn the_seed_provisioner_converts_to_v1_that_karpenter_validate_accepts() {
     let out = karpenter(
-        &["convert", "-f", &fixture("legacy/seed002-v1alpha5.yaml")],
+        &[
+            "convert",
+            "-f",
+            &api_fixture("legacy/seed002-v1alpha5.yaml"),
+        ],
         None,
     );
     assert!(out.status.success(), "{out:?}");
@@ -60,7 +28,8 @@ fn the_seed_provisioner_converts_to_v1_that_karpenter_validate_accepts() {
 
 #[test]
 fn stdin_is_read_with_dash_f_dash() {
-    let input = std::fs::read_to_string(fixture("legacy/seed004-v1alpha5.yaml")).expect("fixture");
+    let input =
+        std::fs::read_to_string(api_fixture("legacy/seed004-v1alpha5.yaml")).expect("fixture");
     let out = karpenter(
         &["convert", "-f", "-", "--node-role", "NodeRole"],
         Some(&input),
@@ -77,7 +46,7 @@ fn json_output_is_a_list_of_v1_objects() {
             "-o",
             "json",
             "-f",
-            &fixture("legacy/seed002-v1beta1.yaml"),
+            &api_fixture("legacy/seed002-v1beta1.yaml"),
         ],
         None,
     );
@@ -96,7 +65,7 @@ fn to_v1beta1_writes_v1beta1_objects() {
             "--to",
             "v1beta1",
             "-f",
-            &fixture("legacy/seed004-v1alpha5.yaml"),
+            &api_fixture("legacy/seed004-v1alpha5.yaml"),
         ],
         None,
     );
@@ -107,7 +76,11 @@ fn to_v1beta1_writes_v1beta1_objects() {
 #[test]
 fn warnings_go_to_stderr_naming_file_object_and_field() {
     let out = karpenter(
-        &["convert", "-f", &fixture("legacy/seed002-v1alpha5.yaml")],
+        &[
+            "convert",
+            "-f",
+            &api_fixture("legacy/seed002-v1alpha5.yaml"),
+        ],
         None,
     );
     let err = stderr(&out);

@@ -1,46 +1,10 @@
 //! `karpenter iam policy|cloudformation|audit`, run as the built binary.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use common::{aws_fixture, karpenter, stderr, stdout};
 
 use serde_json::Value;
-
-fn karpenter(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_karpenter"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the karpenter binary runs");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin is piped")
-            .write_all(input.as_bytes())
-            .expect("stdin accepts the policy");
-    }
-    drop(child.stdin.take());
-    child
-        .wait_with_output()
-        .expect("the karpenter binary exits")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn fixture(name: &str) -> String {
-    format!(
-        "{}/../karpenter-aws/tests/fixtures/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
 
 const DEMO: [&str; 4] = ["--cluster-name", "karpenter-demo", "--region", "us-west-2"];
 
@@ -194,7 +158,7 @@ fn iam_audit_passes_the_generated_policy_with_exit_code_0() {
 
 #[test]
 fn iam_audit_exits_1_and_lists_the_gaps_of_an_older_policy() {
-    let seed = fixture("seed001_v0.32.json");
+    let seed = aws_fixture("seed001_v0.32.json");
     let mut args = vec!["iam", "audit", "-f", &seed];
     args.extend(DEMO);
     let out = karpenter(&args, None);

@@ -1,30 +1,10 @@
 //! `karpenter simulate` through the built binary.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-fn karpenter(args: &[&str]) -> Output {
-    match Command::new(env!("CARGO_BIN_EXE_karpenter"))
-        .args(args)
-        .current_dir(repo_root())
-        .output()
-    {
-        Ok(output) => output,
-        Err(e) => panic!("running karpenter: {e}"),
-    }
-}
+mod common;
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use common::{karpenter, repo_root, stderr, stdout};
 
 fn temp_file(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("simulate-cli-{}", std::process::id()));
@@ -40,7 +20,7 @@ fn temp_file(name: &str, text: &str) -> PathBuf {
 
 #[test]
 fn simulating_the_shop_example_prints_a_table_with_costs_and_the_lower_bound() {
-    let output = karpenter(&["simulate", "-f", "examples/shop"]);
+    let output = karpenter(&["simulate", "-f", "examples/shop"], None);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     for expected in [
@@ -59,13 +39,13 @@ fn simulating_the_shop_example_prints_a_table_with_costs_and_the_lower_bound() {
 
 #[test]
 fn json_and_yaml_output_carry_the_same_plan() {
-    let json = karpenter(&["simulate", "-f", "examples/shop", "-o", "json"]);
+    let json = karpenter(&["simulate", "-f", "examples/shop", "-o", "json"], None);
     assert!(json.status.success(), "{}", stderr(&json));
     let json: serde_json::Value = match serde_json::from_slice(&json.stdout) {
         Ok(v) => v,
         Err(e) => panic!("json: {e}"),
     };
-    let yaml = karpenter(&["simulate", "-f", "examples/shop", "-o", "yaml"]);
+    let yaml = karpenter(&["simulate", "-f", "examples/shop", "-o", "yaml"], None);
     assert!(yaml.status.success(), "{}", stderr(&yaml));
     let yaml: serde_json::Value = match serde_saphyr::from_str(&stdout(&yaml)) {
         Ok(v) => v,
@@ -88,26 +68,32 @@ fn json_and_yaml_output_carry_the_same_plan() {
 
 #[test]
 fn compare_nodegroup_adds_the_fixed_node_group_size_and_cost() {
-    let output = karpenter(&[
-        "simulate",
-        "-f",
-        "examples/shop",
-        "--compare-nodegroup",
-        "m5.xlarge",
-    ]);
+    let output = karpenter(
+        &[
+            "simulate",
+            "-f",
+            "examples/shop",
+            "--compare-nodegroup",
+            "m5.xlarge",
+        ],
+        None,
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
         stdout(&output).contains("Fixed node group of m5.xlarge:"),
         "{}",
         stdout(&output)
     );
-    let unknown = karpenter(&[
-        "simulate",
-        "-f",
-        "examples/shop",
-        "--compare-nodegroup",
-        "m5.enormous",
-    ]);
+    let unknown = karpenter(
+        &[
+            "simulate",
+            "-f",
+            "examples/shop",
+            "--compare-nodegroup",
+            "m5.enormous",
+        ],
+        None,
+    );
     assert_eq!(unknown.status.code(), Some(2));
     assert!(
         stderr(&unknown).contains("m5.enormous"),
@@ -122,7 +108,7 @@ fn an_invalid_nodepool_fails_with_file_object_and_field() {
         "bad-nodepool.yaml",
         "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: broken}\nspec:\n  template:\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n      requirements:\n        - {key: karpenter.sh/capacity-type, operator: In, values: []}\n",
     );
-    let output = karpenter(&["simulate", "-f", &path.display().to_string()]);
+    let output = karpenter(&["simulate", "-f", &path.display().to_string()], None);
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
     assert!(
@@ -135,7 +121,7 @@ fn an_invalid_nodepool_fails_with_file_object_and_field() {
 #[test]
 fn malformed_yaml_fails_with_line_and_column() {
     let path = temp_file("malformed.yaml", "kind: Pod\nmetadata: {name: [x\n");
-    let output = karpenter(&["simulate", "-f", &path.display().to_string()]);
+    let output = karpenter(&["simulate", "-f", &path.display().to_string()], None);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("line "), "{}", stderr(&output));
 }
@@ -159,7 +145,7 @@ fn every_manifest_in_examples_passes_validate() {
     for file in &files {
         args.extend(["-f", file.as_str()]);
     }
-    let output = karpenter(&args);
+    let output = karpenter(&args, None);
     assert!(
         output.status.success(),
         "{}{}",
@@ -177,15 +163,18 @@ fn every_manifest_in_examples_passes_validate() {
 fn a_timeline_reports_cost_over_time_churn_and_pending_percentiles() {
     let html = std::env::temp_dir().join(format!("simulate-report-{}.html", std::process::id()));
     let html_arg = html.display().to_string();
-    let output = karpenter(&[
-        "simulate",
-        "-f",
-        "examples/shop",
-        "--timeline",
-        "examples/shop/timeline.yaml",
-        "--report",
-        &html_arg,
-    ]);
+    let output = karpenter(
+        &[
+            "simulate",
+            "-f",
+            "examples/shop",
+            "--timeline",
+            "examples/shop/timeline.yaml",
+            "--report",
+            &html_arg,
+        ],
+        None,
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     for expected in [

@@ -1,40 +1,8 @@
 //! `karpenter validate` and `karpenter crds` as a user runs them.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn karpenter(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_karpenter"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("karpenter runs");
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("write stdin");
-    }
-    drop(child.stdin.take());
-    child.wait_with_output().expect("karpenter finishes")
-}
-
-fn fixture(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../karpenter-api/tests/fixtures")
-        .join(rel)
-        .display()
-        .to_string()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use common::{api_fixture, karpenter, stdout};
 
 #[test]
 fn valid_manifests_exit_zero_and_say_so() {
@@ -42,9 +10,9 @@ fn valid_manifests_exit_zero_and_say_so() {
         &[
             "validate",
             "-f",
-            &fixture("valid/seed003-nodepool.yaml"),
+            &api_fixture("valid/seed003-nodepool.yaml"),
             "-f",
-            &fixture("valid/full-ec2nodeclass.yaml"),
+            &api_fixture("valid/full-ec2nodeclass.yaml"),
         ],
         None,
     );
@@ -54,7 +22,7 @@ fn valid_manifests_exit_zero_and_say_so() {
 
 #[test]
 fn the_seed_ec2nodeclass_with_role_and_instance_profile_is_rejected_naming_both_fields() {
-    let file = fixture("invalid/seed003-ec2nodeclass-role-and-instance-profile.yaml");
+    let file = api_fixture("invalid/seed003-ec2nodeclass-role-and-instance-profile.yaml");
     let out = karpenter(&["validate", "-f", &file], None);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let text = stdout(&out);
@@ -106,7 +74,7 @@ fn a_missing_file_is_an_error_naming_it() {
 
 #[test]
 fn committed_crds_match_the_generator() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../charts/karpenter/crds");
+    let dir = common::repo_root().join("charts/karpenter/crds");
     let out = karpenter(&["crds", "--check", &dir.display().to_string()], None);
     assert!(
         out.status.success(),
