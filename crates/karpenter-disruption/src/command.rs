@@ -11,6 +11,7 @@ use crate::candidate::Candidate;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Method {
     Emptiness,
+    StaticDrift,
     Drift,
     MultiNodeConsolidation,
     SingleNodeConsolidation,
@@ -20,6 +21,7 @@ impl Method {
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Emptiness => "Emptiness",
+            Method::StaticDrift => "StaticDrift",
             Method::Drift => "Drift",
             Method::MultiNodeConsolidation => "MultiNodeConsolidation",
             Method::SingleNodeConsolidation => "SingleNodeConsolidation",
@@ -30,7 +32,7 @@ impl Method {
     pub fn reason(self) -> DisruptionReason {
         match self {
             Method::Emptiness => DisruptionReason::Empty,
-            Method::Drift => DisruptionReason::Drifted,
+            Method::StaticDrift | Method::Drift => DisruptionReason::Drifted,
             Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
                 DisruptionReason::Underutilized
             }

@@ -1,5 +1,5 @@
 //! The entry point: one disruption pass over a snapshot. Methods run in upstream order
-//! (Emptiness, Drift, MultiNodeConsolidation, SingleNodeConsolidation); the first that produces
+//! (Emptiness, StaticDrift, Drift, MultiNodeConsolidation, SingleNodeConsolidation); the first that produces
 //! a command wins. Every other node gets the reasons collected on the way.
 
 use chrono::{DateTime, Utc};
@@ -7,13 +7,14 @@ use chrono::{DateTime, Utc};
 use crate::command::{Considered, Decision};
 use crate::pass::Pass;
 use crate::snapshot::Snapshot;
-use crate::{drift, emptiness, multi_node, single_node};
+use crate::{drift, emptiness, multi_node, single_node, static_drift};
 
 /// Decides what to disrupt at `now`, and why everything else stays.
 pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>) -> Decision {
     let mut pass = Pass::new(snapshot, now);
-    let methods: [fn(&mut Pass<'_>) -> Vec<crate::command::Command>; 4] = [
+    let methods: [fn(&mut Pass<'_>) -> Vec<crate::command::Command>; 5] = [
         emptiness::compute,
+        static_drift::compute,
         drift::compute,
         multi_node::compute,
         single_node::compute,

@@ -1,6 +1,6 @@
 //! Drift (reason `Drifted`, eventual): replace the node that drifted first (empty ones before
 //! the rest) whose pods all fit elsewhere or on replacements; one node per pass, any number of
-//! replacements, no price rule. Static-pool drift (`StaticDrift`, alpha) is not implemented.
+//! replacements, no price rule. Static pools are left to [`crate::static_drift`].
 
 use karpenter_api::v1::DisruptionReason;
 

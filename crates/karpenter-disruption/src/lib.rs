@@ -2,7 +2,7 @@
 //!
 //! This crate owns *deciding* what to disrupt and why: disruption budgets, candidate eligibility
 //! (node- and pod-level blocks), the eviction- and disruption-cost formulas, and the methods:
-//! emptiness, drift, multi- and single-node consolidation (with the Balanced policy), plus
+//! emptiness, static drift, drift, multi- and single-node consolidation (with the Balanced policy), plus
 //! validation of a command after its delay and the (forceful, budget-free) expiration list.
 //! Every decision carries a reason a human can read; `karpenter explain` and events are built
 //! from those reasons.
@@ -40,6 +40,7 @@ pub mod replacement;
 pub mod simulate;
 pub mod single_node;
 pub mod snapshot;
+pub mod static_drift;
 pub mod time_fmt;
 pub mod validation;
 

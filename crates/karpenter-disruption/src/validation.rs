@@ -41,7 +41,7 @@ pub fn validate(
 ) -> Result<(), Rejection> {
     let mut pass = Pass::new(snapshot, now);
     let (pool, excluded) = match command.method {
-        Method::Drift => (&pass.eventual, &pass.eventual_excluded),
+        Method::Drift | Method::StaticDrift => (&pass.eventual, &pass.eventual_excluded),
         _ => (&pass.graceful, &pass.graceful_excluded),
     };
     let mut current: Vec<Candidate> = Vec::new();
@@ -66,7 +66,7 @@ pub fn validate(
         }
     }
     match command.method {
-        Method::Drift => Ok(()),
+        Method::Drift | Method::StaticDrift => Ok(()),
         Method::Emptiness => match current.iter().find(|c| !c.is_empty()) {
             Some(c) => Err(Rejection::Churn(format!("{} is no longer empty", c.name))),
             None => Ok(()),
