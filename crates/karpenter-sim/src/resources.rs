@@ -10,7 +10,8 @@ pub const HOURS_PER_MONTH: f64 = 730.0;
 
 /// Rounds a USD amount to six decimals (prices have at most five).
 pub fn round_price(amount: f64) -> f64 {
-    (amount * 1e6).round() / 1e6
+    // `+ 0.0` turns the -0.0 of an empty float sum into 0.0, so nothing prints "$-0.00".
+    (amount * 1e6).round() / 1e6 + 0.0
 }
 
 /// CPU millicores of a resource list.

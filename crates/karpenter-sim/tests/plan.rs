@@ -143,6 +143,15 @@ fn pods_no_nodepool_can_run_are_unschedulable_with_a_reason_per_nodepool() {
         "{:?}",
         plan.unschedulable
     );
+    // Nothing to launch costs zero, not "-0" (an empty float sum is -0.0).
+    assert!(
+        plan.total_per_hour.is_sign_positive(),
+        "{}",
+        plan.total_per_hour
+    );
+    let table = karpenter_sim::render::plan_table(&plan);
+    assert!(table.contains("$0.0000/hour, $0.00/month"), "{table}");
+    assert!(!table.contains("$-"), "{table}");
 }
 
 #[test]

@@ -159,3 +159,64 @@ fn after_a_scale_down_disruption_removes_the_nodes_left_empty() {
         report.log
     );
 }
+
+const M5_LARGE_OR_XLARGE_IN_1A: &str = r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: m5}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
+        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+"#;
+
+/// The seconds of a `HH:MM:SS ...` log line.
+fn at_seconds(line: &str) -> u64 {
+    let parts: Vec<u64> = line
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .split(':')
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    match parts.as_slice() {
+        [h, m, s] => h * 3600 + m * 60 + s,
+        _ => panic!("no time in log line {line:?}"),
+    }
+}
+
+#[test]
+fn a_replaced_node_is_deleted_only_once_its_replacement_is_ready() {
+    let report = simulate(
+        &format!("{M5_LARGE_OR_XLARGE_IN_1A}---{}", deployment(3)),
+        "duration: 2h\nevents:\n  - at: 1h\n    scale: {workload: Deployment/web, replicas: 1}\n",
+    );
+    let line = |needle: &str| -> String {
+        match report.log.iter().find(|l| l.contains(needle)) {
+            Some(l) => l.clone(),
+            None => panic!("no log line with {needle:?}: {:#?}", report.log),
+        }
+    };
+    let started = line("disruption: SingleNodeConsolidation started on");
+    assert!(started.contains("launched m5.large"), "{started}");
+    let removed = line("disruption: SingleNodeConsolidation removed");
+    assert_eq!(
+        at_seconds(&removed) - at_seconds(&started),
+        karpenter_sim::timeline::NODE_STARTUP.as_secs(),
+        "{:#?}",
+        report.log
+    );
+    // While the replacement starts, the candidate and the replacement both run.
+    let both = report.samples.iter().any(|s| {
+        s.at_seconds >= at_seconds(&started) && s.at_seconds < at_seconds(&removed) && s.nodes == 2
+    });
+    assert!(both, "{:#?}", report.samples);
+    assert_eq!(report.disruptions, 1, "{:#?}", report.log);
+    assert_eq!(report.evictions, 1, "{:#?}", report.log);
+    let last = report.samples.last().map(|s| (s.nodes, s.pods_running));
+    assert_eq!(last, Some((1, 1)));
+}

@@ -4,9 +4,10 @@
 //! Simplifications, all on the side of fewer disruptions: no PodDisruptionBudgets (the loader
 //! ignores them), no expiry (`expireAfter` is not set on simulated nodes), and passes run only
 //! for a while after the cluster changes ([`QUIET_AFTER`] plus the longest `consolidateAfter`),
-//! so budget windows that open later on a quiet cluster are not noticed. Candidates are removed
-//! when their replacements are launched, not once those are ready, so the moved pods' pending
-//! time includes the replacements' startup.
+//! so budget windows that open later on a quiet cluster are not noticed. Commands execute as
+//! upstream's orchestration queue does (see `Runner::disruption_pass`): candidates tainted,
+//! replacements launched, candidates deleted once the replacements are ready; a candidate being
+//! disrupted is marked for deletion in the snapshot, so it consumes its pool's budget.
 
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ use crate::scenario::Scenario;
 pub const QUIET_AFTER: Duration = Duration::from_secs(60);
 
 /// What the report says about disruption.
-pub const NOTE: &str = "disruption runs every 10s through karpenter_disruption::decide (emptiness, drift, consolidation); PDBs and expiry are not simulated";
+pub const NOTE: &str = "disruption runs every 10s through karpenter_disruption::decide (emptiness, drift, consolidation); graceful commands are validated after 15s, candidates go once their replacements are ready; PDBs and expiry are not simulated";
 
 /// The virtual clock as a timestamp: 2026-01-01T00:00:00Z plus `at`.
 pub fn instant(at: Duration) -> DateTime<Utc> {
@@ -70,5 +71,8 @@ fn node_state(node: &SimNode, now: Duration) -> NodeState {
     state.initialized_at = ready.then(|| instant(node.ready_at));
     state.last_pod_event = Some(instant(node.last_pod_event));
     state.pods = node.pods.clone();
+    state.marked_for_deletion = node.disrupting;
+    state.queued = node.awaiting_validation;
+    state.nominated_until = (node.nominated_until > now).then(|| instant(node.nominated_until));
     state
 }

@@ -13,9 +13,10 @@
 //!
 //! Every [`DISRUPTION_INTERVAL`] of virtual time (while the cluster has changed recently) the
 //! runner builds a `karpenter_disruption::Snapshot` of the simulated cluster and calls
-//! `karpenter_disruption::decide`; commands are executed at once: replacements launched, the
-//! candidates removed, their pods pending again (counted as evictions) and provisioned in the
-//! next batch. The simplifications are listed in `disruption.rs`.
+//! `karpenter_disruption::decide`; commands execute as upstream's do: candidates tainted (no new
+//! pods), replacements launched, and once those are ready the candidates deleted, their pods
+//! pending again (counted as evictions) and provisioned in the next batch. The simplifications
+//! are listed in `disruption.rs`.
 
 mod disruption;
 pub mod events;

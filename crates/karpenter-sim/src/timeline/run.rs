@@ -38,6 +38,33 @@ pub struct SimNode {
     pub ready_at: Duration,
     /// Last time a pod was bound to or left the node.
     pub last_pod_event: Duration,
+    /// Chosen by a disruption command and tainted `karpenter.sh/disrupted`: no new pods land
+    /// on it, and it goes once its replacements are ready.
+    pub disrupting: bool,
+    /// Candidate of a command waiting for validation (upstream's queue holds it: other
+    /// commands do not take it).
+    pub awaiting_validation: bool,
+    /// Pods were just placed here: nominated, so disruption leaves it alone until then.
+    pub nominated_until: Duration,
+}
+
+/// How long a graceful command waits before it is validated against the cluster again
+/// (upstream `commandValidationDelay`).
+pub const VALIDATION_DELAY: Duration = Duration::from_secs(15);
+
+/// How long a node stays nominated after pods are placed on it (upstream: the larger of two
+/// batch max durations and 10 s).
+pub const NOMINATION_WINDOW: Duration = Duration::from_secs(20);
+
+/// A disruption command in progress (upstream's orchestration queue): candidates tainted,
+/// replacements launched; the candidates are deleted once every replacement is ready.
+#[derive(Debug, Clone)]
+struct Orchestration {
+    method: &'static str,
+    explanation: String,
+    candidates: BTreeSet<String>,
+    replacements: Vec<String>,
+    ready_at: Duration,
 }
 
 /// The cluster at one moment.
@@ -136,6 +163,9 @@ pub struct Runner<'a> {
     samples: Vec<Sample>,
     log: Vec<String>,
     notes: Vec<String>,
+    orchestrations: Vec<Orchestration>,
+    /// Graceful commands waiting for validation, with the time it is due.
+    validations: Vec<(Duration, karpenter_disruption::Command)>,
 }
 
 /// Runs a timeline over the manifests.
@@ -155,7 +185,13 @@ pub fn run(
         let next_event = events.peek().map(|e| e.at);
         let batch_close = batch.map(|(opened, idle)| idle.min(opened + BATCH_MAX));
         let tick = runner.next_tick();
-        let next = match [next_event, batch_close, tick].into_iter().flatten().min() {
+        let handover = runner.next_handover();
+        let validation = runner.next_validation();
+        let next = match [next_event, batch_close, tick, handover, validation]
+            .into_iter()
+            .flatten()
+            .min()
+        {
             Some(next) => next,
             None => break,
         };
@@ -177,6 +213,12 @@ pub fn run(
         if batch_close == Some(next) {
             batch = None;
             runner.provision();
+        }
+        if handover == Some(next) && runner.finish_orchestrations() && batch.is_none() {
+            batch = Some((next, next + BATCH_IDLE));
+        }
+        if validation == Some(next) && runner.validate_commands() && batch.is_none() {
+            batch = Some((next, next + BATCH_IDLE));
         }
         if tick == Some(next) && runner.disruption_pass() && batch.is_none() {
             batch = Some((next, next + BATCH_IDLE));
@@ -250,6 +292,9 @@ impl<'a> Runner<'a> {
                 launched_at: Duration::ZERO,
                 ready_at: Duration::ZERO,
                 last_pod_event: Duration::ZERO,
+                disrupting: false,
+                awaiting_validation: false,
+                nominated_until: Duration::ZERO,
             })
             .collect();
         let mut notes = scenario.notes.clone();
@@ -264,6 +309,8 @@ impl<'a> Runner<'a> {
             replicas,
             next_node: 0,
             next_disruption: DISRUPTION_INTERVAL,
+            orchestrations: Vec::new(),
+            validations: Vec::new(),
             changed_at: Duration::ZERO,
             disruptions: 0,
             cost: 0.0,
@@ -278,7 +325,7 @@ impl<'a> Runner<'a> {
     }
 
     fn cost_per_hour(&self) -> f64 {
-        self.nodes.iter().map(|n| n.price_per_hour).sum()
+        self.nodes.iter().fold(0.0, |sum, n| sum + n.price_per_hour)
     }
 
     /// Moves the clock to `to`, accruing cost and running the disruption hook every
@@ -319,63 +366,209 @@ impl<'a> Runner<'a> {
     }
 
     /// One disruption pass ([`super::disruption`]); true when pods became pending.
+    ///
+    /// Commands execute as upstream's disruption queue does. Graceful ones (emptiness,
+    /// consolidation) wait [`VALIDATION_DELAY`] and are validated again
+    /// ([`Self::validate_commands`]); drift starts at once. Starting a command taints its
+    /// candidates (no pod lands on them any more) and launches the replacements; the
+    /// candidates are deleted, their pods evicted and pending again, once every replacement is
+    /// ready ([`Self::finish_orchestrations`]). A delete without replacements happens at once.
     pub fn disruption_pass(&mut self) -> bool {
-        let snapshot = super::disruption::snapshot(
-            &self.scenario,
-            &self.nodes,
-            self.pending.iter().map(|p| p.pod.clone()).collect(),
-            self.now,
-        );
+        let snapshot = self.disruption_snapshot();
         let decision =
             karpenter_disruption::decide(&snapshot, super::disruption::instant(self.now));
         let mut evicted = false;
         for command in decision.commands {
-            let names: BTreeSet<String> =
-                command.candidates.iter().map(|c| c.node.clone()).collect();
-            let mut moved = 0;
-            let now = self.now;
-            let mut removed = Vec::new();
-            self.nodes.retain(|n| {
-                if names.contains(&n.name) {
-                    removed.push(n.clone());
-                    false
-                } else {
-                    true
-                }
-            });
-            for node in removed {
-                moved += node.pods.len();
-                self.pending.extend(
-                    node.pods
-                        .into_iter()
-                        .map(|pod| PendingPod { pod, since: now }),
-                );
+            if matches!(
+                command.method,
+                karpenter_disruption::Method::Drift | karpenter_disruption::Method::StaticDrift
+            ) {
+                evicted |= self.start(command);
+                continue;
             }
-            let mut launched = Vec::new();
-            for claim in &command.replacements {
-                if let Some(text) = self.launch(claim, Vec::new()) {
-                    launched.push(text);
+            for node in self.nodes.iter_mut() {
+                if command.candidates.iter().any(|c| c.node == node.name) {
+                    node.awaiting_validation = true;
                 }
             }
-            self.disruptions += names.len();
-            self.evictions += moved;
-            evicted |= moved > 0;
-            self.changed_at = now;
-            let message = format!(
-                "disruption: {} removed {}{}; {moved} pod(s) rescheduled ({})",
-                command.method.as_str(),
-                names.into_iter().collect::<Vec<_>>().join(", "),
-                if launched.is_empty() {
-                    String::new()
-                } else {
-                    format!(", launched {}", launched.join(", "))
-                },
-                command.explanation
-            );
-            self.say(message);
-            self.sample();
+            self.validations
+                .push((self.now + VALIDATION_DELAY, command));
         }
         evicted
+    }
+
+    fn disruption_snapshot(&self) -> karpenter_disruption::Snapshot {
+        super::disruption::snapshot(
+            &self.scenario,
+            &self.nodes,
+            self.pending.iter().map(|p| p.pod.clone()).collect(),
+            self.now,
+        )
+    }
+
+    /// When the next command waiting for validation is due.
+    fn next_validation(&self) -> Option<Duration> {
+        self.validations.iter().map(|(at, _)| *at).min()
+    }
+
+    /// Validates the commands that are due against the cluster as it is now, and starts the
+    /// ones that still hold; true when pods became pending.
+    pub fn validate_commands(&mut self) -> bool {
+        let now = self.now;
+        let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.validations)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.validations = waiting;
+        let mut evicted = false;
+        for (_, command) in due {
+            for node in self.nodes.iter_mut() {
+                if command.candidates.iter().any(|c| c.node == node.name) {
+                    node.awaiting_validation = false;
+                }
+            }
+            let snapshot = self.disruption_snapshot();
+            match karpenter_disruption::validate(
+                &command,
+                &snapshot,
+                super::disruption::instant(now),
+            ) {
+                Ok(()) => evicted |= self.start(command),
+                Err(rejection) => {
+                    let names: Vec<&str> =
+                        command.candidates.iter().map(|c| c.node.as_str()).collect();
+                    self.say(format!(
+                        "disruption: {} on {} dropped at validation: {rejection}",
+                        command.method.as_str(),
+                        names.join(", ")
+                    ));
+                }
+            }
+        }
+        evicted
+    }
+
+    /// Starts a command: taints the candidates and launches the replacements; a plain delete
+    /// completes at once. True when pods became pending.
+    fn start(&mut self, command: karpenter_disruption::Command) -> bool {
+        let candidates: BTreeSet<String> =
+            command.candidates.iter().map(|c| c.node.clone()).collect();
+        for node in self.nodes.iter_mut() {
+            if candidates.contains(&node.name) {
+                node.disrupting = true;
+            }
+        }
+        let mut launched = Vec::new();
+        let mut replacements = Vec::new();
+        for claim in &command.replacements {
+            if let Some(text) = self.launch(claim, Vec::new()) {
+                launched.push(text);
+                if let Some(node) = self.nodes.last() {
+                    replacements.push(node.name.clone());
+                }
+            }
+        }
+        self.changed_at = self.now;
+        let orchestration = Orchestration {
+            method: command.method.as_str(),
+            explanation: command.explanation,
+            candidates,
+            replacements,
+            ready_at: self.now + NODE_STARTUP,
+        };
+        if command.replacements.is_empty() {
+            return self.delete_candidates(&orchestration);
+        }
+        self.say(format!(
+            "disruption: {} started on {}: launched {}; candidates tainted until the replacements are ready ({})",
+            orchestration.method,
+            orchestration.candidates.iter().cloned().collect::<Vec<_>>().join(", "),
+            launched.join(", "),
+            orchestration.explanation
+        ));
+        self.sample();
+        self.orchestrations.push(orchestration);
+        false
+    }
+
+    /// When the next command in progress can hand over to its replacements.
+    fn next_handover(&self) -> Option<Duration> {
+        self.orchestrations.iter().map(|o| o.ready_at).min()
+    }
+
+    /// Completes the commands whose replacements are ready; true when pods became pending.
+    /// A command whose replacement went away meanwhile (a spot interruption) is abandoned and
+    /// its candidates untainted, as upstream does when a replacement fails to initialize.
+    pub fn finish_orchestrations(&mut self) -> bool {
+        let now = self.now;
+        let (due, waiting): (Vec<Orchestration>, Vec<Orchestration>) =
+            std::mem::take(&mut self.orchestrations)
+                .into_iter()
+                .partition(|o| o.ready_at <= now);
+        self.orchestrations = waiting;
+        let mut evicted = false;
+        for orchestration in due {
+            let lost: Vec<&String> = orchestration
+                .replacements
+                .iter()
+                .filter(|r| !self.nodes.iter().any(|n| &n.name == *r))
+                .collect();
+            if lost.is_empty() {
+                evicted |= self.delete_candidates(&orchestration);
+                continue;
+            }
+            let lost = lost.into_iter().cloned().collect::<Vec<_>>().join(", ");
+            for node in self.nodes.iter_mut() {
+                if orchestration.candidates.contains(&node.name) {
+                    node.disrupting = false;
+                }
+            }
+            self.changed_at = now;
+            self.say(format!(
+                "disruption: {} on {} abandoned: replacement {lost} is gone",
+                orchestration.method,
+                orchestration
+                    .candidates
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ));
+        }
+        evicted
+    }
+
+    /// Deletes a command's candidates: their pods are evicted and pending again.
+    fn delete_candidates(&mut self, orchestration: &Orchestration) -> bool {
+        let now = self.now;
+        let mut removed = Vec::new();
+        self.nodes.retain(|n| {
+            if orchestration.candidates.contains(&n.name) {
+                removed.push(n.clone());
+                false
+            } else {
+                true
+            }
+        });
+        let mut moved = 0;
+        for node in &removed {
+            moved += node.pods.len();
+            self.pending.extend(node.pods.iter().map(|pod| PendingPod {
+                pod: pod.clone(),
+                since: now,
+            }));
+        }
+        self.disruptions += removed.len();
+        self.evictions += moved;
+        self.changed_at = now;
+        let names: Vec<&str> = removed.iter().map(|n| n.name.as_str()).collect();
+        self.say(format!(
+            "disruption: {} removed {}; {moved} pod(s) rescheduled ({})",
+            orchestration.method,
+            names.join(", "),
+            orchestration.explanation
+        ));
+        self.sample();
+        moved > 0
     }
 
     fn say(&mut self, message: String) {
@@ -588,7 +781,7 @@ impl<'a> Runner<'a> {
                 allocatable: n.allocatable.clone(),
                 pods: n.pods.clone(),
                 initialized: n.ready_at <= self.now,
-                deleting: false,
+                deleting: n.disrupting,
                 volume_limits: BTreeMap::new(),
             })
             .collect()
@@ -639,6 +832,9 @@ impl<'a> Runner<'a> {
             launched_at: now,
             ready_at: now + NODE_STARTUP,
             last_pod_event: now,
+            disrupting: false,
+            awaiting_validation: false,
+            nominated_until: Duration::ZERO,
         });
         self.launches += 1;
         Some(text)
@@ -664,6 +860,7 @@ impl<'a> Runner<'a> {
             if let Some(node) = self.nodes.iter_mut().find(|n| n.name == placement.node) {
                 let running = node.ready_at.max(now);
                 node.last_pod_event = now;
+                node.nominated_until = now + NOMINATION_WINDOW;
                 self.pending_times
                     .push((running - pending.since).as_secs_f64());
                 node.pods.push(pending.pod);
