@@ -189,3 +189,37 @@ fn a_timeline_reports_cost_over_time_churn_and_pending_percentiles() {
     let page = std::fs::read_to_string(&html).unwrap_or_default();
     assert!(page.contains("<svg"), "report written");
 }
+
+#[test]
+fn fail_on_unschedulable_exits_1_only_when_a_pod_cannot_be_placed() {
+    let path = temp_file(
+        "huge.yaml",
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: huge}
+spec:
+  containers: [{name: c, image: x, resources: {requests: {cpu: "4000"}}}]
+"#,
+    );
+    let path = path.display().to_string();
+    let plain = karpenter(&["simulate", "-f", &path], None);
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    assert!(
+        stdout(&plain).contains("default/huge"),
+        "{}",
+        stdout(&plain)
+    );
+    let strict = karpenter(&["simulate", "-f", &path, "--fail-on-unschedulable"], None);
+    assert_eq!(strict.status.code(), Some(1), "{}", stderr(&strict));
+    assert!(
+        stderr(&strict).contains("1 pod(s) cannot be scheduled"),
+        "{}",
+        stderr(&strict)
+    );
+    let shop = karpenter(
+        &["simulate", "-f", "examples/shop", "--fail-on-unschedulable"],
+        None,
+    );
+    assert_eq!(shop.status.code(), Some(0), "{}", stderr(&shop));
+}

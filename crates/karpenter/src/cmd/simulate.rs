@@ -58,6 +58,9 @@ pub struct Args {
     /// over time) to this file.
     #[arg(long, value_name = "FILE", requires = "timeline")]
     report: Option<PathBuf>,
+    /// Exit 1 when some pod cannot be scheduled (for CI checks of manifests and NodePools).
+    #[arg(long, conflicts_with = "timeline")]
+    fail_on_unschedulable: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -97,6 +100,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Output::Table => print!("{}", karpenter_sim::render::plan_table(&plan)),
         Output::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
         Output::Yaml => print!("{}", karpenter_api::yaml::to_yaml(&plan)?),
+    }
+    if args.fail_on_unschedulable && !plan.unschedulable.is_empty() {
+        eprintln!(
+            "{} pod(s) cannot be scheduled (--fail-on-unschedulable)",
+            plan.unschedulable.len()
+        );
+        return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
 }
