@@ -394,7 +394,7 @@ impl Solver<'_> {
     }
 
     /// `Ok` when every minValues holds over `its`, else the achievable count per failing key.
-    fn check_min_values(
+    pub(crate) fn check_min_values(
         &self,
         pool: usize,
         its: &Bitset,

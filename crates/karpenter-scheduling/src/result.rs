@@ -4,11 +4,14 @@
 
 use std::collections::BTreeMap;
 
+use crate::bitset::Bitset;
 use crate::dims;
+use crate::input::MinValuesPolicy;
 use crate::output::{
     ExistingPlacement, InstanceTypeOption, NewNodeClaim, SolveResult, Unschedulable,
 };
 use crate::scheduler::{Solver, format_reasons};
+use crate::state::Reasons;
 
 /// Per (pool, compatible offering signatures): instance types and prices, cheapest first.
 type PriceOrder = (usize, Vec<bool>, Vec<(usize, f64)>);
@@ -17,6 +20,8 @@ impl Solver<'_> {
     /// The decisions of the solve.
     pub fn result(&self) -> SolveResult {
         let mut result = SolveResult::default();
+        // Pods of claims dropped because truncation broke their minValues.
+        let mut truncated: Vec<(usize, Reasons)> = Vec::new();
         // Per (pool, compatible offering signatures): instance types with their cheapest price,
         // cheapest first. Claims then only filter this list by their own viable set.
         let mut orders: Vec<PriceOrder> = Vec::new();
@@ -40,13 +45,42 @@ impl Solver<'_> {
                     orders.len() - 1
                 }
             };
-            let options: Vec<(usize, f64)> = orders[order_index]
+            let viable = orders[order_index]
                 .2
                 .iter()
-                .filter(|(i, _)| claim.its.contains(*i))
+                .filter(|(i, _)| claim.its.contains(*i));
+            let options: Vec<(usize, f64)> = viable
+                .clone()
                 .take(self.input.options.max_instance_types)
                 .copied()
                 .collect();
+            // Upstream `TruncateInstanceTypes`: under the Strict policy, the options kept must
+            // still meet every minValues; if not, the claim is dropped and its pods fail.
+            if self.min_values_policy == MinValuesPolicy::Strict
+                && claim.requirements.has_min_values()
+                && viable.count() > options.len()
+            {
+                let mut kept = Bitset::empty(catalog.len());
+                for (i, _) in &options {
+                    kept.insert(*i);
+                }
+                if let Err(short) = self.check_min_values(claim.pool, &kept, &claim.requirements) {
+                    let keys = short
+                        .iter()
+                        .map(|(k, n)| format!("{} (only {n})", self.interner.resolve(*k)))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let why = format!(
+                        "minValues requirement is not met for {keys} after truncating to the {} cheapest instance types",
+                        self.input.options.max_instance_types
+                    );
+                    let key = format!("nodepool {}", pool.spec.name);
+                    for p in &claim.pods {
+                        truncated.push((*p, BTreeMap::from([(key.clone(), why.clone())])));
+                    }
+                    continue;
+                }
+            }
             let mut capacity_types = Vec::new();
             for (i, _) in &options {
                 capacity_types.extend(catalog.capacity_types_in(*i, &mask));
@@ -136,7 +170,7 @@ impl Solver<'_> {
                 reasons: vec![("validation".into(), reason.clone())],
             });
         }
-        for (pi, reasons) in &self.failures {
+        for (pi, reasons) in self.failures.iter().chain(truncated.iter()) {
             result.unschedulable.push(Unschedulable {
                 pod: self.pods[*pi].pod_ref.clone(),
                 reason: format_reasons(reasons),
