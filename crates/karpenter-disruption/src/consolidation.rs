@@ -70,7 +70,7 @@ pub fn compute(
 ) -> Result<Command, String> {
     let snapshot = pass.snapshot;
     let multi = method == Method::MultiNodeConsolidation;
-    let (outcome, _) = pass.sim.simulate(snapshot, candidates);
+    let (outcome, _) = pass.sim.simulate(snapshot, candidates, true);
     let total: f64 = candidates.iter().map(|c| c.price).sum();
     let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
     let mut replacements = match outcome {

@@ -43,7 +43,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             );
             continue;
         }
-        let (outcome, _) = pass.sim.simulate(snapshot, &[&c]);
+        let (outcome, _) = pass.sim.simulate(snapshot, &[&c], false);
         let replacements = match outcome {
             Outcome::Unschedulable(why) => {
                 pass.note(c.index, format!("{prefix} but {why}"));

@@ -34,7 +34,7 @@ impl<'a> Pass<'a> {
             graceful_excluded,
             eventual,
             eventual_excluded,
-            sim: Simulator::new(snapshot),
+            sim: Simulator::new(snapshot, now),
             notes: BTreeMap::new(),
         }
     }

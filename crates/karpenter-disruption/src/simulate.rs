@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_scheduling::{ExistingNode, NewNodeClaim, SolveInput, SolveResult};
 
@@ -55,7 +56,25 @@ fn as_pending(pod: &Pod) -> Pod {
     p
 }
 
-fn existing(node: &NodeState) -> ExistingNode {
+/// Upstream `IsUnderConsolidateAfter`: the node's NodePool has a non-zero `consolidateAfter`
+/// and the node had a pod event (or, without one, was initialized) less than that long ago.
+fn under_consolidate_after(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> bool {
+    let Some(pool) = node.node_pool().and_then(|p| snapshot.node_pool(p)) else {
+        return false;
+    };
+    let Some(after) = pool::consolidate_after(pool).filter(|d| !d.is_zero()) else {
+        return false;
+    };
+    if !node.initialized {
+        return false;
+    }
+    let Some(since) = node.last_pod_event.or(node.initialized_at) else {
+        return false;
+    };
+    chrono::Duration::from_std(after).is_ok_and(|after| now - since < after)
+}
+
+fn existing(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> ExistingNode {
     ExistingNode {
         name: node.name.clone(),
         labels: node.labels.clone(),
@@ -71,11 +90,12 @@ fn existing(node: &NodeState) -> ExistingNode {
         initialized: node.initialized,
         deleting: node.deleting || node.marked_for_deletion,
         volume_limits: BTreeMap::new(),
+        refuses_relocated_pods: under_consolidate_after(snapshot, node, now),
     }
 }
 
 impl Simulator {
-    pub fn new(snapshot: &Snapshot) -> Self {
+    pub fn new(snapshot: &Snapshot, now: DateTime<Utc>) -> Self {
         let mut base_pods: Vec<Pod> = snapshot.pending_pods.iter().map(as_pending).collect();
         for node in snapshot
             .nodes
@@ -97,7 +117,11 @@ impl Simulator {
                 .collect(),
             instance_types: snapshot.instance_types.clone(),
             default_instance_types: Vec::new(),
-            existing_nodes: snapshot.nodes.iter().map(existing).collect(),
+            existing_nodes: snapshot
+                .nodes
+                .iter()
+                .map(|n| existing(snapshot, n, now))
+                .collect(),
             daemonsets: snapshot.daemonsets.clone(),
             pods: Vec::new(),
             options: snapshot.solve_options.clone(),
@@ -115,11 +139,14 @@ impl Simulator {
         }
     }
 
-    /// Simulates removing `candidates` (all from `snapshot`, which built this simulator).
+    /// Simulates removing `candidates` (all from `snapshot`, which built this simulator). In a
+    /// `consolidation` simulation (upstream `IsConsolidationSimulation`) the candidates' pods may
+    /// not move onto nodes still within their NodePool's `consolidateAfter`; drift's may.
     pub fn simulate(
         &mut self,
         snapshot: &Snapshot,
         candidates: &[&Candidate],
+        consolidation: bool,
     ) -> (Outcome, SolveResult) {
         let mut indexes: Vec<usize> = candidates.iter().map(|c| c.index).collect();
         indexes.sort_unstable();
@@ -145,9 +172,13 @@ impl Simulator {
         let mut pods = self.base_pods.clone();
         pods.extend(moving);
         self.input.pods = pods;
+        if consolidation {
+            self.input.relocating = watched.clone();
+        }
         let result = karpenter_scheduling::solve(&self.input);
         self.runs += 1;
         self.input.pods = Vec::new();
+        self.input.relocating.clear();
         for (i, node) in removed.into_iter().rev() {
             self.input.existing_nodes.insert(i, node);
         }

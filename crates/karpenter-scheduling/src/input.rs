@@ -201,6 +201,10 @@ pub struct ExistingNode {
     pub deleting: bool,
     /// Volume attach limits per CSI driver (driver -> max volumes), from CSINode.
     pub volume_limits: BTreeMap<String, u32>,
+    /// In a consolidation simulation: the node is still within its NodePool's
+    /// `consolidateAfter`, so pods moved off candidates ([`SolveInput::relocating`]) may not
+    /// land here; pending pods may (upstream `IsUnderConsolidateAfter`).
+    pub refuses_relocated_pods: bool,
 }
 
 /// Preference handling (`--preference-policy`).
@@ -259,6 +263,9 @@ pub struct SolveInput {
     pub storage_classes: Vec<StorageClass>,
     /// Namespaces with their labels, for pod-affinity `namespaceSelector`.
     pub namespaces: Vec<Namespace>,
+    /// UIDs (or `namespace/name` when a pod has none) of pods that a consolidation simulation
+    /// moves off its candidates; they avoid nodes with `refuses_relocated_pods`.
+    pub relocating: std::collections::BTreeSet<String>,
     pub options: SolveOptions,
 }
 

@@ -126,6 +126,7 @@ impl Solver<'_> {
         let mut chosen = None;
         for (ni, node) in self.existing.iter().enumerate() {
             if node.deleting
+                || (pod.relocating && node.refuses_relocated_pods)
                 || !dims::fits(&pod.requests, &node.remaining)
                 || crate::taints::first_untolerated(&node.taints, &a.tolerations).is_some()
                 || hostports::conflict(&node.host_ports, &pod.host_ports).is_some()

@@ -65,6 +65,8 @@ pub struct PodInfo {
     /// Requirement alternatives from volume topology (empty: none).
     pub volume_alternatives: Vec<Requirements>,
     pub owned_by_daemonset: bool,
+    /// Moved off a consolidation candidate ([`crate::SolveInput::relocating`]).
+    pub relocating: bool,
 }
 
 /// The pod cannot be scheduled as written.
@@ -304,6 +306,7 @@ impl Compiler<'_> {
             claims: Vec::new(),
             volume_alternatives: Vec::new(),
             owned_by_daemonset,
+            relocating: false,
         };
         let Some(spec) = pod.spec.as_ref() else {
             return Ok(info);

@@ -289,6 +289,7 @@ impl<'a> Solver<'a> {
                 host_ports,
                 initialized: node.initialized,
                 deleting: node.deleting,
+                refuses_relocated_pods: node.refuses_relocated_pods,
             });
             existing_pods.push(metas);
         }
@@ -361,6 +362,8 @@ impl<'a> Solver<'a> {
             let index = self.pods.len();
             match compiler.compile(index, pod, policy) {
                 Ok(mut info) => {
+                    info.relocating = !self.input.relocating.is_empty()
+                        && self.input.relocating.contains(&info.pod_ref.uid);
                     if !info.claims.is_empty() {
                         match self.volumes.alternatives(
                             &info.pod_ref.namespace,

@@ -48,6 +48,7 @@ pub struct ExistingState {
     pub host_ports: Vec<HostPort>,
     pub initialized: bool,
     pub deleting: bool,
+    pub refuses_relocated_pods: bool,
 }
 
 /// A NodeClaim being filled during this solve.

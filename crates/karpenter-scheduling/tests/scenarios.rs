@@ -643,6 +643,7 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
             initialized: n.initialized,
             deleting: n.deleting,
             volume_limits: BTreeMap::new(),
+            refuses_relocated_pods: false,
         })
         .collect();
     let daemonsets = s
@@ -697,6 +698,7 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
             })
             .collect(),
         options: SolveOptions::default(),
+        relocating: Default::default(),
     };
     if let Some(p) = s.options.preference_policy {
         input.options.preference_policy = p;

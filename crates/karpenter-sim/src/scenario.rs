@@ -157,6 +157,7 @@ impl Scenario {
             storage_classes: self.storage_classes.clone(),
             namespaces: self.namespaces.clone(),
             options: Default::default(),
+            relocating: Default::default(),
         };
         karpenter_scheduling::solve(&input)
     }
@@ -197,5 +198,6 @@ fn existing_node(node: &Node, pods: Vec<Pod>) -> ExistingNode {
         initialized: true,
         deleting: false,
         volume_limits: BTreeMap::new(),
+        refuses_relocated_pods: false,
     }
 }

@@ -783,6 +783,7 @@ impl<'a> Runner<'a> {
                 initialized: n.ready_at <= self.now,
                 deleting: n.disrupting,
                 volume_limits: BTreeMap::new(),
+                refuses_relocated_pods: false,
             })
             .collect()
     }
