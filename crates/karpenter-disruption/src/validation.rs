@@ -1,8 +1,15 @@
-//! Re-checking a command after the validation delay (upstream `validation.go`, 15 s): every
-//! candidate must still be a candidate (not nominated, no new do-not-disrupt or PDB block, not
-//! deleted), the budget must still allow all of them, empty nodes must still be empty, and a
-//! re-simulation must reproduce the decision: a delete still needs no new node; a replacement
-//! is still exactly one node whose options include all of the command's options.
+//! Re-checking a command after the validation delay (upstream `validation.go`, 15 s).
+//!
+//! Emptiness keeps its survivors (upstream `EmptinessValidator`): candidates that are no longer
+//! candidates or no longer empty, are nominated, or no longer fit the budget are dropped, and
+//! the command goes on with the rest; it is rejected only when none is left.
+//!
+//! Consolidation is all or nothing: every candidate must still be a candidate (not nominated,
+//! no new do-not-disrupt or PDB block, not deleted), the budget must still allow all of them,
+//! and a re-simulation must reproduce the decision: a delete still needs no new node; a
+//! replacement is still exactly one node whose options include all of the command's options.
+//! Drift commands are not delayed; they pass when their candidates are still candidates and
+//! within budget.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,7 +18,7 @@ use thiserror::Error;
 
 use crate::budget_map::BudgetMap;
 use crate::candidate::Candidate;
-use crate::command::{Command, Method};
+use crate::command::{Command, CommandCandidate, Method};
 use crate::consolidation;
 use crate::pass::Pass;
 use crate::snapshot::Snapshot;
@@ -33,12 +40,16 @@ pub enum Rejection {
     Scheduling(String),
 }
 
-/// Re-checks `command` against a newer snapshot at `now`.
+/// Re-checks `command` against a newer snapshot at `now`; returns the command to execute (for
+/// emptiness, with only the candidates that survived).
 pub fn validate(
     command: &Command,
     snapshot: &Snapshot,
     now: DateTime<Utc>,
-) -> Result<(), Rejection> {
+) -> Result<Command, Rejection> {
+    if command.method == Method::Emptiness {
+        return validate_emptiness(command, snapshot, now);
+    }
     let mut pass = Pass::new(snapshot, now);
     let (pool, excluded) = match command.method {
         Method::Drift | Method::StaticDrift => (&pass.eventual, &pass.eventual_excluded),
@@ -66,17 +77,13 @@ pub fn validate(
         }
     }
     match command.method {
-        Method::Drift | Method::StaticDrift => Ok(()),
-        Method::Emptiness => match current.iter().find(|c| !c.is_empty()) {
-            Some(c) => Err(Rejection::Churn(format!("{} is no longer empty", c.name))),
-            None => Ok(()),
-        },
+        Method::Drift | Method::StaticDrift | Method::Emptiness => Ok(command.clone()),
         Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
             let refs: Vec<&Candidate> = current.iter().collect();
             let again = consolidation::compute(&mut pass, &refs, command.method)
                 .map_err(Rejection::Scheduling)?;
             match (command.replacements.first(), again.replacements.first()) {
-                (None, None) => Ok(()),
+                (None, None) => Ok(command.clone()),
                 (None, Some(_)) => Err(Rejection::Scheduling(
                     "a delete now needs a replacement".to_owned(),
                 )),
@@ -96,7 +103,7 @@ pub fn validate(
                         .filter(|n| !now_opts.contains(n))
                         .collect();
                     if missing.is_empty() {
-                        Ok(())
+                        Ok(command.clone())
                     } else {
                         Err(Rejection::Scheduling(format!(
                             "replacement options changed: {} no longer viable",
@@ -107,6 +114,66 @@ pub fn validate(
             }
         }
     }
+}
+
+/// Emptiness validation: drop what no longer holds, keep the rest.
+fn validate_emptiness(
+    command: &Command,
+    snapshot: &Snapshot,
+    now: DateTime<Utc>,
+) -> Result<Command, Rejection> {
+    let pass = Pass::new(snapshot, now);
+    let mut dropped: Vec<String> = Vec::new();
+    let mut still: Vec<(&CommandCandidate, &Candidate)> = Vec::new();
+    for cc in &command.candidates {
+        match pass.graceful.iter().find(|c| c.name == cc.node) {
+            Some(c) if c.is_empty() => still.push((cc, c)),
+            Some(c) => dropped.push(format!("{} is no longer empty", c.name)),
+            None => {
+                let why = snapshot
+                    .nodes
+                    .iter()
+                    .position(|n| n.name == cc.node)
+                    .and_then(|i| pass.graceful_excluded.iter().find(|e| e.index == i))
+                    .map_or("node is gone".to_owned(), |e| e.reason.clone());
+                dropped.push(format!("{}: {why}", cc.node));
+            }
+        }
+    }
+    if still.is_empty() {
+        return Err(Rejection::Churn(format!(
+            "{} candidate(s) are no longer valid ({})",
+            command.candidates.len(),
+            dropped.join("; ")
+        )));
+    }
+    let mut budgets = BudgetMap::build(snapshot, command.reason, now);
+    let mut over_budget = Vec::new();
+    let mut kept: Vec<CommandCandidate> = Vec::new();
+    for (cc, c) in still {
+        if budgets.take(&c.node_pool) {
+            kept.push(cc.clone());
+        } else {
+            over_budget.push(budgets.why_not(&c.node_pool));
+        }
+    }
+    if kept.is_empty() {
+        return Err(Rejection::Budget(over_budget.join("; ")));
+    }
+    let mut validated = command.clone();
+    if kept.len() < command.candidates.len() {
+        validated.savings_per_hour = kept.iter().map(|c| c.price).sum::<f64>() + 0.0;
+        let names: Vec<&str> = kept.iter().map(|c| c.node.as_str()).collect();
+        dropped.extend(over_budget);
+        validated.explanation = format!(
+            "{} empty node(s) still deleted after validation ({}); dropped: {}",
+            kept.len(),
+            names.join(", "),
+            dropped.join("; ")
+        );
+    }
+    validated.candidates = kept;
+    Ok(validated)
 }
 
 /// Per-pool candidate counts of a command (what it consumes from budgets).

@@ -274,6 +274,9 @@ struct ValidateSpec {
     changes: Vec<Change>,
     /// `ok`, or a substring of the rejection.
     expect: String,
+    /// With `ok`: the candidates the validated command still holds (emptiness keeps survivors).
+    #[serde(default)]
+    survivors: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -772,9 +775,24 @@ fn run(path: &Path) -> Result<Vec<String>, String> {
         let newer = snapshot(&sc)?;
         let result = karpenter_disruption::validate(cmd, &newer, later);
         match (v.expect.as_str(), result) {
-            ("ok", Ok(())) => {}
+            ("ok", Ok(validated)) => {
+                let got: Vec<String> = validated
+                    .candidate_names()
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect();
+                let want = v.survivors.clone().unwrap_or_else(|| {
+                    cmd.candidate_names()
+                        .into_iter()
+                        .map(str::to_owned)
+                        .collect()
+                });
+                if got != want {
+                    errs.push(format!("validate: survivors want {want:?}, got {got:?}"));
+                }
+            }
             ("ok", Err(r)) => errs.push(format!("validate: want ok, got {r}")),
-            (want, Ok(())) => errs.push(format!("validate: want rejection {want:?}, got ok")),
+            (want, Ok(_)) => errs.push(format!("validate: want rejection {want:?}, got ok")),
             (want, Err(r)) if r.to_string().contains(want) => {}
             (want, Err(r)) => errs.push(format!("validate: want {want:?}, got {r}")),
         }

@@ -432,7 +432,7 @@ impl<'a> Runner<'a> {
                 &snapshot,
                 super::disruption::instant(now),
             ) {
-                Ok(()) => evicted |= self.start(command),
+                Ok(validated) => evicted |= self.start(validated),
                 Err(rejection) => {
                     let names: Vec<&str> =
                         command.candidates.iter().map(|c| c.node.as_str()).collect();
