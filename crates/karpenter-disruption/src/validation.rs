@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use thiserror::Error;
 
 use crate::budget_map::BudgetMap;
-use crate::candidate::Candidate;
+use crate::candidate::{Candidate, Excluded};
 use crate::command::{Command, CommandCandidate, Method};
 use crate::consolidation;
 use crate::pass::Pass;
@@ -60,12 +60,7 @@ pub fn validate(
         match pool.iter().find(|c| c.name == cc.node) {
             Some(c) => current.push(c.clone()),
             None => {
-                let why = snapshot
-                    .nodes
-                    .iter()
-                    .position(|n| n.name == cc.node)
-                    .and_then(|i| excluded.iter().find(|e| e.index == i))
-                    .map_or("node is gone".to_owned(), |e| e.reason.clone());
+                let why = why_not_candidate(snapshot, excluded, &cc.node);
                 return Err(Rejection::Churn(format!("{}: {why}", cc.node)));
             }
         }
@@ -116,6 +111,16 @@ pub fn validate(
     }
 }
 
+/// Why `node` is no longer a candidate: its exclusion reason, or that it is gone.
+fn why_not_candidate(snapshot: &Snapshot, excluded: &[Excluded], node: &str) -> String {
+    snapshot
+        .nodes
+        .iter()
+        .position(|n| n.name == node)
+        .and_then(|i| excluded.iter().find(|e| e.index == i))
+        .map_or("node is gone".to_owned(), |e| e.reason.clone())
+}
+
 /// Emptiness validation: drop what no longer holds, keep the rest.
 fn validate_emptiness(
     command: &Command,
@@ -130,12 +135,7 @@ fn validate_emptiness(
             Some(c) if c.is_empty() => still.push((cc, c)),
             Some(c) => dropped.push(format!("{} is no longer empty", c.name)),
             None => {
-                let why = snapshot
-                    .nodes
-                    .iter()
-                    .position(|n| n.name == cc.node)
-                    .and_then(|i| pass.graceful_excluded.iter().find(|e| e.index == i))
-                    .map_or("node is gone".to_owned(), |e| e.reason.clone());
+                let why = why_not_candidate(snapshot, &pass.graceful_excluded, &cc.node);
                 dropped.push(format!("{}: {why}", cc.node));
             }
         }

@@ -235,6 +235,20 @@ fn clock(at: Duration) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
 }
 
+/// The names of a command's candidate nodes.
+fn candidate_names(command: &karpenter_disruption::Command) -> BTreeSet<String> {
+    command.candidates.iter().map(|c| c.node.clone()).collect()
+}
+
+/// `a, b, c`.
+fn join(names: &BTreeSet<String>) -> String {
+    names
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn pod_key(pod: &Pod) -> String {
     format!(
         "{}/{}",
@@ -386,10 +400,8 @@ impl<'a> Runner<'a> {
                 evicted |= self.start(command);
                 continue;
             }
-            for node in self.nodes.iter_mut() {
-                if command.candidates.iter().any(|c| c.node == node.name) {
-                    node.awaiting_validation = true;
-                }
+            for node in self.nodes_named(&candidate_names(&command)) {
+                node.awaiting_validation = true;
             }
             self.validations
                 .push((self.now + VALIDATION_DELAY, command));
@@ -421,10 +433,8 @@ impl<'a> Runner<'a> {
         self.validations = waiting;
         let mut evicted = false;
         for (_, command) in due {
-            for node in self.nodes.iter_mut() {
-                if command.candidates.iter().any(|c| c.node == node.name) {
-                    node.awaiting_validation = false;
-                }
+            for node in self.nodes_named(&candidate_names(&command)) {
+                node.awaiting_validation = false;
             }
             let snapshot = self.disruption_snapshot();
             match karpenter_disruption::validate(
@@ -450,12 +460,9 @@ impl<'a> Runner<'a> {
     /// Starts a command: taints the candidates and launches the replacements; a plain delete
     /// completes at once. True when pods became pending.
     fn start(&mut self, command: karpenter_disruption::Command) -> bool {
-        let candidates: BTreeSet<String> =
-            command.candidates.iter().map(|c| c.node.clone()).collect();
-        for node in self.nodes.iter_mut() {
-            if candidates.contains(&node.name) {
-                node.disrupting = true;
-            }
+        let candidates = candidate_names(&command);
+        for node in self.nodes_named(&candidates) {
+            node.disrupting = true;
         }
         let mut launched = Vec::new();
         let mut replacements = Vec::new();
@@ -481,13 +488,21 @@ impl<'a> Runner<'a> {
         self.say(format!(
             "disruption: {} started on {}: launched {}; candidates tainted until the replacements are ready ({})",
             orchestration.method,
-            orchestration.candidates.iter().cloned().collect::<Vec<_>>().join(", "),
+            join(&orchestration.candidates),
             launched.join(", "),
             orchestration.explanation
         ));
         self.sample();
         self.orchestrations.push(orchestration);
         false
+    }
+
+    /// The simulated nodes among `names`.
+    fn nodes_named<'s>(
+        &'s mut self,
+        names: &'s BTreeSet<String>,
+    ) -> impl Iterator<Item = &'s mut SimNode> + 's {
+        self.nodes.iter_mut().filter(|n| names.contains(&n.name))
     }
 
     /// When the next command in progress can hand over to its replacements.
@@ -517,21 +532,14 @@ impl<'a> Runner<'a> {
                 continue;
             }
             let lost = lost.into_iter().cloned().collect::<Vec<_>>().join(", ");
-            for node in self.nodes.iter_mut() {
-                if orchestration.candidates.contains(&node.name) {
-                    node.disrupting = false;
-                }
+            for node in self.nodes_named(&orchestration.candidates) {
+                node.disrupting = false;
             }
             self.changed_at = now;
             self.say(format!(
                 "disruption: {} on {} abandoned: replacement {lost} is gone",
                 orchestration.method,
-                orchestration
-                    .candidates
-                    .iter()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                join(&orchestration.candidates),
             ));
         }
         evicted
