@@ -18,6 +18,12 @@
 //!   `on-demand x (1 - spot_discount)` (default discount 0.6) and flagged as estimates.
 //! - **Offerings** ([`Offering`]): zone x capacity type per type, with price and availability.
 //!
+//! - **The cloud-provider seam** ([`CloudProvider`], [`CloudError`]): what the controller asks
+//!   of a cloud (launch, delete, get, list, instance types, drift), implemented by the EC2
+//!   provider and the simulated (KWOK) one, and the typed errors it acts on.
+//! - **NodePool x EC2NodeClass -> instance types** ([`pool_types`]) and the choice of the
+//!   offering a NodeClaim launches with ([`launch`]), shared by the simulator and providers.
+//!
 //! [`Catalog::instance_types`] ties these together into [`InstanceTypeInfo`]s for a region, its
 //! zones and node-class settings ([`CatalogOptions`]). With the default feature `scheduling`,
 //! `karpenter_scheduling::InstanceType::from(&info)` turns one into the solver's input
@@ -26,7 +32,8 @@
 //! # What it must not do
 //!
 //! No I/O besides reading a catalog or price file the caller names, no network, no clock, no
-//! async runtime, no AWS SDK. It makes no scheduling decisions (that is `karpenter-scheduling`)
+//! async runtime, no AWS SDK: the [`CloudProvider`] trait returns futures, and the
+//! implementations that do I/O live in the crates above (`karpenter-aws`, the controller). It makes no scheduling decisions (that is `karpenter-scheduling`)
 //! and does not launch anything (the `CloudProvider` implementations do). It never panics on a
 //! bad file: errors name the file, line, entry and field.
 //!
@@ -57,10 +64,15 @@ pub mod catalog;
 pub mod error;
 pub mod instance_labels;
 pub mod instance_type;
+#[cfg(feature = "scheduling")]
+pub mod launch;
 pub mod offering;
 pub mod options;
 pub mod overhead;
+#[cfg(feature = "scheduling")]
+pub mod pool_types;
 pub mod pricing;
+pub mod provider;
 pub mod resources;
 pub mod shape;
 #[cfg(feature = "scheduling")]
@@ -75,6 +87,7 @@ pub use options::{
 };
 pub use overhead::Overhead;
 pub use pricing::PriceTable;
+pub use provider::{CloudError, CloudProvider, DriftReason, OfferingRef};
 pub use resources::Resources;
 pub use shape::{
     Accelerator, Architecture, Gpu, InstanceShape, InstanceStore, NeuronDevice, UsageClass,

@@ -27,7 +27,7 @@ impl<'a> Pass<'a> {
     pub fn new(snapshot: &'a Snapshot, now: DateTime<Utc>) -> Self {
         let (graceful, graceful_excluded) = candidate::candidates(snapshot, Class::Graceful, now);
         let (eventual, eventual_excluded) = candidate::candidates(snapshot, Class::Eventual, now);
-        Pass {
+        let mut pass = Pass {
             snapshot,
             now,
             graceful,
@@ -36,7 +36,19 @@ impl<'a> Pass<'a> {
             eventual_excluded,
             sim: Simulator::new(snapshot, now),
             notes: BTreeMap::new(),
+        };
+        let unconverted = pass.sim.unconverted.clone();
+        for (pool, error) in unconverted {
+            for (index, node) in snapshot.nodes.iter().enumerate() {
+                if node.node_pool() == Some(pool.as_str()) {
+                    pass.note(
+                        index,
+                        format!("{error}; the NodePool takes no part in simulations"),
+                    );
+                }
+            }
         }
+        pass
     }
 
     /// Records why a method did not disrupt the node (duplicates are dropped).

@@ -38,6 +38,8 @@ pub struct Simulator {
     initialized: BTreeMap<String, bool>,
     /// Number of solver runs so far.
     pub runs: usize,
+    /// NodePools the solver could not take (pool name, why): they launch no replacements.
+    pub unconverted: Vec<(String, String)>,
 }
 
 fn uid(pod: &Pod) -> String {
@@ -109,12 +111,16 @@ impl Simulator {
                     .map(as_pending),
             );
         }
+        let mut node_pools = Vec::with_capacity(snapshot.node_pools.len());
+        let mut unconverted = Vec::new();
+        for pool in &snapshot.node_pools {
+            match karpenter_scheduling::v1::node_pool(pool) {
+                Ok(converted) => node_pools.push(converted),
+                Err(error) => unconverted.push((pool::name(pool).to_owned(), error.to_string())),
+            }
+        }
         let input = SolveInput {
-            node_pools: snapshot
-                .node_pools
-                .iter()
-                .map(pool::to_scheduling)
-                .collect(),
+            node_pools,
             instance_types: snapshot.instance_types.clone(),
             default_instance_types: Vec::new(),
             existing_nodes: snapshot
@@ -136,6 +142,7 @@ impl Simulator {
                 .map(|n| (n.name.clone(), n.initialized))
                 .collect(),
             runs: 0,
+            unconverted,
         }
     }
 

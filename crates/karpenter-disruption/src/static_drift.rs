@@ -92,12 +92,12 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             );
             continue;
         }
-        let Some(template) = template_claim(snapshot, node_pool) else {
-            held(
-                pass,
-                format!("no instance type of static nodepool {pool_name} fits its template"),
-            );
-            continue;
+        let template = match template_claim(snapshot, node_pool) {
+            Ok(template) => template,
+            Err(reason) => {
+                held(pass, reason);
+                continue;
+            }
         };
         let taken = usize::try_from(count).unwrap_or(usize::MAX);
         for (c, mark) in drifted.iter().take(taken) {
@@ -173,8 +173,9 @@ fn node_limit(node_pool: &NodePool) -> Option<i64> {
 /// requirements, labels and taints, every instance type of the pool that carries its
 /// DaemonSets, cheapest first. Found by asking the solver to place one pod that requests
 /// nothing and tolerates everything on this pool only; the pod is then dropped.
-fn template_claim(snapshot: &Snapshot, node_pool: &NodePool) -> Option<NewNodeClaim> {
+fn template_claim(snapshot: &Snapshot, node_pool: &NodePool) -> Result<NewNodeClaim, String> {
     let name = pool::name(node_pool).to_owned();
+    let converted = karpenter_scheduling::v1::node_pool(node_pool).map_err(|e| e.to_string())?;
     let probe = Pod {
         metadata: ObjectMeta {
             name: Some(format!("static-drift-template-{name}")),
@@ -192,7 +193,7 @@ fn template_claim(snapshot: &Snapshot, node_pool: &NodePool) -> Option<NewNodeCl
         status: None,
     };
     let input = SolveInput {
-        node_pools: vec![pool::to_scheduling(node_pool)],
+        node_pools: vec![converted],
         instance_types: BTreeMap::from([(name.clone(), snapshot.catalog(&name).to_vec())]),
         daemonsets: snapshot.daemonsets.clone(),
         pods: vec![probe],
@@ -202,7 +203,8 @@ fn template_claim(snapshot: &Snapshot, node_pool: &NodePool) -> Option<NewNodeCl
     let mut claim = karpenter_scheduling::solve(&input)
         .new_node_claims
         .into_iter()
-        .next()?;
+        .next()
+        .ok_or_else(|| format!("no instance type of static nodepool {name} fits its template"))?;
     claim.pods.clear();
-    Some(claim)
+    Ok(claim)
 }

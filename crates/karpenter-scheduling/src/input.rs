@@ -5,7 +5,6 @@
 //! state into [`SolveInput`]. Nothing here refers to a client, a clock or a cache.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod, Taint};
@@ -14,41 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::resources::ResourceList;
 
-/// A node selector operator, including Karpenter's `Gte`/`Lte`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Operator {
-    In,
-    NotIn,
-    Exists,
-    DoesNotExist,
-    Gt,
-    Lt,
-    Gte,
-    Lte,
-}
-
-impl Operator {
-    /// Parses the Kubernetes spelling (`"In"`, `"NotIn"`, ...).
-    pub fn parse(s: &str) -> Option<Operator> {
-        Some(match s {
-            "In" => Operator::In,
-            "NotIn" => Operator::NotIn,
-            "Exists" => Operator::Exists,
-            "DoesNotExist" => Operator::DoesNotExist,
-            "Gt" => Operator::Gt,
-            "Lt" => Operator::Lt,
-            "Gte" => Operator::Gte,
-            "Lte" => Operator::Lte,
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Display for Operator {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
-}
+/// A node selector operator, including Karpenter's `Gte`/`Lte`: the API crate's type, the one
+/// operator of the workspace.
+pub use karpenter_api::v1::Operator;
 
 /// One node selector requirement as users write it (`NodeSelectorRequirementWithMinValues`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,8 +9,27 @@
 
 use std::fmt::Write as _;
 
-use crate::input::Operator;
+use crate::input::{Operator, RequirementSpec};
 use crate::intern::{Interner, Sym};
+
+impl RequirementSpec {
+    /// Whether a label value (`None`: the label is absent) satisfies this requirement, by the
+    /// same algebra the solver uses ([`Requirement`]): the one evaluator of the workspace for
+    /// callers that match single labels outside a solve (catalog narrowing, DaemonSet
+    /// placement in reports).
+    pub fn matches(&self, value: Option<&str>) -> bool {
+        let mut interner = Interner::new();
+        let values: Vec<Sym> = self.values.iter().map(|v| interner.intern(v)).collect();
+        let requirement = Requirement::new(self.operator, &values, &interner);
+        match value {
+            None => requirement.allows_absence(),
+            Some(value) => {
+                let value = interner.intern(value);
+                requirement.has(value, &interner)
+            }
+        }
+    }
+}
 
 /// A set of label values for one key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]

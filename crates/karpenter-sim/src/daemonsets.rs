@@ -9,10 +9,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{NodeSelectorRequirement, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, Pod, Taint};
+use karpenter_scheduling::taints::tolerates;
 use karpenter_scheduling::{Operator, RequirementSpec, ResourceList};
-
-use crate::pools::allows;
 
 /// Whether the DaemonSet's pods would run on a node with these labels and taints.
 pub fn runs_on(ds: &DaemonSet, labels: &BTreeMap<String, String>, taints: &[Taint]) -> bool {
@@ -54,27 +53,8 @@ fn expression_matches(e: &NodeSelectorRequirement, labels: &BTreeMap<String, Str
         return false;
     };
     let values: Vec<&str> = e.values.iter().flatten().map(String::as_str).collect();
-    allows(
-        &RequirementSpec::new(e.key.clone(), operator, &values),
-        labels.get(&e.key).map(String::as_str),
-    )
-}
-
-fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect_ok = toleration
-        .effect
-        .as_deref()
-        .is_none_or(|e| e.is_empty() || e == taint.effect);
-    let key = toleration.key.as_deref().unwrap_or_default();
-    let exists = toleration.operator.as_deref() == Some("Exists");
-    if key.is_empty() {
-        return exists && effect_ok;
-    }
-    effect_ok
-        && key == taint.key
-        && (exists
-            || toleration.value.as_deref().unwrap_or_default()
-                == taint.value.as_deref().unwrap_or_default())
+    RequirementSpec::new(e.key.clone(), operator, &values)
+        .matches(labels.get(&e.key).map(String::as_str))
 }
 
 /// The requests of one pod of the DaemonSet (zero when they do not parse).
@@ -90,7 +70,7 @@ pub fn pod_requests(ds: &DaemonSet) -> ResourceList {
 mod tests {
     use super::*;
     use k8s_openapi::api::apps::v1::DaemonSetSpec;
-    use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
+    use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec, Toleration};
 
     fn daemonset(selector: &[(&str, &str)], tolerations: Vec<Toleration>) -> DaemonSet {
         DaemonSet {

@@ -73,8 +73,8 @@ pub enum SimulateError {
     CatalogOptions(#[from] karpenter_cloud::OptionsError),
     #[error("the built-in default {what} does not parse: {message}")]
     Default { what: &'static str, message: String },
-    #[error("NodePool {pool}: {message}")]
-    NodePool { pool: String, message: String },
+    #[error(transparent)]
+    NodePool(#[from] karpenter_scheduling::v1::NodePoolConversionError),
     #[error(
         "--compare-nodegroup {instance_type}: no such instance type with a price in the catalog{hint}"
     )]

@@ -7,10 +7,11 @@
 //!   CronJobs, bare Pods, DaemonSets, PVCs, PVs, StorageClasses, Namespaces, Nodes (optional),
 //!   and `karpenter.sh/v1` NodePools and `karpenter.k8s.aws/v1` EC2NodeClasses, validated with
 //!   the `karpenter validate` rules. Other kinds are listed as ignored.
-//! - **Workload expansion** into pods ([`workload`]), the **default NodePool** ([`nodepool`])
-//!   and each NodePool's **instance types** from the catalog ([`pools`]).
+//! - **Workload expansion** into pods ([`workload`]) and the **default NodePool** and
+//!   EC2NodeClass ([`nodepool`]); each NodePool's instance types come from
+//!   `karpenter_cloud::pool_types`.
 //! - **The plan** ([`plan`]): the solver's NodeClaims, each launched with its cheapest offering
-//!   ([`launch`]), utilisation, cost, unschedulable pods, the **lower bound**
+//!   (`karpenter_cloud::launch`), utilisation, cost, unschedulable pods, the **lower bound**
 //!   ([`lower_bound`]) and the **fixed node group comparison** ([`nodegroup`]).
 //! - **Rendering** the plan and timeline reports as tables ([`render`]) and HTML ([`html`]).
 //! - **Timeline mode** ([`timeline`]): provisioning over virtual time (batch window, node
@@ -28,13 +29,11 @@
 pub mod daemonsets;
 pub mod error;
 pub mod html;
-pub mod launch;
 pub mod load;
 pub mod lower_bound;
 pub mod nodegroup;
 pub mod nodepool;
 pub mod plan;
-pub mod pools;
 pub mod render;
 pub mod resources;
 pub mod scenario;
@@ -44,8 +43,8 @@ pub mod timeline;
 pub mod workload;
 
 pub use error::{LoadError, Problem, Problems, SimulateError, TimelineError};
+pub use karpenter_cloud::pool_types::PricingOptions;
 pub use load::{Ignored, Manifests};
 pub use plan::{Plan, PlannedNode, UnschedulablePod, plan};
-pub use pools::PricingOptions;
 pub use scenario::Scenario;
 pub use workload::Workload;

@@ -15,8 +15,8 @@
 use karpenter_cloud::InstanceTypeInfo;
 use serde::Serialize;
 
-use crate::pools::PoolTypes;
 use crate::resources::{GIB, round_price};
+use karpenter_cloud::pool_types::PoolTypes;
 
 /// The cheapest price of one unit of a resource.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -108,7 +108,7 @@ mod tests {
         let Ok(infos) = catalog.instance_types(&CatalogOptions::default()) else {
             panic!("instance types")
         };
-        crate::pools::narrow(
+        karpenter_cloud::pool_types::narrow(
             &infos,
             &[
                 RequirementSpec::is_in("node.kubernetes.io/instance-type", &["m5.large"]),

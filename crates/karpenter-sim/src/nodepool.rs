@@ -1,10 +1,7 @@
-//! NodePools: the default one used when the manifests have none, and the conversion of a
-//! `karpenter.sh/v1` NodePool into the solver's [`karpenter_scheduling::NodePool`] (the
-//! scheduling crate takes plain values and has no such conversion).
+//! NodePools: the default one used when the manifests have none, and the simulator's error
+//! for a `karpenter.sh/v1` NodePool the solver cannot take.
 
-use k8s_openapi::api::core::v1::Taint as K8sTaint;
-use karpenter_api::v1::{EC2NodeClass, NodePool, Taint};
-use karpenter_scheduling::{Operator, RequirementSpec, ResourceList};
+use karpenter_api::v1::{EC2NodeClass, NodePool};
 
 use crate::error::SimulateError;
 
@@ -96,59 +93,10 @@ pub fn name_of(pool: &NodePool) -> String {
     pool.metadata.name.clone().unwrap_or_default()
 }
 
-/// Converts a v1 NodePool into the solver's NodePool (weight, requirements, template labels,
-/// taints, startup taints, limits).
+/// Converts a v1 NodePool into the solver's NodePool through the workspace's one conversion
+/// ([`karpenter_scheduling::v1::node_pool`]).
 pub fn to_scheduling(pool: &NodePool) -> Result<karpenter_scheduling::NodePool, SimulateError> {
-    let name = name_of(pool);
-    let error = |message: String| SimulateError::NodePool {
-        pool: name.clone(),
-        message,
-    };
-    let template = &pool.spec.template;
-    let requirements = template
-        .spec
-        .requirements
-        .iter()
-        .map(|r| {
-            let operator = Operator::parse(r.operator.as_str())
-                .ok_or_else(|| error(format!("unknown operator {}", r.operator)))?;
-            Ok(RequirementSpec {
-                key: r.key.clone(),
-                operator,
-                values: r.values.clone(),
-                min_values: r.min_values.and_then(|m| u32::try_from(m).ok()),
-            })
-        })
-        .collect::<Result<Vec<_>, SimulateError>>()?;
-    let limits = match &pool.spec.limits {
-        Some(limits) => {
-            ResourceList::from_k8s(limits).map_err(|e| error(format!("spec.limits: {e}")))?
-        }
-        None => ResourceList::new(),
-    };
-    Ok(karpenter_scheduling::NodePool {
-        name: name.clone(),
-        weight: pool.spec.weight.unwrap_or(0),
-        requirements,
-        labels: template.metadata.labels.clone().unwrap_or_default(),
-        taints: template.spec.taints.iter().map(to_k8s_taint).collect(),
-        startup_taints: template
-            .spec
-            .startup_taints
-            .iter()
-            .map(to_k8s_taint)
-            .collect(),
-        limits,
-    })
-}
-
-fn to_k8s_taint(taint: &Taint) -> K8sTaint {
-    K8sTaint {
-        key: taint.key.clone(),
-        value: taint.value.clone(),
-        effect: taint.effect.as_str().to_string(),
-        time_added: None,
-    }
+    Ok(karpenter_scheduling::v1::node_pool(pool)?)
 }
 
 #[cfg(test)]
@@ -171,6 +119,8 @@ mod tests {
         assert_eq!(validates(DEFAULT_NODEPOOL_YAML), Outcome::Valid);
         assert_eq!(validates(DEFAULT_NODECLASS_YAML), Outcome::Valid);
     }
+
+    use karpenter_scheduling::Operator;
 
     #[test]
     fn the_default_nodepool_allows_spot_and_on_demand_c_m_r_amd64_linux() {

@@ -10,12 +10,12 @@
 use serde::Serialize;
 
 use crate::daemonsets;
-use crate::launch::choose;
 use crate::load::Ignored;
 use crate::lower_bound::{LowerBound, lower_bound};
 use crate::nodegroup::NodeGroupComparison;
 use crate::resources::{HOURS_PER_MONTH, cpu_millis, memory_bytes, pod_requests, round_price};
 use crate::scenario::Scenario;
+use karpenter_cloud::launch::choose;
 
 /// One node to launch.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -12,9 +12,9 @@ use karpenter_scheduling::{ExistingNode, ResourceList, SolveInput, SolveResult};
 
 use crate::error::SimulateError;
 use crate::load::{Ignored, Manifests};
-use crate::nodepool::{default_nodepool, name_of, to_scheduling};
-use crate::pools::{CatalogCache, PoolTypes, PricingOptions, narrow, options_for};
+use crate::nodepool::{default_nodeclass, default_nodepool, name_of, to_scheduling};
 use crate::workload::{Workload, expand_all};
+use karpenter_cloud::pool_types::{CatalogCache, PoolTypes, PricingOptions, narrow, options_for};
 
 /// Everything the solver needs that does not change between solves, plus the initial pods.
 #[derive(Debug, Clone)]
@@ -46,6 +46,30 @@ pub struct Scenario {
     pub notes: Vec<String>,
 }
 
+/// The EC2NodeClass a NodePool's `nodeClassRef` names, or the default one (AL2023) with a note
+/// when the manifests do not have it.
+fn node_class_for(
+    pool: &karpenter_api::v1::NodePool,
+    classes: &[karpenter_api::v1::EC2NodeClass],
+    notes: &mut Vec<String>,
+) -> Result<karpenter_api::v1::EC2NodeClass, SimulateError> {
+    let reference = &pool.spec.template.spec.node_class_ref;
+    match classes
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some(reference.name.as_str()))
+    {
+        Some(class) => Ok(class.clone()),
+        None => {
+            notes.push(format!(
+                "NodePool {}: EC2NodeClass {} is not in the manifests; assuming AL2023 defaults",
+                name_of(pool),
+                reference.name
+            ));
+            default_nodeclass()
+        }
+    }
+}
+
 impl Scenario {
     /// Prepares the manifests for simulation.
     pub fn prepare(
@@ -71,7 +95,8 @@ impl Scenario {
                 continue;
             }
             let converted = to_scheduling(pool)?;
-            let types = match options_for(pool, &manifests.node_classes, pricing, &mut notes)? {
+            let class = node_class_for(pool, &manifests.node_classes, &mut notes)?;
+            let types = match options_for(pool, &class, pricing, &mut notes) {
                 Some(options) => narrow(cache.instance_types(&options)?, &converted.requirements),
                 None => PoolTypes::default(),
             };

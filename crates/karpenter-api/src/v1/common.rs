@@ -36,6 +36,23 @@ pub enum Operator {
 }
 
 impl Operator {
+    /// Parses the Kubernetes spelling (`"In"`, `"NotIn"`, ...); `None` for anything else.
+    /// Pod node affinity and selectors carry operators as free strings, so callers reading
+    /// those must handle an unknown one.
+    pub fn parse(s: &str) -> Option<Operator> {
+        Some(match s {
+            "In" => Operator::In,
+            "NotIn" => Operator::NotIn,
+            "Exists" => Operator::Exists,
+            "DoesNotExist" => Operator::DoesNotExist,
+            "Gt" => Operator::Gt,
+            "Lt" => Operator::Lt,
+            "Gte" => Operator::Gte,
+            "Lte" => Operator::Lte,
+            _ => return None,
+        })
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Operator::In => "In",

@@ -11,11 +11,11 @@ use serde::Serialize;
 use super::events::{Action, Timeline};
 use super::{BATCH_IDLE, BATCH_MAX, DISRUPTION_INTERVAL};
 use crate::error::TimelineError;
-use crate::launch::choose;
 use crate::load::Manifests;
 use crate::nodepool::name_of;
 use crate::resources::round_price;
 use crate::scenario::Scenario;
+use karpenter_cloud::launch::choose;
 
 /// From launch to Ready (a typical EC2 boot and kubelet registration).
 pub const NODE_STARTUP: Duration = Duration::from_secs(60);

@@ -1,12 +1,13 @@
-//! The instance types each NodePool may launch: the catalog resolved for the NodePool's
-//! EC2NodeClass, then narrowed by the NodePool's requirements.
+//! The instance types each NodePool may launch (NodePool x EC2NodeClass): the catalog resolved
+//! for the NodePool's EC2NodeClass, then narrowed by the NodePool's requirements. The simulator
+//! and the simulated (KWOK) cloud provider both use it.
 //!
-//! From the EC2NodeClass the simulation uses the AMI family (`amiFamily`, else the alias in
+//! From the EC2NodeClass this uses the AMI family (`amiFamily`, else the alias in
 //! `amiSelectorTerms`; it decides which types can run and some overhead rules) and the kubelet
 //! `maxPods` and `podsPerCore`. Subnets, security groups, AMI selectors other than the alias,
-//! block devices and the rest are not simulated. Windows families get no instance types (the
-//! catalog is Linux-only). A NodePool whose `nodeClassRef` names no given EC2NodeClass uses
-//! [`crate::nodepool::DEFAULT_NODECLASS_YAML`] (AL2023), with a note in the output.
+//! block devices and the rest are the EC2 provider's business. Windows families get no instance
+//! types (the catalog is Linux-only). Which EC2NodeClass applies (given, or a default when the
+//! `nodeClassRef` names none) is the caller's decision.
 //!
 //! Requirements narrow types by the labels the catalog defines (arch, os, instance-* facts,
 //! instance type, ...) and offerings by zone and capacity type; keys no instance type defines
@@ -16,12 +17,11 @@ use std::collections::BTreeMap;
 
 use karpenter_api::labels;
 use karpenter_api::v1::{AmiFamily as ApiAmiFamily, EC2NodeClass, NodePool};
-use karpenter_cloud::to_scheduling::INSTANCE_FACT_KEYS;
-use karpenter_cloud::{AmiFamily, Catalog, CatalogOptions, InstanceTypeInfo};
-use karpenter_scheduling::{InstanceType, Operator, RequirementSpec};
+use karpenter_scheduling::{InstanceType, RequirementSpec};
 
-use crate::error::SimulateError;
-use crate::nodepool::{default_nodeclass, name_of};
+use crate::error::OptionsError;
+use crate::to_scheduling::INSTANCE_FACT_KEYS;
+use crate::{AmiFamily, Catalog, CatalogOptions, InstanceTypeInfo};
 
 /// Region and prices shared by every NodePool.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,7 +74,7 @@ impl<'a> CatalogCache<'a> {
     pub fn instance_types(
         &mut self,
         options: &CatalogOptions,
-    ) -> Result<&[InstanceTypeInfo], SimulateError> {
+    ) -> Result<&[InstanceTypeInfo], OptionsError> {
         let index = match self.resolved.iter().position(|(o, _)| o == options) {
             Some(index) => index,
             None => {
@@ -90,29 +90,14 @@ impl<'a> CatalogCache<'a> {
     }
 }
 
-/// The catalog options for a NodePool: pricing plus what its EC2NodeClass decides. Notes say
-/// what was assumed.
+/// The catalog options for a NodePool: pricing plus what its EC2NodeClass `class` decides;
+/// `None` for AMI families the catalog cannot serve (Windows). Notes say what was assumed.
 pub fn options_for(
     pool: &NodePool,
-    classes: &[EC2NodeClass],
+    class: &EC2NodeClass,
     pricing: &PricingOptions,
     notes: &mut Vec<String>,
-) -> Result<Option<CatalogOptions>, SimulateError> {
-    let reference = &pool.spec.template.spec.node_class_ref;
-    let given = classes
-        .iter()
-        .find(|c| c.metadata.name.as_deref() == Some(reference.name.as_str()));
-    let class = match given {
-        Some(class) => class.clone(),
-        None => {
-            notes.push(format!(
-                "NodePool {}: EC2NodeClass {} is not in the manifests; assuming AL2023 defaults",
-                name_of(pool),
-                reference.name
-            ));
-            default_nodeclass()?
-        }
-    };
+) -> Option<CatalogOptions> {
     let ami_family = match class.spec.resolved_ami_family() {
         Some(ApiAmiFamily::AL2) => AmiFamily::Al2,
         Some(ApiAmiFamily::Bottlerocket) => AmiFamily::Bottlerocket,
@@ -121,10 +106,10 @@ pub fn options_for(
         Some(windows) => {
             notes.push(format!(
                 "NodePool {}: AMI family {} is not simulated (the catalog is Linux-only); the NodePool gets no instance types",
-                name_of(pool),
+                pool.metadata.name.as_deref().unwrap_or_default(),
                 windows.as_str()
             ));
-            return Ok(None);
+            return None;
         }
     };
     let mut options = CatalogOptions {
@@ -143,7 +128,7 @@ pub fn options_for(
         options.kubelet.max_pods = number("maxPods");
         options.kubelet.pods_per_core = number("podsPerCore");
     }
-    Ok(Some(options))
+    Some(options)
 }
 
 /// The types and offerings `requirements` allow out of `infos`.
@@ -156,8 +141,8 @@ pub fn narrow(infos: &[InstanceTypeInfo], requirements: &[RequirementSpec]) -> P
         let mut info = info.clone();
         info.offerings.retain(|o| {
             requirements.iter().all(|r| match r.key.as_str() {
-                labels::ZONE => allows(r, Some(&o.zone)),
-                labels::CAPACITY_TYPE => allows(r, Some(o.capacity_type.as_str())),
+                labels::ZONE => r.matches(Some(&o.zone)),
+                labels::CAPACITY_TYPE => r.matches(Some(o.capacity_type.as_str())),
                 _ => true,
             })
         });
@@ -177,46 +162,30 @@ fn type_allows(info: &InstanceTypeInfo, requirement: &RequirementSpec) -> bool {
         return true;
     }
     match info.labels.get(key) {
-        Some(value) => allows(requirement, Some(value)),
-        None if INSTANCE_FACT_KEYS.contains(&key) => allows(requirement, None),
+        Some(value) => requirement.matches(Some(value)),
+        None if INSTANCE_FACT_KEYS.contains(&key) => requirement.matches(None),
         None => true,
-    }
-}
-
-/// Whether a label value (`None`: the label is absent) satisfies a requirement.
-pub fn allows(requirement: &RequirementSpec, value: Option<&str>) -> bool {
-    let contains = |v: &str| requirement.values.iter().any(|x| x == v);
-    let number = |v: &str| v.parse::<i64>().ok();
-    let bound = requirement.values.first().and_then(|v| number(v));
-    let compare = |ok: fn(i64, i64) -> bool| match (value.and_then(number), bound) {
-        (Some(v), Some(b)) => ok(v, b),
-        _ => false,
-    };
-    match requirement.operator {
-        Operator::In => value.is_some_and(contains),
-        Operator::NotIn => !value.is_some_and(contains),
-        Operator::Exists => value.is_some(),
-        Operator::DoesNotExist => value.is_none(),
-        Operator::Gt => compare(|v, b| v > b),
-        Operator::Lt => compare(|v, b| v < b),
-        Operator::Gte => compare(|v, b| v >= b),
-        Operator::Lte => compare(|v, b| v <= b),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use karpenter_scheduling::Operator;
 
     #[test]
     fn numeric_operators_compare_integers_and_fail_on_absent_labels() {
         let gt = RequirementSpec::new("g", Operator::Gt, &["2"]);
-        assert!(allows(&gt, Some("3")));
-        assert!(!allows(&gt, Some("2")));
-        assert!(!allows(&gt, None));
+        assert!(gt.matches(Some("3")));
+        assert!(!gt.matches(Some("2")));
+        assert!(!gt.matches(Some("x")));
+        assert!(!gt.matches(None));
         let not_in = RequirementSpec::new("k", Operator::NotIn, &["a"]);
-        assert!(allows(&not_in, None));
-        assert!(!allows(&not_in, Some("a")));
+        assert!(not_in.matches(None));
+        assert!(!not_in.matches(Some("a")));
+        let gte = RequirementSpec::new("g", Operator::Gte, &["2"]);
+        assert!(gte.matches(Some("2")));
+        assert!(!RequirementSpec::new("k", Operator::DoesNotExist, &[]).matches(Some("a")));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Turning a NodeClaim into a node, as the provider would: the cheapest available offering
+//! Choosing what a NodeClaim launches, as a provider does: the cheapest available offering
 //! (instance type, capacity type, zone) among the claim's instance-type options that its
 //! requirements allow. With spot allowed and cheaper, that is spot, like upstream's AWS provider
 //! (which prefers spot whenever the claim allows it). Ties go to the first option in price order,
@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 
 use karpenter_api::labels;
-use karpenter_cloud::{InstanceTypeInfo, Offering};
-use karpenter_scheduling::NewNodeClaim;
+use karpenter_scheduling::{NewNodeClaim, RequirementSpec};
 
-use crate::pools::{PoolTypes, allows};
+use crate::pool_types::PoolTypes;
+use crate::{InstanceTypeInfo, Offering};
 
 /// The offering a NodeClaim launches with.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,13 +37,27 @@ impl Launch<'_> {
 
 /// The cheapest offering of the claim; `None` when no option has an allowed, available one.
 pub fn choose<'a>(claim: &NewNodeClaim, types: &'a PoolTypes) -> Option<Launch<'a>> {
+    cheapest(
+        claim.instance_type_options.iter().map(|o| &*o.name),
+        &claim.requirements,
+        types,
+    )
+}
+
+/// The cheapest available offering among the named instance types that `requirements` allow
+/// (zone and capacity type); ties go to the first type named, then the first offering.
+pub fn cheapest<'a, 'n>(
+    names: impl IntoIterator<Item = &'n str>,
+    requirements: &[RequirementSpec],
+    types: &'a PoolTypes,
+) -> Option<Launch<'a>> {
     let mut best: Option<Launch<'a>> = None;
-    for option in &claim.instance_type_options {
-        let Some(info) = types.info(&option.name) else {
+    for name in names {
+        let Some(info) = types.info(name) else {
             continue;
         };
         for offering in info.offerings.iter().filter(|o| o.available) {
-            if !offering_allowed(claim, offering) {
+            if !offering_allowed(requirements, offering) {
                 continue;
             }
             if best
@@ -57,10 +71,10 @@ pub fn choose<'a>(claim: &NewNodeClaim, types: &'a PoolTypes) -> Option<Launch<'
     best
 }
 
-fn offering_allowed(claim: &NewNodeClaim, offering: &Offering) -> bool {
-    claim.requirements.iter().all(|r| match r.key.as_str() {
-        labels::ZONE => allows(r, Some(&offering.zone)),
-        labels::CAPACITY_TYPE => allows(r, Some(offering.capacity_type.as_str())),
+fn offering_allowed(requirements: &[RequirementSpec], offering: &Offering) -> bool {
+    requirements.iter().all(|r| match r.key.as_str() {
+        labels::ZONE => r.matches(Some(&offering.zone)),
+        labels::CAPACITY_TYPE => r.matches(Some(offering.capacity_type.as_str())),
         _ => true,
     })
 }
