@@ -7,6 +7,10 @@
 //! Every decision carries a reason a human can read; `karpenter explain` and events are built
 //! from those reasons.
 //!
+//! [`Queue`] is the orchestration queue as a step machine (validation delay, replacements,
+//! deletion or abandonment), driven by the controller on the wall clock and by `simulate
+//! --timeline` on a virtual one.
+//!
 //! The entry point is [`decide`]: a [`Snapshot`] and `now` in, a [`Decision`] out (commands,
 //! and for every other node why it stays). Consolidation re-runs the scheduling solver
 //! (`karpenter_scheduling::solve`) with the candidates removed to see where their pods go.
@@ -36,6 +40,7 @@ pub mod pass;
 pub mod pdb;
 pub mod pods;
 pub mod pool;
+pub mod queue;
 pub mod replacement;
 pub mod simulate;
 pub mod single_node;
@@ -48,5 +53,6 @@ pub use command::{Command, CommandCandidate, Considered, Decision, Method};
 pub use decide::decide;
 pub use expiration::{Expired, expired};
 pub use pdb::Pdb;
+pub use queue::{CommandId, Queue, Replacement, Step};
 pub use snapshot::{DriftMark, Features, NodeState, Snapshot};
 pub use validation::{Rejection, validate};

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Taint};
 use karpenter_cloud::Catalog;
+use karpenter_disruption::{Command, Queue, Replacement, Step};
 use karpenter_scheduling::{ExistingNode, InstanceType, ResourceList};
 use serde::Serialize;
 
@@ -48,24 +49,9 @@ pub struct SimNode {
     pub nominated_until: Duration,
 }
 
-/// How long a graceful command waits before it is validated against the cluster again
-/// (upstream `commandValidationDelay`).
-pub const VALIDATION_DELAY: Duration = Duration::from_secs(15);
-
 /// How long a node stays nominated after pods are placed on it (upstream: the larger of two
 /// batch max durations and 10 s).
 pub const NOMINATION_WINDOW: Duration = Duration::from_secs(20);
-
-/// A disruption command in progress (upstream's orchestration queue): candidates tainted,
-/// replacements launched; the candidates are deleted once every replacement is ready.
-#[derive(Debug, Clone)]
-struct Orchestration {
-    method: &'static str,
-    explanation: String,
-    candidates: BTreeSet<String>,
-    replacements: Vec<String>,
-    ready_at: Duration,
-}
 
 /// The cluster at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -163,9 +149,11 @@ pub struct Runner<'a> {
     samples: Vec<Sample>,
     log: Vec<String>,
     notes: Vec<String>,
-    orchestrations: Vec<Orchestration>,
-    /// Graceful commands waiting for validation, with the time it is due.
-    validations: Vec<(Duration, karpenter_disruption::Command)>,
+    /// Upstream's orchestration queue, the same step machine the controller drives.
+    queue: Queue,
+    /// When each replacement launched by a command is (or would have been) ready: the
+    /// timeline learns a replacement's fate at that moment.
+    replacement_ready_at: BTreeMap<String, Duration>,
 }
 
 /// Runs a timeline over the manifests.
@@ -236,8 +224,15 @@ fn clock(at: Duration) -> String {
 }
 
 /// The names of a command's candidate nodes.
-fn candidate_names(command: &karpenter_disruption::Command) -> BTreeSet<String> {
+fn candidate_names(command: &Command) -> BTreeSet<String> {
     command.candidates.iter().map(|c| c.node.clone()).collect()
+}
+
+/// The virtual time of a queue timestamp (the inverse of [`super::disruption::instant`]).
+fn virtual_time(at: chrono::DateTime<chrono::Utc>) -> Duration {
+    (at - super::disruption::instant(Duration::ZERO))
+        .to_std()
+        .unwrap_or_default()
 }
 
 /// `a, b, c`.
@@ -323,8 +318,8 @@ impl<'a> Runner<'a> {
             replicas,
             next_node: 0,
             next_disruption: DISRUPTION_INTERVAL,
-            orchestrations: Vec::new(),
-            validations: Vec::new(),
+            queue: Queue::new(),
+            replacement_ready_at: BTreeMap::new(),
             changed_at: Duration::ZERO,
             disruptions: 0,
             cost: 0.0,
@@ -381,30 +376,26 @@ impl<'a> Runner<'a> {
 
     /// One disruption pass ([`super::disruption`]); true when pods became pending.
     ///
-    /// Commands execute as upstream's disruption queue does. Graceful ones (emptiness,
-    /// consolidation) wait [`VALIDATION_DELAY`] and are validated again
+    /// Commands go through the orchestration queue ([`karpenter_disruption::Queue`]) as the
+    /// controller's do: graceful ones (emptiness, consolidation) are held for
+    /// [`karpenter_disruption::queue::VALIDATION_DELAY`] and validated again
     /// ([`Self::validate_commands`]); drift starts at once. Starting a command taints its
     /// candidates (no pod lands on them any more) and launches the replacements; the
     /// candidates are deleted, their pods evicted and pending again, once every replacement is
     /// ready ([`Self::finish_orchestrations`]). A delete without replacements happens at once.
     pub fn disruption_pass(&mut self) -> bool {
         let snapshot = self.disruption_snapshot();
-        let decision =
-            karpenter_disruption::decide(&snapshot, super::disruption::instant(self.now));
+        let now = super::disruption::instant(self.now);
+        let decision = karpenter_disruption::decide(&snapshot, now);
         let mut evicted = false;
         for command in decision.commands {
-            if matches!(
-                command.method,
-                karpenter_disruption::Method::Drift | karpenter_disruption::Method::StaticDrift
-            ) {
-                evicted |= self.start(command);
-                continue;
+            let step = self.queue.submit(command.clone(), now);
+            if let Step::Hold { .. } = step {
+                for node in self.nodes_named(&candidate_names(&command)) {
+                    node.awaiting_validation = true;
+                }
             }
-            for node in self.nodes_named(&candidate_names(&command)) {
-                node.awaiting_validation = true;
-            }
-            self.validations
-                .push((self.now + VALIDATION_DELAY, command));
+            evicted |= self.execute(step);
         }
         evicted
     }
@@ -420,46 +411,66 @@ impl<'a> Runner<'a> {
 
     /// When the next command waiting for validation is due.
     fn next_validation(&self) -> Option<Duration> {
-        self.validations.iter().map(|(at, _)| *at).min()
+        self.queue.next_validation().map(virtual_time)
     }
 
     /// Validates the commands that are due against the cluster as it is now, and starts the
     /// ones that still hold; true when pods became pending.
     pub fn validate_commands(&mut self) -> bool {
-        let now = self.now;
-        let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.validations)
-            .into_iter()
-            .partition(|(at, _)| *at <= now);
-        self.validations = waiting;
+        let now = super::disruption::instant(self.now);
         let mut evicted = false;
-        for (_, command) in due {
+        while let Some(command) = self.queue.pop_due(now) {
             for node in self.nodes_named(&candidate_names(&command)) {
                 node.awaiting_validation = false;
             }
             let snapshot = self.disruption_snapshot();
-            match karpenter_disruption::validate(
-                &command,
-                &snapshot,
-                super::disruption::instant(now),
-            ) {
-                Ok(validated) => evicted |= self.start(validated),
-                Err(rejection) => {
-                    let names: Vec<&str> =
-                        command.candidates.iter().map(|c| c.node.as_str()).collect();
-                    self.say(format!(
-                        "disruption: {} on {} dropped at validation: {rejection}",
-                        command.method.as_str(),
-                        names.join(", ")
-                    ));
-                }
-            }
+            let step = self.queue.validate(command, &snapshot, now);
+            evicted |= self.execute(step);
         }
         evicted
     }
 
-    /// Starts a command: taints the candidates and launches the replacements; a plain delete
-    /// completes at once. True when pods became pending.
-    fn start(&mut self, command: karpenter_disruption::Command) -> bool {
+    /// Performs one step of the orchestration queue; true when pods became pending.
+    fn execute(&mut self, step: Step) -> bool {
+        match step {
+            Step::Hold { .. } => false,
+            Step::Start { id, command } => {
+                self.start(id, command);
+                false
+            }
+            Step::Delete { command } => {
+                for node in self.nodes_named(&candidate_names(&command)) {
+                    node.disrupting = true;
+                }
+                self.changed_at = self.now;
+                self.delete_candidates(&command)
+            }
+            Step::Abandon { command, reason } => {
+                for node in self.nodes_named(&candidate_names(&command)) {
+                    node.disrupting = false;
+                }
+                self.changed_at = self.now;
+                self.say(format!(
+                    "disruption: {} on {} abandoned: {reason}",
+                    command.method.as_str(),
+                    join(&candidate_names(&command)),
+                ));
+                false
+            }
+            Step::Drop { command, rejection } => {
+                self.say(format!(
+                    "disruption: {} on {} dropped at validation: {rejection}",
+                    command.method.as_str(),
+                    command.candidate_names().join(", ")
+                ));
+                false
+            }
+        }
+    }
+
+    /// Starts a command: taints the candidates and launches the replacements, reported back
+    /// to the queue.
+    fn start(&mut self, id: karpenter_disruption::CommandId, command: Command) {
         let candidates = candidate_names(&command);
         for node in self.nodes_named(&candidates) {
             node.disrupting = true;
@@ -471,30 +482,21 @@ impl<'a> Runner<'a> {
                 launched.push(text);
                 if let Some(node) = self.nodes.last() {
                     replacements.push(node.name.clone());
+                    self.replacement_ready_at
+                        .insert(node.name.clone(), node.ready_at);
                 }
             }
         }
+        self.queue.launched(id, replacements);
         self.changed_at = self.now;
-        let orchestration = Orchestration {
-            method: command.method.as_str(),
-            explanation: command.explanation,
-            candidates,
-            replacements,
-            ready_at: self.now + NODE_STARTUP,
-        };
-        if command.replacements.is_empty() {
-            return self.delete_candidates(&orchestration);
-        }
         self.say(format!(
             "disruption: {} started on {}: launched {}; candidates tainted until the replacements are ready ({})",
-            orchestration.method,
-            join(&orchestration.candidates),
+            command.method.as_str(),
+            join(&candidates),
             launched.join(", "),
-            orchestration.explanation
+            command.explanation
         ));
         self.sample();
-        self.orchestrations.push(orchestration);
-        false
     }
 
     /// The simulated nodes among `names`.
@@ -505,9 +507,21 @@ impl<'a> Runner<'a> {
         self.nodes.iter_mut().filter(|n| names.contains(&n.name))
     }
 
-    /// When the next command in progress can hand over to its replacements.
+    /// When the next command in progress can hand over to its replacements: when its last
+    /// replacement is (or would have been) ready.
     fn next_handover(&self) -> Option<Duration> {
-        self.orchestrations.iter().map(|o| o.ready_at).min()
+        self.queue
+            .in_flight()
+            .iter()
+            .map(|flight| {
+                flight
+                    .replacements
+                    .iter()
+                    .filter_map(|r| self.replacement_ready_at.get(r).copied())
+                    .max()
+                    .unwrap_or_else(|| virtual_time(flight.started))
+            })
+            .min()
     }
 
     /// Completes the commands whose replacements are ready; true when pods became pending.
@@ -515,42 +529,37 @@ impl<'a> Runner<'a> {
     /// its candidates untainted, as upstream does when a replacement fails to initialize.
     pub fn finish_orchestrations(&mut self) -> bool {
         let now = self.now;
-        let (due, waiting): (Vec<Orchestration>, Vec<Orchestration>) =
-            std::mem::take(&mut self.orchestrations)
-                .into_iter()
-                .partition(|o| o.ready_at <= now);
-        self.orchestrations = waiting;
+        let nodes = &self.nodes;
+        let ready_at = &self.replacement_ready_at;
+        let steps = self.queue.poll(super::disruption::instant(now), |name| {
+            match ready_at.get(name) {
+                Some(at) if *at > now => Replacement::Pending,
+                _ if nodes.iter().any(|n| n.name == name) => Replacement::Ready,
+                _ => Replacement::Gone,
+            }
+        });
         let mut evicted = false;
-        for orchestration in due {
-            let lost: Vec<&String> = orchestration
-                .replacements
-                .iter()
-                .filter(|r| !self.nodes.iter().any(|n| &n.name == *r))
-                .collect();
-            if lost.is_empty() {
-                evicted |= self.delete_candidates(&orchestration);
-                continue;
-            }
-            let lost = lost.into_iter().cloned().collect::<Vec<_>>().join(", ");
-            for node in self.nodes_named(&orchestration.candidates) {
-                node.disrupting = false;
-            }
-            self.changed_at = now;
-            self.say(format!(
-                "disruption: {} on {} abandoned: replacement {lost} is gone",
-                orchestration.method,
-                join(&orchestration.candidates),
-            ));
+        for step in steps {
+            evicted |= self.execute(step);
         }
+        let in_flight: BTreeSet<&String> = self
+            .queue
+            .in_flight()
+            .iter()
+            .flat_map(|f| f.replacements.iter())
+            .collect();
+        self.replacement_ready_at
+            .retain(|name, _| in_flight.contains(name));
         evicted
     }
 
     /// Deletes a command's candidates: their pods are evicted and pending again.
-    fn delete_candidates(&mut self, orchestration: &Orchestration) -> bool {
+    fn delete_candidates(&mut self, command: &Command) -> bool {
         let now = self.now;
+        let candidates = candidate_names(command);
         let mut removed = Vec::new();
         self.nodes.retain(|n| {
-            if orchestration.candidates.contains(&n.name) {
+            if candidates.contains(&n.name) {
                 removed.push(n.clone());
                 false
             } else {
@@ -571,9 +580,9 @@ impl<'a> Runner<'a> {
         let names: Vec<&str> = removed.iter().map(|n| n.name.as_str()).collect();
         self.say(format!(
             "disruption: {} removed {}; {moved} pod(s) rescheduled ({})",
-            orchestration.method,
+            command.method.as_str(),
             names.join(", "),
-            orchestration.explanation
+            command.explanation
         ));
         self.sample();
         moved > 0
