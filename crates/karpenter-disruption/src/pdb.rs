@@ -28,6 +28,35 @@ pub struct Pdb {
 }
 
 impl Pdb {
+    /// The budget as the API server stores it; `None` without a name. A PDB without status
+    /// yet allows no disruptions (upstream reads `status.disruptionsAllowed` as is).
+    pub fn from_k8s(pdb: &k8s_openapi::api::policy::v1::PodDisruptionBudget) -> Option<Pdb> {
+        use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+        let text = |v: &IntOrString| match v {
+            IntOrString::Int(n) => n.to_string(),
+            IntOrString::String(s) => s.clone(),
+        };
+        let spec = pdb.spec.as_ref();
+        Some(Pdb {
+            namespace: pdb
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_owned()),
+            name: pdb.metadata.name.clone()?,
+            selector: spec.and_then(|s| s.selector.clone()).unwrap_or_default(),
+            disruptions_allowed: pdb
+                .status
+                .as_ref()
+                .and_then(|s| s.disruptions_allowed)
+                .unwrap_or(0),
+            unhealthy_pod_eviction_policy: spec
+                .and_then(|s| s.unhealthy_pod_eviction_policy.clone()),
+            max_unavailable: spec.and_then(|s| s.max_unavailable.as_ref()).map(text),
+            min_available: spec.and_then(|s| s.min_available.as_ref()).map(text),
+        })
+    }
+
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
     }

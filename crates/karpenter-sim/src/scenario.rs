@@ -8,7 +8,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use karpenter_cloud::{Catalog, CatalogOptions, InstanceTypeInfo};
-use karpenter_scheduling::{ExistingNode, ResourceList, SolveInput, SolveResult};
+use karpenter_scheduling::{ExistingNode, SolveInput, SolveResult};
 
 use crate::error::SimulateError;
 use crate::load::{Ignored, Manifests};
@@ -118,10 +118,20 @@ impl Scenario {
             .to_vec();
         let expanded = expand_all(&manifests.workloads);
         let mut bound = expanded.bound;
+        // Nodes and their pods go through the cluster-state index, the one producer of node
+        // shapes (the controller feeds the same index from watches).
+        let mut cluster = karpenter_state::Cluster::new();
+        for node in &manifests.nodes {
+            cluster.apply(karpenter_state::Object::Node(node.clone()));
+            for pod in bound.remove(node_name(node)).unwrap_or_default() {
+                cluster.apply(karpenter_state::Object::Pod(pod));
+            }
+        }
         let existing_nodes = manifests
             .nodes
             .iter()
-            .map(|node| existing_node(node, bound.remove(node_name(node)).unwrap_or_default()))
+            .filter_map(|node| cluster.state_node_named(node_name(node)))
+            .map(|node| node.to_existing())
             .collect();
         let mut pending = expanded.pending;
         for (node, pods) in bound {
@@ -190,39 +200,4 @@ impl Scenario {
 
 fn node_name(node: &Node) -> &str {
     node.metadata.name.as_deref().unwrap_or_default()
-}
-
-fn existing_node(node: &Node, pods: Vec<Pod>) -> ExistingNode {
-    let status = node.status.as_ref();
-    let resources = |list: Option<
-        &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
-    >| {
-        list.and_then(|l| ResourceList::from_k8s(l).ok())
-            .unwrap_or_default()
-    };
-    let capacity = resources(status.and_then(|s| s.capacity.as_ref()));
-    let allocatable = match status.and_then(|s| s.allocatable.as_ref()) {
-        Some(list) => resources(Some(list)),
-        None => capacity.clone(),
-    };
-    let mut labels = node.metadata.labels.clone().unwrap_or_default();
-    labels
-        .entry(karpenter_api::labels::HOSTNAME.to_string())
-        .or_insert_with(|| node_name(node).to_string());
-    ExistingNode {
-        name: node_name(node).to_string(),
-        labels,
-        taints: node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.clone())
-            .unwrap_or_default(),
-        capacity,
-        allocatable,
-        pods,
-        initialized: true,
-        deleting: false,
-        volume_limits: BTreeMap::new(),
-        refuses_relocated_pods: false,
-    }
 }

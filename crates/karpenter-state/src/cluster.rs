@@ -1,0 +1,423 @@
+//! [`Cluster`]: the index itself. Objects go in by [`Cluster::apply`] (create or update),
+//! [`Cluster::delete`] and [`Cluster::reset`] (the full list of a kind after a relist, so
+//! deletions missed while a watch was down are not kept); views come out.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::StorageClass;
+use karpenter_api::labels;
+use karpenter_api::v1::{NodeClaim, NodePool};
+use karpenter_disruption::{Features, Pdb, Snapshot};
+use karpenter_scheduling::{InstanceType, ResourceList, SolveInput, SolveOptions};
+
+use crate::node::StateNode;
+use crate::object::{Kind, Object, ObjectRef};
+use crate::provisionable::is_provisionable;
+
+type Key = (String, String);
+
+fn namespaced(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Key {
+    (
+        meta.namespace.clone().unwrap_or_else(|| "default".into()),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+fn named(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    meta.name.clone().unwrap_or_default()
+}
+
+fn bound_node(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .filter(|n| !n.is_empty())
+}
+
+/// What a NodePool's nodes use, against its `limits`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodePoolUsage {
+    /// Summed capacity of its NodeClaims (in flight included), plus `nodes`.
+    pub resources: ResourceList,
+    pub nodes: u64,
+}
+
+/// The cluster-state index.
+#[derive(Debug, Clone, Default)]
+pub struct Cluster {
+    nodes: BTreeMap<String, Node>,
+    node_claims: BTreeMap<String, NodeClaim>,
+    pods: BTreeMap<Key, Pod>,
+    pods_by_node: HashMap<String, BTreeSet<Key>>,
+    node_pools: BTreeMap<String, NodePool>,
+    daemonsets: BTreeMap<Key, DaemonSet>,
+    pdbs: BTreeMap<Key, PodDisruptionBudget>,
+    persistent_volume_claims: BTreeMap<Key, PersistentVolumeClaim>,
+    persistent_volumes: BTreeMap<String, PersistentVolume>,
+    storage_classes: BTreeMap<String, StorageClass>,
+    namespaces: BTreeMap<String, Namespace>,
+    /// Node (or in-flight NodeClaim) name -> nominated for pending pods until.
+    nominations: HashMap<String, DateTime<Utc>>,
+    /// NodeClaim names chosen by a disruption command.
+    marked_for_deletion: BTreeSet<String>,
+}
+
+impl Cluster {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Creates or replaces an object.
+    pub fn apply(&mut self, object: Object) {
+        match object {
+            Object::Node(o) => {
+                self.nodes.insert(named(&o.metadata), o);
+            }
+            Object::NodeClaim(o) => {
+                self.node_claims.insert(named(&o.metadata), o);
+            }
+            Object::Pod(o) => self.apply_pod(o),
+            Object::NodePool(o) => {
+                self.node_pools.insert(named(&o.metadata), o);
+            }
+            Object::DaemonSet(o) => {
+                self.daemonsets.insert(namespaced(&o.metadata), o);
+            }
+            Object::PodDisruptionBudget(o) => {
+                self.pdbs.insert(namespaced(&o.metadata), o);
+            }
+            Object::PersistentVolumeClaim(o) => {
+                self.persistent_volume_claims
+                    .insert(namespaced(&o.metadata), o);
+            }
+            Object::PersistentVolume(o) => {
+                self.persistent_volumes.insert(named(&o.metadata), o);
+            }
+            Object::StorageClass(o) => {
+                self.storage_classes.insert(named(&o.metadata), o);
+            }
+            Object::Namespace(o) => {
+                self.namespaces.insert(named(&o.metadata), o);
+            }
+        }
+    }
+
+    fn apply_pod(&mut self, pod: Pod) {
+        let key = namespaced(&pod.metadata);
+        self.unbind(&key);
+        if let Some(node) = bound_node(&pod) {
+            self.pods_by_node
+                .entry(node.to_owned())
+                .or_default()
+                .insert(key.clone());
+        }
+        self.pods.insert(key, pod);
+    }
+
+    fn unbind(&mut self, key: &Key) {
+        let Some(node) = self.pods.get(key).and_then(bound_node).map(str::to_owned) else {
+            return;
+        };
+        if let Some(keys) = self.pods_by_node.get_mut(&node) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.pods_by_node.remove(&node);
+            }
+        }
+    }
+
+    /// Removes an object (absent objects are fine: deletes can repeat).
+    pub fn delete(&mut self, object: &ObjectRef) {
+        let key = || {
+            (
+                object.namespace.clone().unwrap_or_else(|| "default".into()),
+                object.name.clone(),
+            )
+        };
+        match object.kind {
+            Kind::Node => {
+                self.nodes.remove(&object.name);
+                self.nominations.remove(&object.name);
+            }
+            Kind::NodeClaim => {
+                self.node_claims.remove(&object.name);
+                self.marked_for_deletion.remove(&object.name);
+                self.nominations.remove(&object.name);
+            }
+            Kind::Pod => {
+                let key = key();
+                self.unbind(&key);
+                self.pods.remove(&key);
+            }
+            Kind::NodePool => {
+                self.node_pools.remove(&object.name);
+            }
+            Kind::DaemonSet => {
+                self.daemonsets.remove(&key());
+            }
+            Kind::PodDisruptionBudget => {
+                self.pdbs.remove(&key());
+            }
+            Kind::PersistentVolumeClaim => {
+                self.persistent_volume_claims.remove(&key());
+            }
+            Kind::PersistentVolume => {
+                self.persistent_volumes.remove(&object.name);
+            }
+            Kind::StorageClass => {
+                self.storage_classes.remove(&object.name);
+            }
+            Kind::Namespace => {
+                self.namespaces.remove(&object.name);
+            }
+        }
+    }
+
+    /// Replaces every object of `kind` with `objects` (objects of other kinds are ignored).
+    pub fn reset(&mut self, kind: Kind, objects: Vec<Object>) {
+        let keep: BTreeSet<ObjectRef> = objects
+            .iter()
+            .filter(|o| o.kind() == kind)
+            .map(Object::reference)
+            .collect();
+        for stale in self
+            .references(kind)
+            .into_iter()
+            .filter(|r| !keep.contains(r))
+        {
+            self.delete(&stale);
+        }
+        for object in objects.into_iter().filter(|o| o.kind() == kind) {
+            self.apply(object);
+        }
+    }
+
+    fn references(&self, kind: Kind) -> Vec<ObjectRef> {
+        let names = |names: Vec<&String>| -> Vec<ObjectRef> {
+            names
+                .into_iter()
+                .map(|n| ObjectRef::new(kind, None, n))
+                .collect()
+        };
+        let keys = |keys: Vec<&Key>| -> Vec<ObjectRef> {
+            keys.into_iter()
+                .map(|(ns, n)| ObjectRef::new(kind, Some(ns), n))
+                .collect()
+        };
+        match kind {
+            Kind::Node => names(self.nodes.keys().collect()),
+            Kind::NodeClaim => names(self.node_claims.keys().collect()),
+            Kind::Pod => keys(self.pods.keys().collect()),
+            Kind::NodePool => names(self.node_pools.keys().collect()),
+            Kind::DaemonSet => keys(self.daemonsets.keys().collect()),
+            Kind::PodDisruptionBudget => keys(self.pdbs.keys().collect()),
+            Kind::PersistentVolumeClaim => keys(self.persistent_volume_claims.keys().collect()),
+            Kind::PersistentVolume => names(self.persistent_volumes.keys().collect()),
+            Kind::StorageClass => names(self.storage_classes.keys().collect()),
+            Kind::Namespace => names(self.namespaces.keys().collect()),
+        }
+    }
+
+    /// Nominates a node (or in-flight NodeClaim, by the name [`StateNode::name`] gives it) for
+    /// pending pods until `until`: disruption leaves it alone meanwhile.
+    pub fn nominate(&mut self, node: &str, until: DateTime<Utc>) {
+        let entry = self.nominations.entry(node.to_owned()).or_insert(until);
+        *entry = (*entry).max(until);
+    }
+
+    /// Marks (or unmarks) a NodeClaim as chosen by a disruption command.
+    pub fn mark_for_deletion(&mut self, node_claim: &str, marked: bool) {
+        if marked {
+            self.marked_for_deletion.insert(node_claim.to_owned());
+        } else {
+            self.marked_for_deletion.remove(node_claim);
+        }
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.get(name)
+    }
+
+    pub fn node_claim(&self, name: &str) -> Option<&NodeClaim> {
+        self.node_claims.get(name)
+    }
+
+    pub fn node_claims(&self) -> impl Iterator<Item = &NodeClaim> {
+        self.node_claims.values()
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.values()
+    }
+
+    pub fn pods(&self) -> impl Iterator<Item = &Pod> {
+        self.pods.values()
+    }
+
+    pub fn node_pools(&self) -> impl Iterator<Item = &NodePool> {
+        self.node_pools.values()
+    }
+
+    pub fn node_pool(&self, name: &str) -> Option<&NodePool> {
+        self.node_pools.get(name)
+    }
+
+    pub fn daemonsets(&self) -> impl Iterator<Item = &DaemonSet> {
+        self.daemonsets.values()
+    }
+
+    /// Pods bound to `node`.
+    pub fn pods_on(&self, node: &str) -> Vec<&Pod> {
+        self.pods_by_node
+            .get(node)
+            .map(|keys| keys.iter().filter_map(|k| self.pods.get(k)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every node: NodeClaims joined with their Node by provider id (or in flight), then the
+    /// Nodes no NodeClaim claims; by name.
+    pub fn state_nodes(&self) -> Vec<StateNode<'_>> {
+        let by_provider: HashMap<&str, &Node> = self
+            .nodes
+            .values()
+            .filter_map(|n| Some((n.spec.as_ref()?.provider_id.as_deref()?, n)))
+            .collect();
+        let mut claimed: BTreeSet<&str> = BTreeSet::new();
+        let mut out = Vec::with_capacity(self.nodes.len().max(self.node_claims.len()));
+        for claim in self.node_claims.values() {
+            let node = claim
+                .status
+                .as_ref()
+                .and_then(|s| s.provider_id.as_deref())
+                .and_then(|id| by_provider.get(id).copied());
+            if let Some(name) = node.and_then(|n| n.metadata.name.as_deref()) {
+                claimed.insert(name);
+            }
+            out.push(self.state_node(node, Some(claim)));
+        }
+        for (name, node) in &self.nodes {
+            if !claimed.contains(name.as_str()) {
+                out.push(self.state_node(Some(node), None));
+            }
+        }
+        out.sort_by(|a, b| a.name().cmp(b.name()));
+        out
+    }
+
+    /// The node named `name` (as [`StateNode::name`] names it), if any.
+    pub fn state_node_named(&self, name: &str) -> Option<StateNode<'_>> {
+        self.state_nodes().into_iter().find(|n| n.name() == name)
+    }
+
+    fn state_node<'a>(
+        &'a self,
+        node: Option<&'a Node>,
+        claim: Option<&'a NodeClaim>,
+    ) -> StateNode<'a> {
+        let mut state = StateNode {
+            node,
+            node_claim: claim,
+            pods: Vec::new(),
+            nominated_until: None,
+            marked_for_deletion: claim
+                .and_then(|c| c.metadata.name.as_deref())
+                .is_some_and(|n| self.marked_for_deletion.contains(n)),
+        };
+        let name = state.name();
+        state.pods = self.pods_on(name);
+        state.nominated_until = self.nominations.get(name).copied().or_else(|| {
+            claim
+                .and_then(|c| c.metadata.name.as_deref())
+                .and_then(|n| self.nominations.get(n).copied())
+        });
+        state
+    }
+
+    /// Pods waiting for capacity (upstream `IsProvisionable`), in name order.
+    pub fn provisionable_pods(&self) -> Vec<&Pod> {
+        self.pods.values().filter(|p| is_provisionable(p)).collect()
+    }
+
+    /// What a NodePool's NodeClaims use (capacity of in-flight claims included), for
+    /// `status.resources` and its `limits`.
+    pub fn node_pool_usage(&self, pool: &str) -> NodePoolUsage {
+        let mut usage = NodePoolUsage::default();
+        for node in self.state_nodes() {
+            let in_pool = node
+                .node_claim
+                .and_then(|c| c.metadata.labels.as_ref())
+                .and_then(|l| l.get(labels::NODEPOOL))
+                .is_some_and(|p| p == pool);
+            if !in_pool {
+                continue;
+            }
+            usage.nodes += 1;
+            usage.resources.add(&node.capacity());
+        }
+        usage
+    }
+
+    /// The solver's input for `pods`: the cluster's nodes, DaemonSets, volumes and namespaces
+    /// around the NodePools and instance types the caller resolved.
+    pub fn solve_input(
+        &self,
+        pods: Vec<Pod>,
+        node_pools: Vec<karpenter_scheduling::NodePool>,
+        instance_types: BTreeMap<String, Vec<InstanceType>>,
+        options: SolveOptions,
+    ) -> SolveInput {
+        SolveInput {
+            node_pools,
+            instance_types,
+            default_instance_types: Vec::new(),
+            existing_nodes: self
+                .state_nodes()
+                .iter()
+                .map(StateNode::to_existing)
+                .collect(),
+            daemonsets: self.daemonsets.values().cloned().collect(),
+            pods,
+            persistent_volume_claims: self.persistent_volume_claims.values().cloned().collect(),
+            persistent_volumes: self.persistent_volumes.values().cloned().collect(),
+            storage_classes: self.storage_classes.values().cloned().collect(),
+            namespaces: self.namespaces.values().cloned().collect(),
+            relocating: Default::default(),
+            options,
+        }
+    }
+
+    /// The disruption snapshot at `now`. `queued` names the nodes the orchestration queue
+    /// holds.
+    pub fn disruption_snapshot(
+        &self,
+        now: DateTime<Utc>,
+        instance_types: BTreeMap<String, Vec<InstanceType>>,
+        queued: &BTreeSet<&str>,
+        features: Features,
+        solve_options: SolveOptions,
+    ) -> Snapshot {
+        let nodes = self
+            .state_nodes()
+            .iter()
+            .map(|n| {
+                let mut state = n.to_node_state(now);
+                state.queued = queued.contains(state.name.as_str());
+                state
+            })
+            .collect();
+        Snapshot {
+            node_pools: self.node_pools.values().cloned().collect(),
+            instance_types,
+            nodes,
+            pdbs: self.pdbs.values().filter_map(Pdb::from_k8s).collect(),
+            pending_pods: self.provisionable_pods().into_iter().cloned().collect(),
+            daemonsets: self.daemonsets.values().cloned().collect(),
+            features,
+            solve_options,
+        }
+    }
+}

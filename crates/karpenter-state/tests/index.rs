@@ -1,0 +1,296 @@
+//! The cluster-state index without a cluster: objects in, node shapes and derived views out.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, TimeZone, Utc};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use karpenter_api::v1::NodeClaim;
+use karpenter_state::{Cluster, Kind, Object, ObjectRef};
+use serde_json::json;
+
+fn parse<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+    match serde_json::from_value(value) {
+        Ok(object) => object,
+        Err(e) => panic!("test object parses: {e}"),
+    }
+}
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0)
+        .single()
+        .unwrap_or_default()
+}
+
+/// A NodeClaim of pool `general`, launched as `provider_id` with 2 CPU; initialized or not.
+fn node_claim(name: &str, provider_id: Option<&str>, initialized: bool) -> NodeClaim {
+    let mut status = json!({
+        "capacity": {"cpu": "2", "memory": "8Gi", "pods": "29"},
+        "allocatable": {"cpu": "1930m", "memory": "7Gi", "pods": "29"},
+        "conditions": [
+            {"type": "Initialized", "status": if initialized { "True" } else { "Unknown" },
+             "reason": "", "message": "", "lastTransitionTime": "2026-01-01T11:00:00Z"},
+            {"type": "Drifted", "status": "True", "reason": "NodePoolDrifted", "message": "",
+             "lastTransitionTime": "2026-01-01T11:30:00Z"}
+        ],
+        "lastPodEventTime": "2026-01-01T11:50:00Z"
+    });
+    if let Some(id) = provider_id {
+        status["providerID"] = json!(id);
+    }
+    parse(json!({
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": name,
+            "creationTimestamp": "2026-01-01T10:00:00Z",
+            "labels": {"karpenter.sh/nodepool": "general"}
+        },
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+            "requirements": [
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a", "us-east-1b"]}
+            ],
+            "taints": [{"key": "team", "value": "a", "effect": "NoSchedule"}],
+            "startupTaints": [{"key": "cni", "effect": "NoSchedule"}],
+            "expireAfter": "720h"
+        },
+        "status": status
+    }))
+}
+
+fn node(name: &str, provider_id: &str, cpu: &str) -> Node {
+    parse(json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "general", "kubernetes.io/hostname": name}},
+        "spec": {"providerID": provider_id, "taints": [{"key": "cni", "effect": "NoSchedule"}]},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "29"},
+            "allocatable": {"cpu": cpu, "memory": "7Gi", "pods": "29"},
+            "conditions": [{"type": "Ready", "status": "True"}]
+        }
+    }))
+}
+
+fn pod(name: &str, node: Option<&str>, unschedulable: bool) -> Pod {
+    let mut pod = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "shop", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "500m"}}}]},
+        "status": {"phase": "Pending"}
+    });
+    if let Some(node) = node {
+        pod["spec"]["nodeName"] = json!(node);
+        pod["status"]["phase"] = json!("Running");
+    }
+    if unschedulable {
+        pod["status"]["conditions"] =
+            json!([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]);
+    }
+    parse(pod)
+}
+
+#[test]
+fn a_node_claim_joins_its_node_by_provider_id_and_carries_its_pods() {
+    let mut cluster = Cluster::new();
+    cluster.apply(Object::NodeClaim(node_claim(
+        "general-abc",
+        Some("kwok://n1"),
+        true,
+    )));
+    cluster.apply(Object::Node(node("n1", "kwok://n1", "2")));
+    cluster.apply(Object::Pod(pod("web-1", Some("n1"), false)));
+    let nodes = cluster.state_nodes();
+    assert_eq!(nodes.len(), 1, "one joined node, not a node and a claim");
+    let n = &nodes[0];
+    assert_eq!(n.name(), "n1");
+    assert!(n.managed() && n.initialized() && n.ready());
+    assert_eq!(n.pods.len(), 1);
+    let existing = n.to_existing();
+    assert_eq!(existing.pods.len(), 1);
+    assert_eq!(
+        existing
+            .labels
+            .get("karpenter.sh/nodepool")
+            .map(String::as_str),
+        Some("general")
+    );
+}
+
+#[test]
+fn an_in_flight_node_claim_is_a_node_shaped_by_its_requirements_and_status() {
+    let mut cluster = Cluster::new();
+    cluster.apply(Object::NodeClaim(node_claim("general-abc", None, false)));
+    let nodes = cluster.state_nodes();
+    let n = &nodes[0];
+    assert_eq!(n.name(), "general-abc");
+    assert!(!n.initialized());
+    let labels = n.labels();
+    assert_eq!(
+        labels
+            .get("node.kubernetes.io/instance-type")
+            .map(String::as_str),
+        Some("m5.large")
+    );
+    assert!(
+        !labels.contains_key("topology.kubernetes.io/zone"),
+        "multi-valued requirements are not labels"
+    );
+    assert_eq!(
+        labels.get("kubernetes.io/hostname").map(String::as_str),
+        Some("general-abc")
+    );
+    let taints: Vec<String> = n.taints().iter().map(|t| t.key.clone()).collect();
+    assert_eq!(taints, ["team"], "startup taints are not the node's yet");
+    assert_eq!(n.allocatable().get("cpu").millis(), 1930);
+}
+
+#[test]
+fn an_uninitialized_node_takes_resources_it_does_not_report_yet_from_its_node_claim() {
+    let mut cluster = Cluster::new();
+    cluster.apply(Object::NodeClaim(node_claim("c", Some("kwok://n1"), false)));
+    cluster.apply(Object::Node(node("n1", "kwok://n1", "0")));
+    let n = &cluster.state_nodes()[0];
+    assert_eq!(
+        n.capacity().get("cpu").millis(),
+        2000,
+        "the node says 0 CPU: the claim's 2 stand"
+    );
+    assert_eq!(n.allocatable().get("cpu").millis(), 1930);
+    assert_eq!(
+        n.capacity().get("pods").millis(),
+        29_000,
+        "what the node reports stands"
+    );
+}
+
+#[test]
+fn nodes_without_a_node_claim_are_unmanaged_and_initialized() {
+    let mut cluster = Cluster::new();
+    cluster.apply(Object::Node(node("static-1", "aws:///us-east-1a/i-1", "4")));
+    let n = &cluster.state_nodes()[0];
+    assert!(!n.managed());
+    assert!(n.initialized());
+    assert!(n.to_node_state(now()).node_claim.is_none());
+}
+
+#[test]
+fn only_unschedulable_unbound_pods_are_provisionable() {
+    let mut cluster = Cluster::new();
+    cluster.apply(Object::Pod(pod("waiting", None, true)));
+    cluster.apply(Object::Pod(pod("not-tried-yet", None, false)));
+    cluster.apply(Object::Pod(pod("running", Some("n1"), false)));
+    let names: Vec<&str> = cluster
+        .provisionable_pods()
+        .iter()
+        .filter_map(|p| p.metadata.name.as_deref())
+        .collect();
+    assert_eq!(names, ["waiting"]);
+}
+
+#[test]
+fn moving_or_deleting_a_pod_updates_the_node_it_was_bound_to() {
+    let mut cluster = Cluster::new();
+    cluster.apply(Object::Pod(pod("web-1", Some("n1"), false)));
+    assert_eq!(cluster.pods_on("n1").len(), 1);
+    cluster.apply(Object::Pod(pod("web-1", Some("n2"), false)));
+    assert!(cluster.pods_on("n1").is_empty());
+    assert_eq!(cluster.pods_on("n2").len(), 1);
+    cluster.delete(&ObjectRef::new(Kind::Pod, Some("shop"), "web-1"));
+    assert!(cluster.pods_on("n2").is_empty());
+    cluster.delete(&ObjectRef::new(Kind::Pod, Some("shop"), "web-1"));
+}
+
+#[test]
+fn reset_drops_objects_missing_from_the_relist() {
+    let mut cluster = Cluster::new();
+    cluster.apply(Object::Pod(pod("a", Some("n1"), false)));
+    cluster.apply(Object::Pod(pod("b", Some("n1"), false)));
+    cluster.apply(Object::Node(node("n1", "kwok://n1", "2")));
+    cluster.reset(Kind::Pod, vec![Object::Pod(pod("b", Some("n1"), false))]);
+    let names: Vec<&str> = cluster
+        .pods_on("n1")
+        .iter()
+        .filter_map(|p| p.metadata.name.as_deref())
+        .collect();
+    assert_eq!(names, ["b"]);
+    assert!(cluster.node("n1").is_some(), "other kinds are untouched");
+}
+
+#[test]
+fn node_pool_usage_counts_in_flight_claims_and_nodes() {
+    let mut cluster = Cluster::new();
+    cluster.apply(Object::NodeClaim(node_claim("a", Some("kwok://n1"), true)));
+    cluster.apply(Object::Node(node("n1", "kwok://n1", "2")));
+    cluster.apply(Object::NodeClaim(node_claim("b", None, false)));
+    let usage = cluster.node_pool_usage("general");
+    assert_eq!(usage.nodes, 2);
+    assert_eq!(usage.resources.get("cpu").millis(), 4000);
+    assert_eq!(cluster.node_pool_usage("other").nodes, 0);
+}
+
+#[test]
+fn the_disruption_view_carries_drift_pod_events_expiry_nomination_and_queueing() {
+    let mut cluster = Cluster::new();
+    cluster.apply(Object::NodeClaim(node_claim("a", Some("kwok://n1"), true)));
+    cluster.apply(Object::Node(node("n1", "kwok://n1", "2")));
+    cluster.nominate("n1", now() + chrono::Duration::seconds(20));
+    cluster.mark_for_deletion("a", true);
+    let snapshot = cluster.disruption_snapshot(
+        now(),
+        Default::default(),
+        &BTreeSet::from(["n1"]),
+        Default::default(),
+        Default::default(),
+    );
+    let n = &snapshot.nodes[0];
+    assert_eq!(n.node_claim.as_deref(), Some("a"));
+    assert_eq!(
+        n.drifted.as_ref().map(|d| d.reason.as_str()),
+        Some("NodePoolDrifted")
+    );
+    assert!(n.last_pod_event.is_some());
+    assert_eq!(
+        n.expire_after,
+        Some(std::time::Duration::from_secs(720 * 3600))
+    );
+    assert!(n.nominated_until.is_some() && n.queued && n.marked_for_deletion);
+    cluster.mark_for_deletion("a", false);
+    let snapshot = cluster.disruption_snapshot(
+        now() + chrono::Duration::seconds(30),
+        Default::default(),
+        &BTreeSet::new(),
+        Default::default(),
+        Default::default(),
+    );
+    let n = &snapshot.nodes[0];
+    assert!(n.nominated_until.is_none(), "a nomination ends");
+    assert!(!n.queued && !n.marked_for_deletion);
+}
+
+#[test]
+fn pod_disruption_budgets_reach_the_snapshot_with_their_status() {
+    let mut cluster = Cluster::new();
+    let pdb: PodDisruptionBudget = parse(json!({
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+        "status": {"disruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 3}
+    }));
+    cluster.apply(Object::PodDisruptionBudget(pdb));
+    let snapshot = cluster.disruption_snapshot(
+        now(),
+        Default::default(),
+        &BTreeSet::new(),
+        Default::default(),
+        Default::default(),
+    );
+    assert_eq!(snapshot.pdbs.len(), 1);
+    assert_eq!(snapshot.pdbs[0].disruptions_allowed, 1);
+    assert_eq!(snapshot.pdbs[0].min_available.as_deref(), Some("2"));
+    assert!(snapshot.pdbs[0].matches(&pod("web-1", Some("n1"), false)));
+}
