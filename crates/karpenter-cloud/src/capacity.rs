@@ -65,7 +65,7 @@ pub fn pods(shape: &InstanceShape, options: &CatalogOptions) -> i64 {
     };
     if let Some(per_core) = kubelet.pods_per_core
         && per_core > 0
-        && options.ami_family.pods_per_core_enabled()
+        && crate::options::pods_per_core_enabled(options.ami_family)
     {
         count = count.min(i64::from(per_core).saturating_mul(i64::from(shape.vcpus)));
     }
@@ -75,7 +75,7 @@ pub fn pods(shape: &InstanceShape, options: &CatalogOptions) -> i64 {
 /// The pod count the kube-reserved memory term uses: ENI-limited pods with no reserved ENIs
 /// for AL2, AL2023 and Custom (whatever `maxPods` and `RESERVED_ENIS` say), else `pods`.
 pub fn pods_for_memory_overhead(shape: &InstanceShape, options: &CatalogOptions) -> i64 {
-    if options.ami_family.uses_eni_limited_memory_overhead() {
+    if crate::options::uses_eni_limited_memory_overhead(options.ami_family) {
         eni_limited_pods(shape, 0)
     } else {
         pods(shape, options)
@@ -125,5 +125,5 @@ pub fn extended_resources(shape: &InstanceShape) -> BTreeMap<String, i64> {
 
 /// Whether the AMI family can run this type at all.
 pub fn compatible(shape: &InstanceShape, ami_family: AmiFamily) -> bool {
-    ami_family.supports_family(shape.family())
+    crate::options::supports_family(ami_family, shape.family())
 }

@@ -17,33 +17,26 @@ pub const DEFAULT_EPHEMERAL_STORAGE_BYTES: i64 = 20 * GIB;
 /// Zones per region when none are given.
 pub const DEFAULT_ZONES_PER_REGION: usize = 3;
 
-/// The AMI family of the EC2NodeClass; it decides a few capacity and overhead rules.
-/// (Windows families are not modelled: the catalog is Linux-only.)
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum AmiFamily {
-    #[default]
-    Al2023,
-    Al2,
-    Bottlerocket,
-    Custom,
+/// The AMI family of the EC2NodeClass (the API's type); it decides a few capacity and
+/// overhead rules ([`pods_per_core_enabled`], [`uses_eni_limited_memory_overhead`],
+/// [`supports_family`]). Windows families are not modelled: the catalog is Linux-only, and
+/// they follow the AL2023 rules here.
+pub use karpenter_api::v1::AmiFamily;
+
+/// Whether kubelet's `podsPerCore` is honoured (not on Bottlerocket).
+pub fn pods_per_core_enabled(family: AmiFamily) -> bool {
+    !matches!(family, AmiFamily::Bottlerocket)
 }
 
-impl AmiFamily {
-    /// Whether kubelet's `podsPerCore` is honoured (not on Bottlerocket).
-    pub fn pods_per_core_enabled(self) -> bool {
-        !matches!(self, Self::Bottlerocket)
-    }
+/// Whether the kube-reserved memory term uses ENI-limited pods (with no reserved ENIs)
+/// rather than the computed pod count (AL2, AL2023, Custom).
+pub fn uses_eni_limited_memory_overhead(family: AmiFamily) -> bool {
+    !matches!(family, AmiFamily::Bottlerocket)
+}
 
-    /// Whether the kube-reserved memory term uses ENI-limited pods (with no reserved ENIs)
-    /// rather than the computed pod count (AL2, AL2023, Custom).
-    pub fn uses_eni_limited_memory_overhead(self) -> bool {
-        !matches!(self, Self::Bottlerocket)
-    }
-
-    /// Whether the family can run the type's architecture family (`a1.*` is excluded for AL2023).
-    pub fn supports_family(self, family: &str) -> bool {
-        !(matches!(self, Self::Al2023) && family == "a1")
-    }
+/// Whether the family can run the type's instance family (`a1.*` is excluded for AL2023).
+pub fn supports_family(ami_family: AmiFamily, family: &str) -> bool {
+    !(matches!(ami_family, AmiFamily::AL2023) && family == "a1")
 }
 
 /// An eviction threshold (`evictionHard` value).
@@ -112,7 +105,7 @@ impl Default for CatalogOptions {
             spot_discount: DEFAULT_SPOT_DISCOUNT,
             vm_memory_overhead_percent: DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
             reserved_enis: 0,
-            ami_family: AmiFamily::default(),
+            ami_family: AmiFamily::AL2023,
             kubelet: KubeletSettings::default(),
             root_volume_bytes: None,
             instance_store_raid0: false,

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use karpenter_api::labels;
-use karpenter_api::v1::{AmiFamily as ApiAmiFamily, EC2NodeClass, NodePool};
+use karpenter_api::v1::{EC2NodeClass, NodePool};
 use karpenter_scheduling::{InstanceType, RequirementSpec};
 
 use crate::error::OptionsError;
@@ -99,10 +99,13 @@ pub fn options_for(
     notes: &mut Vec<String>,
 ) -> Option<CatalogOptions> {
     let ami_family = match class.spec.resolved_ami_family() {
-        Some(ApiAmiFamily::AL2) => AmiFamily::Al2,
-        Some(ApiAmiFamily::Bottlerocket) => AmiFamily::Bottlerocket,
-        Some(ApiAmiFamily::Custom) => AmiFamily::Custom,
-        Some(ApiAmiFamily::AL2023) | None => AmiFamily::Al2023,
+        Some(
+            family @ (AmiFamily::AL2
+            | AmiFamily::AL2023
+            | AmiFamily::Bottlerocket
+            | AmiFamily::Custom),
+        ) => family,
+        None => AmiFamily::AL2023,
         Some(windows) => {
             notes.push(format!(
                 "NodePool {}: AMI family {} is not simulated (the catalog is Linux-only); the NodePool gets no instance types",

@@ -34,6 +34,8 @@ pub mod drift;
 pub mod drift_detect;
 pub mod emptiness;
 pub mod expiration;
+/// The consolidation benchmark cluster; with the `test-support` feature.
+#[cfg(feature = "test-support")]
 pub mod fixtures;
 pub mod multi_node;
 pub mod pass;

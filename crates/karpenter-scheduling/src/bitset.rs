@@ -58,17 +58,12 @@ impl Bitset {
         }
     }
 
-    /// `self & a & b` into `self`, reporting whether anything is left.
-    #[inline]
-    pub fn and_is_empty(&self, other: &Bitset) -> bool {
-        self.words.iter().zip(&other.words).all(|(a, b)| a & b == 0)
-    }
-
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.words.iter().all(|w| *w == 0)
     }
 
+    #[cfg(test)]
     pub fn count(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
@@ -90,11 +85,6 @@ impl Bitset {
 
     pub fn clear(&mut self) {
         self.words.iter_mut().for_each(|w| *w = 0);
-    }
-
-    /// Copies `other` into `self` without reallocating.
-    pub fn copy_from(&mut self, other: &Bitset) {
-        self.words.clone_from(&other.words);
     }
 }
 

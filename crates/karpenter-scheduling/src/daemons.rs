@@ -5,7 +5,6 @@
 use k8s_openapi::api::core::v1::Taint;
 
 use crate::bitset::Bitset;
-use crate::catalog::Catalog;
 use crate::dims::{self, Res};
 use crate::hash::FxHashSet;
 use crate::hostports::HostPort;
@@ -13,6 +12,7 @@ use crate::intern::{Interner, Sym};
 use crate::pod::PodInfo;
 use crate::requirements::Requirements;
 use crate::taints::first_untolerated;
+use crate::type_index::TypeIndex;
 
 /// Instance types sharing the same DaemonSet overhead.
 #[derive(Debug, Clone)]
@@ -58,7 +58,7 @@ pub fn overhead_groups(
     daemons: &[PodInfo],
     taints: &[Taint],
     template: &Requirements,
-    catalog: &Catalog,
+    catalog: &TypeIndex,
     candidates: &Bitset,
     allow_undefined: &FxHashSet<Sym>,
     interner: &Interner,

@@ -151,10 +151,3 @@ pub fn fits_sum(a: &Res, b: &Res, avail: &Res) -> bool {
     let n = a.len().max(b.len());
     (0..n).all(|i| get(a, i).saturating_add(get(b, i)) <= get(avail, i))
 }
-
-/// The first resource of `need` that exceeds `avail`.
-pub fn first_exceeding(need: &Res, avail: &Res) -> Option<usize> {
-    need.iter()
-        .enumerate()
-        .position(|(i, n)| *n > get(avail, i))
-}

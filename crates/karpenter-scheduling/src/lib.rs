@@ -27,27 +27,32 @@ pub use output::{
 pub use quantity::{Quantity, QuantityError};
 pub use resources::ResourceList;
 
-pub mod bitset;
-pub mod catalog;
-pub mod daemons;
-pub mod dims;
-pub mod hash;
-pub mod hostports;
+pub(crate) mod bitset;
+pub(crate) mod daemons;
+pub(crate) mod dims;
+pub(crate) mod hash;
+pub(crate) mod hostports;
 pub mod intern;
 mod placement;
 pub mod pod;
-pub mod preferences;
+pub(crate) mod preferences;
 pub mod requirement;
-pub mod requirements;
+pub(crate) mod requirements;
 mod result;
 pub mod scheduler;
-pub mod selector;
-pub mod state;
+pub(crate) mod selector;
+pub(crate) mod state;
 pub mod taints;
-pub mod topology;
-pub mod volumes;
+pub(crate) mod topology;
+pub(crate) mod type_index;
+pub(crate) mod volumes;
 
 pub use scheduler::solve;
+/// Builders for test objects (pods, instance types); with the `test-support` feature.
+#[cfg(feature = "test-support")]
 pub mod builders;
+/// Upstream's scheduling benchmark catalog and workloads (`karpenter bench`, criterion); with
+/// the `test-support` feature.
+#[cfg(feature = "test-support")]
 pub mod fixtures;
 pub mod v1;

@@ -646,7 +646,6 @@ impl Solver<'_> {
             let max = pool.catalog.max_allocatable(&its);
             let claim = Claim {
                 pool: p,
-                hostname,
                 host_domain,
                 requirements,
                 its,

@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, VecDeque};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::catalog::Catalog;
 use crate::daemons::{daemon_compatible, overhead_groups};
 use crate::dims::{self, Dims};
 use crate::hash::FxHashSet;
@@ -26,6 +25,7 @@ use crate::selector::label_value;
 use crate::state::{Attempt, Claim, ExistingPod, ExistingState, PoolState, Reasons};
 use crate::taints;
 use crate::topology::{GroupKind, GroupRef, GroupSpec, PodView, Topology};
+use crate::type_index::TypeIndex;
 use crate::volumes::VolumeIndex;
 
 /// Interned well-known keys.
@@ -41,37 +41,37 @@ pub struct Keys {
 /// All state of one solve.
 #[derive(Debug)]
 pub struct Solver<'a> {
-    pub input: &'a SolveInput,
-    pub interner: Interner,
-    pub dims: Dims,
-    pub keys: Keys,
-    pub well_known: FxHashSet<Sym>,
-    pub strict_keys: FxHashSet<Sym>,
-    pub pods: Vec<PodInfo>,
-    pub pod_errors: Vec<(PodRef, String)>,
-    pub daemons: Vec<PodInfo>,
-    pub pools: Vec<PoolState<'a>>,
-    pub existing: Vec<ExistingState>,
-    pub existing_pods: Vec<Vec<ExistingPod>>,
-    pub claims: Vec<Claim>,
-    pub order: BTreeMap<(usize, i64), usize>,
-    pub order_front: i64,
-    pub order_back: i64,
-    pub topology: Topology,
-    pub hostname_counter: usize,
-    pub tolerate_prefer_no_schedule: bool,
+    pub(crate) input: &'a SolveInput,
+    pub(crate) interner: Interner,
+    pub(crate) dims: Dims,
+    pub(crate) keys: Keys,
+    pub(crate) well_known: FxHashSet<Sym>,
+    pub(crate) strict_keys: FxHashSet<Sym>,
+    pub(crate) pods: Vec<PodInfo>,
+    pub(crate) pod_errors: Vec<(PodRef, String)>,
+    pub(crate) daemons: Vec<PodInfo>,
+    pub(crate) pools: Vec<PoolState<'a>>,
+    pub(crate) existing: Vec<ExistingState>,
+    pub(crate) existing_pods: Vec<Vec<ExistingPod>>,
+    pub(crate) claims: Vec<Claim>,
+    pub(crate) order: BTreeMap<(usize, i64), usize>,
+    pub(crate) order_front: i64,
+    pub(crate) order_back: i64,
+    pub(crate) topology: Topology,
+    pub(crate) hostname_counter: usize,
+    pub(crate) tolerate_prefer_no_schedule: bool,
     /// `(pod, existing node index)` placements.
-    pub placements: Vec<(usize, usize)>,
+    pub(crate) placements: Vec<(usize, usize)>,
     /// Pods left unscheduled with their reasons.
-    pub failures: Vec<(usize, Reasons)>,
-    pub min_values_policy: MinValuesPolicy,
+    pub(crate) failures: Vec<(usize, Reasons)>,
+    pub(crate) min_values_policy: MinValuesPolicy,
     /// Per owned group: claims whose hostname already holds a pod the (hostname anti-affinity)
     /// group selects.
-    pub host_blocked: Vec<usize>,
-    pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
-    pub volumes: VolumeIndex<'a>,
+    pub(crate) host_blocked: Vec<usize>,
+    pub(crate) namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    pub(crate) volumes: VolumeIndex<'a>,
     /// Topology keys whose domain universe is built.
-    pub universe_built: FxHashSet<Sym>,
+    pub(crate) universe_built: FxHashSet<Sym>,
 }
 
 /// Runs one scheduling simulation.
@@ -409,10 +409,10 @@ impl<'a> Solver<'a> {
                 }
             }
         }
-        let catalogs: Vec<Catalog> = order
+        let catalogs: Vec<TypeIndex> = order
             .iter()
             .map(|p| {
-                Catalog::build(
+                TypeIndex::build(
                     input.instance_types_for(&p.name),
                     &mut self.interner,
                     &self.dims,
@@ -485,7 +485,6 @@ impl<'a> Solver<'a> {
             }
             self.pools.push(PoolState {
                 spec,
-                name,
                 catalog,
                 template,
                 template_its,

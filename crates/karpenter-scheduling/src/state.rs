@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 use crate::bitset::Bitset;
-use crate::catalog::Catalog;
 use crate::daemons::OverheadGroup;
 use crate::dims::Res;
 use crate::hostports::HostPort;
@@ -15,13 +14,13 @@ use crate::intern::Sym;
 use crate::requirements::Requirements;
 use crate::selector::Labels;
 use crate::topology::GroupRef;
+use crate::type_index::TypeIndex;
 
 /// A NodePool ready to stamp out NodeClaims.
 #[derive(Debug)]
 pub struct PoolState<'a> {
     pub spec: &'a NodePool,
-    pub name: Sym,
-    pub catalog: Catalog,
+    pub catalog: TypeIndex,
     /// NodePool requirements + labels + `karpenter.sh/nodepool` + registered/initialized.
     pub template: Requirements,
     /// Instance types compatible with the template and having an available offering.
@@ -55,8 +54,7 @@ pub struct ExistingState {
 #[derive(Debug, Clone)]
 pub struct Claim {
     pub pool: usize,
-    pub hostname: Sym,
-    /// Index of `hostname` among the hostname topology domains.
+    /// Index of the claim's placeholder hostname among the hostname topology domains.
     pub host_domain: u32,
     pub requirements: Requirements,
     /// Instance types still viable (already narrowed by fit with daemon overhead).

@@ -215,10 +215,6 @@ impl Topology {
         }
     }
 
-    pub fn hostname_key(&self) -> Sym {
-        self.hostname
-    }
-
     /// Registers a taint set, returning its id.
     pub fn taint_set(&mut self, taints: &[Taint]) -> usize {
         if let Some(i) = self.taint_sets.iter().position(|t| t.as_slice() == taints) {

@@ -37,8 +37,6 @@ pub mod plan;
 pub mod render;
 pub mod resources;
 pub mod scenario;
-#[cfg(test)]
-pub(crate) mod test_objects;
 pub mod timeline;
 pub mod workload;
 

@@ -161,8 +161,8 @@ fn unknown(instance_type: &str, types: &[InstanceTypeInfo]) -> SimulateError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_objects::PodBuilder;
     use karpenter_cloud::{Catalog, CatalogOptions};
+    use karpenter_scheduling::builders::PodBuilder;
 
     fn types() -> Vec<InstanceTypeInfo> {
         Catalog::embedded()

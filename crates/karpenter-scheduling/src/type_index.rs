@@ -60,7 +60,7 @@ struct FitIndex {
 
 /// The indexed catalog of one NodePool.
 #[derive(Debug, Clone)]
-pub struct Catalog {
+pub struct TypeIndex {
     pub its: Vec<ItInfo>,
     pub all: Bitset,
     keys: FxHashMap<Sym, KeyIndex>,
@@ -71,9 +71,9 @@ pub struct Catalog {
     pub offering_keys: FxHashSet<Sym>,
 }
 
-impl Catalog {
+impl TypeIndex {
     /// Compiles instance types. `dims` must already hold every resource the solve uses.
-    pub fn build(types: &[InstanceType], interner: &mut Interner, dims: &Dims) -> Catalog {
+    pub fn build(types: &[InstanceType], interner: &mut Interner, dims: &Dims) -> TypeIndex {
         let zone = interner.intern(karpenter_api::labels::ZONE);
         let ct = interner.intern(karpenter_api::labels::CAPACITY_TYPE);
         let mut its: Vec<ItInfo> = types
@@ -187,7 +187,7 @@ impl Catalog {
                 }
             }
         }
-        Catalog {
+        TypeIndex {
             all: Bitset::full(n),
             its,
             keys,
@@ -203,11 +203,6 @@ impl Catalog {
 
     pub fn is_empty(&self) -> bool {
         self.its.is_empty()
-    }
-
-    /// True when some instance type defines `key`.
-    pub fn defines(&self, key: Sym) -> bool {
-        self.keys.contains_key(&key)
     }
 
     pub fn defined_keys(&self) -> impl Iterator<Item = Sym> + '_ {
@@ -256,22 +251,6 @@ impl Catalog {
     ) {
         for (key, req) in reqs.iter() {
             self.narrow_by_requirement(bits, key, req, interner);
-        }
-    }
-
-    /// Narrows `bits` to instance types with at least `need` allocatable.
-    pub fn narrow_by_fit(&self, bits: &mut Bitset, need: &Res) {
-        for (d, n) in need.iter().enumerate() {
-            if *n <= 0 {
-                continue;
-            }
-            match self.fits.get(d) {
-                Some(index) => {
-                    let k = index.sorted.partition_point(|v| *v < *n);
-                    bits.and_with(&index.suffix[k]);
-                }
-                None => bits.clear(),
-            }
         }
     }
 
@@ -354,35 +333,5 @@ impl Catalog {
             .flat_map(|t| t.offerings.iter())
             .filter(|o| o.sig.is_some_and(|s| mask.get(s).copied().unwrap_or(false)))
             .map(|o| o.capacity_type)
-    }
-
-    /// Cheapest available offering of `it` compatible with `reqs`.
-    pub fn cheapest_price(
-        &self,
-        it: usize,
-        reqs: &Requirements,
-        interner: &Interner,
-    ) -> Option<f64> {
-        self.its
-            .get(it)?
-            .offerings
-            .iter()
-            .filter(|o| o.available && reqs.intersects(&o.requirements, interner).is_ok())
-            .map(|o| o.price)
-            .min_by(f64::total_cmp)
-    }
-
-    /// Capacity types of available offerings of `it` compatible with `reqs`.
-    pub fn capacity_types(&self, it: usize, reqs: &Requirements, interner: &Interner) -> Vec<Sym> {
-        self.its
-            .get(it)
-            .map(|t| {
-                t.offerings
-                    .iter()
-                    .filter(|o| o.available && reqs.intersects(&o.requirements, interner).is_ok())
-                    .map(|o| o.capacity_type)
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 }
