@@ -27,12 +27,15 @@ fn fixtures(kind: &str) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// A check run on each fixture of a directory: (directory, what it checks, the check).
+type Check = (&'static str, &'static str, fn(&Path));
+
 /// One test per fixture file and check, named `<path from the crate root> <what it checks>`; a
 /// fixture directory that cannot be read or holds no fixture is a failing test of its own.
 fn main() {
     let args = Arguments::from_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let checks: [(&str, &str, fn(&Path)); 3] = [
+    let checks: [Check; 3] = [
         (
             "valid",
             "validates without problems",
