@@ -1,22 +1,76 @@
-//! Every fixture under `tests/fixtures/valid` validates clean; every fixture under
-//! `tests/fixtures/invalid` produces each problem its `# validate-expect:` lines name.
+//! Every fixture under `tests/fixtures/valid` validates clean and round-trips through the
+//! types; every fixture under `tests/fixtures/invalid` produces each problem its
+//! `# validate-expect:` lines name. Each file and check is its own test, named by the file's path
+//! and what it checks (`cargo test -p karpenter-api --test fixtures -- --list`).
 
 use std::path::{Path, PathBuf};
 
 use karpenter_api::validation::{Outcome, validate_document};
+use libtest_mimic::{Arguments, Failed, Trial};
 
-fn fixtures(kind: &str) -> Vec<PathBuf> {
+fn fixtures(kind: &str) -> Result<Vec<PathBuf>, String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(kind);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("fixture dir exists")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            files.push(path);
+        }
+    }
     files.sort();
-    assert!(!files.is_empty(), "no fixtures in {}", dir.display());
-    files
+    if files.is_empty() {
+        return Err(format!("no fixtures in {}", dir.display()));
+    }
+    Ok(files)
+}
+
+/// A check run on each fixture of a directory: (directory, what it checks, the check).
+type Check = (&'static str, &'static str, fn(&Path));
+
+/// One test per fixture file and check, named `<path from the crate root> <what it checks>`; a
+/// fixture directory that cannot be read or holds no fixture is a failing test of its own.
+fn main() {
+    let args = Arguments::from_args();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let checks: [Check; 3] = [
+        (
+            "valid",
+            "validates without problems",
+            validates_without_problems,
+        ),
+        (
+            "valid",
+            "round-trips through the types without losing fields",
+            round_trips_through_the_types_without_losing_fields,
+        ),
+        (
+            "invalid",
+            "reports the problems it declares",
+            reports_the_problems_it_declares,
+        ),
+    ];
+    let mut trials = Vec::new();
+    for (kind, what, check) in checks {
+        match fixtures(kind) {
+            Ok(files) => {
+                for path in files {
+                    let name = path.strip_prefix(root).unwrap_or(&path).display();
+                    trials.push(Trial::test(format!("{name} {what}"), move || {
+                        check(&path);
+                        Ok(())
+                    }));
+                }
+            }
+            Err(e) => trials.push(Trial::test(
+                format!("tests/fixtures/{kind} holds fixtures that {what}"),
+                move || Err(Failed::from(e)),
+            )),
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
 }
 
 fn problems_of(path: &Path) -> Vec<String> {
@@ -31,61 +85,52 @@ fn problems_of(path: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn every_valid_fixture_validates_without_problems() {
-    for path in fixtures("valid") {
-        let problems = problems_of(&path);
-        assert!(problems.is_empty(), "{}: {problems:#?}", path.display());
-    }
+fn validates_without_problems(path: &Path) {
+    let problems = problems_of(path);
+    assert!(problems.is_empty(), "{}: {problems:#?}", path.display());
 }
 
-#[test]
-fn every_invalid_fixture_reports_the_problems_it_declares() {
-    for path in fixtures("invalid") {
-        let text = std::fs::read_to_string(&path).expect("fixture readable");
-        let expected: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("# validate-expect: "))
-            .collect();
+fn reports_the_problems_it_declares(path: &Path) {
+    let text = std::fs::read_to_string(path).expect("fixture readable");
+    let expected: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# validate-expect: "))
+        .collect();
+    assert!(
+        !expected.is_empty(),
+        "{} declares no validate-expect line",
+        path.display()
+    );
+    let problems = problems_of(path);
+    for want in expected {
         assert!(
-            !expected.is_empty(),
-            "{} declares no validate-expect line",
+            problems.iter().any(|p| p.contains(want)),
+            "{}: expected a problem containing {want:?}, got {problems:#?}",
             path.display()
         );
-        let problems = problems_of(&path);
-        for want in expected {
-            assert!(
-                problems.iter().any(|p| p.contains(want)),
-                "{}: expected a problem containing {want:?}, got {problems:#?}",
-                path.display()
-            );
-        }
     }
 }
 
-#[test]
-fn valid_fixtures_round_trip_through_the_types_without_losing_fields() {
+fn round_trips_through_the_types_without_losing_fields(path: &Path) {
     use karpenter_api::v1::{EC2NodeClass, NodePool};
-    for path in fixtures("valid") {
-        let text = std::fs::read_to_string(&path).expect("fixture readable");
-        for doc in karpenter_api::yaml::parse_documents(&text).expect("yaml") {
-            let reserialized = match doc["kind"].as_str() {
-                Some("NodePool") => serde_json::to_value(
-                    karpenter_api::yaml::from_value::<NodePool>(&doc).expect("typed"),
-                ),
-                Some("EC2NodeClass") => serde_json::to_value(
-                    karpenter_api::yaml::from_value::<EC2NodeClass>(&doc).expect("typed"),
-                ),
-                other => panic!("unexpected kind {other:?} in {}", path.display()),
-            }
-            .expect("serializes");
-            // Every field the user wrote survives (defaults may be added, nothing is lost).
-            assert_subset(&doc, &reserialized, "", &path);
-            // And the typed value is a fixed point: YAML -> types -> YAML -> types is stable.
-            let yaml = karpenter_api::yaml::to_yaml(&reserialized).expect("to yaml");
-            let again = karpenter_api::yaml::parse_documents(&yaml).expect("reparse");
-            assert_eq!(again[0], reserialized, "{}", path.display());
+    let text = std::fs::read_to_string(path).expect("fixture readable");
+    for doc in karpenter_api::yaml::parse_documents(&text).expect("yaml") {
+        let reserialized = match doc["kind"].as_str() {
+            Some("NodePool") => serde_json::to_value(
+                karpenter_api::yaml::from_value::<NodePool>(&doc).expect("typed"),
+            ),
+            Some("EC2NodeClass") => serde_json::to_value(
+                karpenter_api::yaml::from_value::<EC2NodeClass>(&doc).expect("typed"),
+            ),
+            other => panic!("unexpected kind {other:?} in {}", path.display()),
         }
+        .expect("serializes");
+        // Every field the user wrote survives (defaults may be added, nothing is lost).
+        assert_subset(&doc, &reserialized, "", path);
+        // And the typed value is a fixed point: YAML -> types -> YAML -> types is stable.
+        let yaml = karpenter_api::yaml::to_yaml(&reserialized).expect("to yaml");
+        let again = karpenter_api::yaml::parse_documents(&yaml).expect("reparse");
+        assert_eq!(again[0], reserialized, "{}", path.display());
     }
 }
 

@@ -1,7 +1,8 @@
 //! Data-driven disruption scenarios: every `tests/scenarios/*.yaml` file describes a cluster
 //! (NodePools as v1 YAML, a compact instance-type catalog, nodes with their pods, PDBs, `now`)
 //! and what one disruption pass must decide, or why it must do nothing. Optional sections
-//! change the cluster and re-validate the command, or list the NodeClaims that expired.
+//! change the cluster and re-validate the command, or list the NodeClaims that expired. Each file
+//! is its own test, named by its path.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -824,9 +825,8 @@ fn summary(d: &Decision) -> Vec<String> {
     out
 }
 
-fn scenario_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+fn scenario_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(Result::ok)
                 .map(|e| e.path())
@@ -838,26 +838,39 @@ fn scenario_files() -> Vec<PathBuf> {
     files
 }
 
-#[test]
-fn every_scenario_decides_what_it_expects() {
-    let files = scenario_files();
-    assert!(!files.is_empty(), "no scenarios found");
-    let only = std::env::var("SCENARIO").ok();
-    let mut failures = Vec::new();
-    for f in &files {
-        let name = f
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if only.as_deref().is_some_and(|o| !name.contains(o)) {
-            continue;
-        }
-        match run(f) {
-            Ok(errs) if errs.is_empty() => {}
-            Ok(errs) => failures.push(format!("{name}:\n  {}", errs.join("\n  "))),
-            Err(e) => failures.push(format!("{name}: could not run: {e}")),
-        }
+/// Runs one scenario file: `Err` lists what the pass decided differently, or why it could not run.
+fn scenario_decides_what_it_expects(path: &Path) -> Result<(), String> {
+    match run(path) {
+        Ok(errs) if errs.is_empty() => Ok(()),
+        Ok(errs) => Err(errs.join("\n  ")),
+        Err(e) => Err(format!("could not run: {e}")),
     }
-    eprintln!("{} scenarios, {} failed", files.len(), failures.len());
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// One test per `tests/scenarios/*.yaml` file, named by its path from the crate root, so
+/// `cargo test -p karpenter-disruption --test scenarios -- --list` shows each and a filter such
+/// as `-- budget-` runs some.
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut trials: Vec<libtest_mimic::Trial> = scenario_files(&root.join("tests/scenarios"))
+        .into_iter()
+        .map(|path| {
+            let name = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            libtest_mimic::Trial::test(name, move || {
+                scenario_decides_what_it_expects(&path).map_err(Into::into)
+            })
+        })
+        .collect();
+    if trials.is_empty() {
+        trials.push(libtest_mimic::Trial::test(
+            "tests/scenarios holds scenario files",
+            || Err("no scenarios found".into()),
+        ));
+    }
+    libtest_mimic::run(&args, trials).exit();
 }

@@ -1,6 +1,6 @@
 //! Data-driven scheduling scenarios: every `tests/scenarios/*.yaml` file describes NodePools
 //! (v1 YAML), instance types (compact), existing nodes, DaemonSets, pods (compact or full YAML)
-//! and the expected outcome. One test runs them all and names every failing file.
+//! and the expected outcome. Each file is its own test, named by its path.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -992,36 +992,35 @@ fn run_file(path: &Path) -> Result<(), String> {
     }
 }
 
-#[test]
-fn every_scenario_file_gets_its_expected_outcome() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+/// One test per `tests/scenarios/*.yaml` file, named by its path from the crate root, so
+/// `cargo test -p karpenter-scheduling --test scenarios -- --list` shows each and a filter such
+/// as `-- affinity-arch` runs one.
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("tests/scenarios");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default();
     files.retain(|p| p.extension().is_some_and(|e| e == "yaml"));
     files.sort();
-    let filter = std::env::var("SCENARIO").unwrap_or_default();
-    let mut failures = Vec::new();
-    let mut ran = 0;
-    for f in &files {
-        let name = f
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        if !name.contains(&filter) {
-            continue;
-        }
-        ran += 1;
-        if let Err(e) = run_file(f) {
-            failures.push(format!("{name}:\n    {e}"));
-        }
+    let mut trials: Vec<libtest_mimic::Trial> = files
+        .into_iter()
+        .map(|path| {
+            let name = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            libtest_mimic::Trial::test(name, move || run_file(&path).map_err(Into::into))
+        })
+        .collect();
+    if trials.is_empty() {
+        let message = format!("no scenario files found in {}", dir.display());
+        trials.push(libtest_mimic::Trial::test(
+            "tests/scenarios holds scenario files",
+            move || Err(message.into()),
+        ));
     }
-    println!("{} scenarios ran, {} failed", ran, failures.len());
-    assert!(ran > 0, "no scenario files found in {}", dir.display());
-    assert!(
-        failures.is_empty(),
-        "{} of {ran} scenarios failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    libtest_mimic::run(&args, trials).exit();
 }
