@@ -1,0 +1,30 @@
+//! What happens between a pod that cannot be scheduled and a node that runs it, as pure
+//! decisions the controller executes (and `simulate --timeline` can replay on a virtual clock).
+//!
+//! # What this crate owns
+//!
+//! - **The batch window** ([`Batcher`]): upstream's `BATCH_IDLE_DURATION` /
+//!   `BATCH_MAX_DURATION` rule, over any clock.
+//! - **NodeClaims as upstream shapes them** ([`nodeclaim::node_claim`]): from the solver's
+//!   [`karpenter_scheduling::NewNodeClaim`] and its NodePool: generated name, labels,
+//!   annotations, owner reference, requirements (instance types kept with minValues),
+//!   resources, node class, taints, startup taints, expiry and termination grace period; and
+//!   the NodePool limit check before a launch ([`limits`]).
+//! - **The NodeClaim lifecycle** ([`lifecycle::decide`]): finalizer, launch, registration,
+//!   initialization and liveness as a step computed from the NodeClaim, its Node and `now`;
+//!   the objects each step writes ([`lifecycle::launched`], [`lifecycle::registered_node`],
+//!   [`lifecycle::set_condition`]).
+//!
+//! # What it must not do
+//!
+//! No Kubernetes client, no async runtime, no clock, no I/O: `now` and objects come in,
+//! steps and objects go out. It launches nothing (the cloud provider does) and writes
+//! nothing (the controller does).
+
+pub mod batcher;
+pub mod lifecycle;
+pub mod limits;
+pub mod nodeclaim;
+
+pub use batcher::Batcher;
+pub use lifecycle::{LifecycleConfig, Step, decide};

@@ -1,0 +1,393 @@
+//! The NodeClaim lifecycle (upstream `nodeclaim.lifecycle`) as a step function: from a
+//! NodeClaim, the Node with its provider id (if any) and `now`, the one thing to do next.
+//!
+//! Finalizer first; then Launch (the cloud creates the instance); Registration (a Node with
+//! our provider id appears: it gets our labels, annotations, taints, finalizer and owner
+//! reference, loses the `karpenter.sh/unregistered` taint and is labelled registered);
+//! Initialization (the Node is Ready, its startup and ephemeral taints are gone and every
+//! extended resource requested is registered); Liveness (not launched within
+//! [`LifecycleConfig::launch_timeout`], or no Node within
+//! [`LifecycleConfig::registration_ttl`] of the launch: delete the NodeClaim). A NodeClaim
+//! being deleted is finalized (its Node and instance removed, then the finalizer).
+//!
+//! The functions after [`decide`] compute what each step writes, so the executor only sends
+//! objects.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{Node, Taint};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
+use karpenter_api::labels;
+use karpenter_api::v1::NodeClaim;
+use karpenter_api::v1::nodeclaim::conditions;
+use karpenter_scheduling::ResourceList;
+
+/// Liveness timeouts (upstream: 5 min to launch, 15 min to register).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LifecycleConfig {
+    pub launch_timeout: Duration,
+    pub registration_ttl: Duration,
+}
+
+impl Default for LifecycleConfig {
+    fn default() -> Self {
+        LifecycleConfig {
+            launch_timeout: Duration::from_secs(5 * 60),
+            registration_ttl: Duration::from_secs(15 * 60),
+        }
+    }
+}
+
+/// Why liveness deletes a NodeClaim (`karpenter_nodeclaims_disrupted_total{reason}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Liveness {
+    LaunchTimeout,
+    RegistrationTimeout,
+}
+
+impl Liveness {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Liveness::LaunchTimeout => "launch_timeout",
+            Liveness::RegistrationTimeout => "registration_timeout",
+        }
+    }
+}
+
+/// The next thing to do for a NodeClaim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Add the `karpenter.sh/termination` finalizer.
+    AddFinalizer,
+    /// Ask the cloud for an instance; write [`launched`].
+    Launch,
+    /// Launched; no Node with its provider id yet. Come back after `requeue_after`.
+    AwaitRegistration { requeue_after: Duration },
+    /// Sync the Node ([`registered_node`]) and mark the NodeClaim registered.
+    Register { node: String },
+    /// Registered; not initialized because of `waiting_for`.
+    AwaitInitialization { node: String, waiting_for: String },
+    /// Label the Node initialized and mark the NodeClaim initialized.
+    Initialize { node: String },
+    /// Delete the NodeClaim: it did not become a node in time.
+    Delete { reason: Liveness },
+    /// The NodeClaim is being deleted: remove its Node and instance, then the finalizer.
+    Finalize,
+    /// Nothing to do.
+    Done,
+}
+
+fn condition<'a>(claim: &'a NodeClaim, type_: &str) -> Option<&'a Condition> {
+    claim
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == type_))
+}
+
+/// The condition `type_` is `True`.
+pub fn is_true(claim: &NodeClaim, type_: &str) -> bool {
+    condition(claim, type_).is_some_and(|c| c.status == "True")
+}
+
+fn time(t: &Time) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp(t.0.as_second(), 0)
+}
+
+fn api_time(now: DateTime<Utc>) -> Time {
+    Time(k8s_openapi::jiff::Timestamp::from_second(now.timestamp()).unwrap_or_default())
+}
+
+fn elapsed(since: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Duration {
+    since
+        .and_then(|since| (now - since).to_std().ok())
+        .unwrap_or_default()
+}
+
+fn has_finalizer(claim: &NodeClaim) -> bool {
+    claim
+        .metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|f| f == labels::TERMINATION_FINALIZER))
+}
+
+/// What to do next for `claim`, whose Node (by provider id) is `node`.
+pub fn decide(
+    claim: &NodeClaim,
+    node: Option<&Node>,
+    now: DateTime<Utc>,
+    config: &LifecycleConfig,
+) -> Step {
+    if claim.metadata.deletion_timestamp.is_some() {
+        return if has_finalizer(claim) {
+            Step::Finalize
+        } else {
+            Step::Done
+        };
+    }
+    if !has_finalizer(claim) {
+        return Step::AddFinalizer;
+    }
+    if !is_true(claim, conditions::LAUNCHED) {
+        let created = claim.metadata.creation_timestamp.as_ref().and_then(time);
+        if elapsed(created, now) >= config.launch_timeout {
+            return Step::Delete {
+                reason: Liveness::LaunchTimeout,
+            };
+        }
+        return Step::Launch;
+    }
+    let Some(node) = node else {
+        if is_true(claim, conditions::REGISTERED) {
+            // The Node went away after registering: garbage collection's business.
+            return Step::Done;
+        }
+        let launched =
+            condition(claim, conditions::LAUNCHED).and_then(|c| time(&c.last_transition_time));
+        let waited = elapsed(launched, now);
+        if waited >= config.registration_ttl {
+            return Step::Delete {
+                reason: Liveness::RegistrationTimeout,
+            };
+        }
+        return Step::AwaitRegistration {
+            requeue_after: (config.registration_ttl - waited).min(Duration::from_secs(10)),
+        };
+    };
+    let name = node.metadata.name.clone().unwrap_or_default();
+    if !is_true(claim, conditions::REGISTERED) {
+        return Step::Register { node: name };
+    }
+    if is_true(claim, conditions::INITIALIZED) {
+        return Step::Done;
+    }
+    match initialization_blocker(claim, node) {
+        Some(waiting_for) => Step::AwaitInitialization {
+            node: name,
+            waiting_for,
+        },
+        None => Step::Initialize { node: name },
+    }
+}
+
+/// Taints a node carries while it starts up, whoever set them (upstream's ephemeral taints).
+pub const EPHEMERAL_TAINTS: &[&str] = &[
+    labels::NOT_READY_TAINT_KEY,
+    labels::UNREACHABLE_TAINT_KEY,
+    labels::UNINITIALIZED_TAINT_KEY,
+];
+
+const BASE_RESOURCES: &[&str] = &[
+    labels::RESOURCE_CPU,
+    labels::RESOURCE_MEMORY,
+    labels::RESOURCE_PODS,
+    labels::RESOURCE_EPHEMERAL_STORAGE,
+];
+
+fn node_taints(node: &Node) -> &[Taint] {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or_default()
+}
+
+/// Why a registered node is not initialized yet; `None` when it is.
+pub fn initialization_blocker(claim: &NodeClaim, node: &Node) -> Option<String> {
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .is_some_and(|c| c.status == "True");
+    if !ready {
+        return Some("node is not Ready".to_owned());
+    }
+    let taints = node_taints(node);
+    if let Some(t) = claim.spec.startup_taints.iter().find(|s| {
+        taints
+            .iter()
+            .any(|t| t.key == s.key && t.effect == s.effect.as_str())
+    }) {
+        return Some(format!("startup taint {} is still on the node", t.key));
+    }
+    if let Some(t) = taints
+        .iter()
+        .find(|t| EPHEMERAL_TAINTS.contains(&t.key.as_str()))
+    {
+        return Some(format!("taint {} is still on the node", t.key));
+    }
+    let requested = claim
+        .spec
+        .resources
+        .as_ref()
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| ResourceList::from_k8s(r).ok())
+        .unwrap_or_default();
+    let allocatable = node
+        .status
+        .as_ref()
+        .and_then(|s| s.allocatable.as_ref())
+        .and_then(|a| ResourceList::from_k8s(a).ok())
+        .unwrap_or_default();
+    requested
+        .iter()
+        .filter(|(name, q)| !BASE_RESOURCES.contains(&name.as_str()) && !q.is_zero())
+        .find(|(name, _)| allocatable.get(name).is_zero())
+        .map(|(name, _)| format!("resource {name} is not registered on the node"))
+}
+
+/// Sets a condition, keeping its transition time when the status does not change.
+pub fn set_condition(
+    claim: &mut NodeClaim,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    now: DateTime<Utc>,
+) {
+    let generation = claim.metadata.generation;
+    let conditions = claim
+        .status
+        .get_or_insert_with(Default::default)
+        .conditions
+        .get_or_insert_with(Vec::new);
+    let transition = conditions
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == status)
+        .map_or_else(|| api_time(now), |c| c.last_transition_time.clone());
+    conditions.retain(|c| c.type_ != type_);
+    conditions.push(Condition {
+        type_: type_.to_owned(),
+        status: status.to_owned(),
+        reason: reason.to_owned(),
+        message: message.to_owned(),
+        last_transition_time: transition,
+        observed_generation: generation,
+    });
+    conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+}
+
+/// The NodeClaim after the cloud launched `instance` for it: the provider's labels under the
+/// NodeClaim's own (the NodeClaim's win), annotations merged, provider id, image id,
+/// capacity and allocatable copied, `Launched=True`.
+pub fn launched(claim: &NodeClaim, instance: &NodeClaim, now: DateTime<Utc>) -> NodeClaim {
+    let mut out = claim.clone();
+    let mut merged = instance.metadata.labels.clone().unwrap_or_default();
+    merged.extend(claim.metadata.labels.clone().unwrap_or_default());
+    out.metadata.labels = Some(merged);
+    let mut annotations = instance.metadata.annotations.clone().unwrap_or_default();
+    annotations.extend(claim.metadata.annotations.clone().unwrap_or_default());
+    out.metadata.annotations = (!annotations.is_empty()).then_some(annotations);
+    let from = instance.status.clone().unwrap_or_default();
+    let status = out.status.get_or_insert_with(Default::default);
+    status.provider_id = from.provider_id;
+    status.image_id = from.image_id;
+    status.capacity = from.capacity;
+    status.allocatable = from.allocatable;
+    set_condition(&mut out, conditions::LAUNCHED, "True", "Launched", "", now);
+    out
+}
+
+/// The NodeClaim once its Node registered: `Registered=True`, `status.nodeName`.
+pub fn registered_claim(claim: &NodeClaim, node: &str, now: DateTime<Utc>) -> NodeClaim {
+    let mut out = claim.clone();
+    out.status.get_or_insert_with(Default::default).node_name = Some(node.to_owned());
+    set_condition(
+        &mut out,
+        conditions::REGISTERED,
+        "True",
+        "Registered",
+        "",
+        now,
+    );
+    out
+}
+
+/// The NodeClaim once its Node initialized.
+pub fn initialized_claim(claim: &NodeClaim, now: DateTime<Utc>) -> NodeClaim {
+    let mut out = claim.clone();
+    set_condition(
+        &mut out,
+        conditions::INITIALIZED,
+        "True",
+        "Initialized",
+        "",
+        now,
+    );
+    out
+}
+
+fn same_taint(a: &Taint, b: &Taint) -> bool {
+    a.key == b.key && a.effect == b.effect
+}
+
+/// The Node as registration leaves it: the NodeClaim's labels and annotations, its taints and
+/// startup taints (unless the Node is labelled `karpenter.sh/do-not-sync-taints=true`), our
+/// finalizer, an owner reference to the NodeClaim, the `karpenter.sh/registered=true` label,
+/// and no `karpenter.sh/unregistered` taint.
+pub fn registered_node(claim: &NodeClaim, node: &Node) -> Node {
+    let mut out = node.clone();
+    let mut node_labels: BTreeMap<String, String> = out.metadata.labels.take().unwrap_or_default();
+    let sync_taints = node_labels
+        .get(labels::DO_NOT_SYNC_TAINTS)
+        .is_none_or(|v| v != "true");
+    node_labels.extend(claim.metadata.labels.clone().unwrap_or_default());
+    node_labels.insert(labels::REGISTERED.to_owned(), "true".to_owned());
+    out.metadata.labels = Some(node_labels);
+    let mut annotations = out.metadata.annotations.take().unwrap_or_default();
+    annotations.extend(claim.metadata.annotations.clone().unwrap_or_default());
+    out.metadata.annotations = (!annotations.is_empty()).then_some(annotations);
+    let finalizers = out.metadata.finalizers.get_or_insert_with(Vec::new);
+    if !finalizers
+        .iter()
+        .any(|f| f == labels::TERMINATION_FINALIZER)
+    {
+        finalizers.push(labels::TERMINATION_FINALIZER.to_owned());
+    }
+    let owner = OwnerReference {
+        api_version: "karpenter.sh/v1".to_owned(),
+        kind: "NodeClaim".to_owned(),
+        name: claim.metadata.name.clone().unwrap_or_default(),
+        uid: claim.metadata.uid.clone().unwrap_or_default(),
+        block_owner_deletion: Some(true),
+        controller: None,
+    };
+    let owners = out.metadata.owner_references.get_or_insert_with(Vec::new);
+    if !owners
+        .iter()
+        .any(|o| o.uid == owner.uid && o.kind == owner.kind)
+    {
+        owners.push(owner);
+    }
+    let spec = out.spec.get_or_insert_with(Default::default);
+    let mut taints: Vec<Taint> = spec
+        .taints
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t.key != labels::UNREGISTERED_TAINT_KEY)
+        .collect();
+    if sync_taints {
+        for t in claim.spec.taints.iter().chain(&claim.spec.startup_taints) {
+            let t = karpenter_scheduling::v1::taint(t);
+            if !taints.iter().any(|have| same_taint(have, &t)) {
+                taints.push(t);
+            }
+        }
+    }
+    spec.taints = (!taints.is_empty()).then_some(taints);
+    out
+}
+
+/// The Node labelled initialized.
+pub fn initialized_node(node: &Node) -> Node {
+    let mut out = node.clone();
+    out.metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(labels::INITIALIZED.to_owned(), "true".to_owned());
+    out
+}
