@@ -96,6 +96,9 @@ fn launched_claim(at_second: i64) -> NodeClaim {
     launched(&claim(true), &instance(), at(at_second))
 }
 
+/// (what, NodeClaim, its Node, now, the expected step).
+type Row = (&'static str, NodeClaim, Option<Node>, DateTime<Utc>, Step);
+
 #[test]
 fn the_step_table() {
     let registered = registered_claim(&launched_claim(0), "general-x1", at(30));
@@ -106,7 +109,7 @@ fn the_step_table() {
         ));
     let mut deleted = deleting.clone();
     deleted.metadata.finalizers = None;
-    let rows: Vec<(&str, NodeClaim, Option<Node>, DateTime<Utc>, Step)> = vec![
+    let rows: Vec<Row> = vec![
         (
             "a new NodeClaim gets the finalizer first",
             claim(false),
