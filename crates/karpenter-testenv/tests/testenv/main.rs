@@ -8,5 +8,6 @@
 
 mod aws;
 mod crds;
+mod leader_election;
 mod rbac;
 mod scheduling;

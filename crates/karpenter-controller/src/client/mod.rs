@@ -1,0 +1,74 @@
+//! Kubernetes clients: the main one (rate-limited at `KUBE_CLIENT_QPS` /
+//! `KUBE_CLIENT_BURST`) and one for evictions with kube's retries off.
+//!
+//! Configuration comes from `kube::Config::infer`: `$KUBECONFIG` or
+//! `~/.kube/config` when present, else the in-cluster service account.
+//! Owns construction only; it must not make API calls.
+//!
+//! kube 5's default client retries 429/503/504 by itself (up to 15 times,
+//! honouring Retry-After). For the eviction API a 429 is a PodDisruptionBudget
+//! refusal that the drain must see at once (upstream: event + requeue with its
+//! own per-pod backoff), so [`Clients::eviction`] has `default_retry = false`.
+//! The leader-election Lease also uses that client: like upstream's separate
+//! non-throttled rest config, renewals must neither queue behind the main
+//! client's rate limit nor retry past the renew deadline.
+
+mod rate_limit;
+
+use kube::client::ClientBuilder;
+use kube::{Client, Config};
+
+pub use rate_limit::{RateLimit, RateLimitLayer, TokenBucket};
+
+use crate::settings::Settings;
+
+/// Why a client could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// No kubeconfig and not in a cluster, or an unreadable configuration.
+    #[error("inferring the Kubernetes client configuration (kubeconfig or in-cluster)")]
+    Infer(#[source] kube::config::InferConfigError),
+    /// The configuration could not make a client (TLS, proxy, auth).
+    #[error("building the Kubernetes client")]
+    Build(#[source] kube::Error),
+}
+
+/// The controller's clients.
+#[derive(Clone)]
+pub struct Clients {
+    /// For everything except evictions and the Lease: rate-limited, kube's retries on.
+    pub main: Client,
+    /// For evictions and the leader Lease: not rate-limited, no automatic retries.
+    pub eviction: Client,
+}
+
+impl std::fmt::Debug for Clients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Clients")
+            .field("default_namespace", &self.main.default_namespace())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Clients {
+    /// Infers the configuration (kubeconfig, else in-cluster) and builds both clients.
+    pub async fn infer(settings: &Settings) -> Result<Self, ClientError> {
+        let config = Config::infer().await.map_err(ClientError::Infer)?;
+        Self::from_config(config, settings)
+    }
+
+    /// Builds both clients from an explicit configuration.
+    pub fn from_config(config: Config, settings: &Settings) -> Result<Self, ClientError> {
+        let mut eviction_config = config.clone();
+        eviction_config.default_retry = false;
+        let main = ClientBuilder::try_from(config)
+            .map_err(ClientError::Build)?
+            .with_layer(&RateLimitLayer::new(
+                settings.kube_client_qps,
+                settings.kube_client_burst,
+            ))
+            .build();
+        let eviction = Client::try_from(eviction_config).map_err(ClientError::Build)?;
+        Ok(Self { main, eviction })
+    }
+}

@@ -1,0 +1,295 @@
+//! The controller's settings: every upstream Karpenter core flag/env with its
+//! upstream name and default, plus a few karpenter-rs additions.
+//!
+//! Owns parsing and validation of settings into a plain [`Settings`] value.
+//! Precedence is upstream's: a flag beats its environment variable, which
+//! beats the default. It must not act on the settings (no I/O, no logging).
+//!
+//! [`Settings::parse_from`] takes the arguments and the environment as values,
+//! so tests never touch the process environment; [`Settings::from_process`]
+//! reads the real ones. `Settings` also derives [`clap::Args`], so a binary
+//! may `#[command(flatten)]` it (clap then reads the process env itself, with
+//! clap's own error wording).
+//!
+//! Settings that are **not upstream** (karpenter-rs additions): `--cloud-provider`
+//! / `CLOUD_PROVIDER` and `--registration-ttl` / `REGISTRATION_TTL`.
+//! `--instance-types-file-path` / `INSTANCE_TYPES_FILE_PATH` is upstream's KWOK
+//! provider flag. See `SETTINGS.md` for the table.
+
+mod duration;
+mod feature_gates;
+mod values;
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{ArgAction, Args, Command, FromArgMatches};
+
+pub use duration::{format_go_duration, parse_go_duration};
+pub use feature_gates::{DEFAULT_FEATURE_GATES, FeatureGates, GATE_NAMES, parse_feature_gates};
+pub use values::{CloudProviderKind, LogLevel, MinValuesPolicy, PreferencePolicy, parse_go_bool};
+
+/// Why the settings could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// One setting has a value that is not allowed.
+    #[error("invalid value {value:?} for {flag} (env {env}): {reason}")]
+    InvalidValue {
+        /// The flag, e.g. `--log-level`.
+        flag: String,
+        /// The environment variable, e.g. `LOG_LEVEL`.
+        env: String,
+        /// The value given.
+        value: String,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// The command line itself is wrong (unknown flag, ...) or asks for `--help`.
+    /// `clap::Error::exit` prints it the usual way.
+    #[error(transparent)]
+    CommandLine(#[from] clap::Error),
+}
+
+/// All settings of the controller, typed. Construct with [`Settings::parse_from`].
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct Settings {
+    /// The Karpenter Service name, used by the dynamic webhook certificate flow (kept for compatibility).
+    #[arg(long, env = "KARPENTER_SERVICE", default_value = "")]
+    pub karpenter_service: String,
+
+    /// Port of the Prometheus metrics endpoint (`/metrics`).
+    #[arg(long, env = "METRICS_PORT", default_value_t = 8080)]
+    pub metrics_port: u16,
+
+    /// Port of the health probes (`/healthz`, `/readyz`).
+    #[arg(long, env = "HEALTH_PROBE_PORT", default_value_t = 8081)]
+    pub health_probe_port: u16,
+
+    /// Sustained requests per second to the API server (client-side rate limit).
+    #[arg(long, env = "KUBE_CLIENT_QPS", default_value_t = 200, value_parser = parse_positive_u32)]
+    pub kube_client_qps: u32,
+
+    /// Request burst above the QPS rate.
+    #[arg(long, env = "KUBE_CLIENT_BURST", default_value_t = 300, value_parser = parse_positive_u32)]
+    pub kube_client_burst: u32,
+
+    /// Serve profiling endpoints (accepted for compatibility; karpenter-rs serves none yet).
+    #[arg(long, env = "ENABLE_PROFILING", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
+    pub enable_profiling: bool,
+
+    /// Do not start controllers before leadership to warm caches (upstream default: true).
+    #[arg(long, env = "DISABLE_CONTROLLER_WARMUP", default_value = "true", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
+    pub disable_controller_warmup: bool,
+
+    /// Run as leader without a Lease (for a single replica, or tests).
+    #[arg(long, env = "DISABLE_LEADER_ELECTION", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
+    pub disable_leader_election: bool,
+
+    /// Do not run the metrics and status-condition controllers for cluster state.
+    #[arg(long, env = "DISABLE_CLUSTER_STATE_OBSERVABILITY", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
+    pub disable_cluster_state_observability: bool,
+
+    /// Name of the leader-election Lease.
+    #[arg(long, env = "LEADER_ELECTION_NAME", default_value = "karpenter-leader-election", value_parser = parse_non_empty)]
+    pub leader_election_name: String,
+
+    /// Namespace of the leader-election Lease; empty means the client's default
+    /// namespace (in a pod: the pod's namespace).
+    #[arg(long, env = "LEADER_ELECTION_NAMESPACE", default_value = "")]
+    pub leader_election_namespace: String,
+
+    /// Memory limit in bytes; -1 means unlimited (upstream sets GOMEMLIMIT to 90% of it).
+    #[arg(long, env = "MEMORY_LIMIT", default_value_t = -1, allow_negative_numbers = true)]
+    pub memory_limit: i64,
+
+    /// CPU requests in millicores; sizes worker pools (<= 0 means 1000).
+    #[arg(
+        long,
+        env = "CPU_REQUESTS",
+        default_value_t = 1000,
+        allow_negative_numbers = true
+    )]
+    pub cpu_requests: i64,
+
+    /// Log level: debug, info or error.
+    #[arg(long, env = "LOG_LEVEL", default_value = "info", value_parser = str::parse::<LogLevel>)]
+    pub log_level: LogLevel,
+
+    /// Where logs go (comma-separated; accepted for compatibility, karpenter-rs logs to stdout).
+    #[arg(long, env = "LOG_OUTPUT_PATHS", default_value = "stdout")]
+    pub log_output_paths: String,
+
+    /// Where error logs go (accepted for compatibility).
+    #[arg(long, env = "LOG_ERROR_OUTPUT_PATHS", default_value = "stderr")]
+    pub log_error_output_paths: String,
+
+    /// Longest a provisioning batch may last (Go duration).
+    #[arg(long, env = "BATCH_MAX_DURATION", default_value = "10s", value_parser = parse_go_duration)]
+    pub batch_max_duration: Duration,
+
+    /// Quiet time that closes a provisioning batch (Go duration).
+    #[arg(long, env = "BATCH_IDLE_DURATION", default_value = "1s", value_parser = parse_go_duration)]
+    pub batch_idle_duration: Duration,
+
+    /// Respect or Ignore scheduling preferences.
+    #[arg(long, env = "PREFERENCE_POLICY", default_value = "Respect", value_parser = str::parse::<PreferencePolicy>)]
+    pub preference_policy: PreferencePolicy,
+
+    /// Strict or BestEffort for NodePool minValues.
+    #[arg(long, env = "MIN_VALUES_POLICY", default_value = "Strict", value_parser = str::parse::<MinValuesPolicy>)]
+    pub min_values_policy: MinValuesPolicy,
+
+    /// Ignore pods' dynamic resource allocation (DRA) requests when scheduling.
+    #[arg(long, env = "IGNORE_DRA_REQUESTS", default_value = "true", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
+    pub ignore_dra_requests: bool,
+
+    /// Feature gates, `Name=bool,...`; unnamed gates keep their defaults.
+    #[arg(long, env = "FEATURE_GATES", default_value = DEFAULT_FEATURE_GATES, value_parser = parse_feature_gates)]
+    pub feature_gates: FeatureGates,
+
+    /// kube-scheduler configuration file (for default topology spread constraints); empty: none.
+    #[arg(long, env = "SCHEDULER_CONFIG", default_value = "", value_parser = parse_optional_path)]
+    pub scheduler_config: ::std::option::Option<PathBuf>,
+
+    /// karpenter-rs only: the cloud provider, kwok or aws.
+    #[arg(long, env = "CLOUD_PROVIDER", default_value = "kwok", value_parser = str::parse::<CloudProviderKind>)]
+    pub cloud_provider: CloudProviderKind,
+
+    /// Instance types for the kwok provider, as a JSON file; empty: the built-in catalog.
+    #[arg(long, env = "INSTANCE_TYPES_FILE_PATH", default_value = "", value_parser = parse_optional_path)]
+    pub instance_types_file_path: ::std::option::Option<PathBuf>,
+
+    /// karpenter-rs only: how long a launched NodeClaim may take to register its Node
+    /// before it is deleted (upstream's fixed 15m; tests shorten it).
+    #[arg(long, env = "REGISTRATION_TTL", default_value = "15m", value_parser = parse_go_duration)]
+    pub registration_ttl: Duration,
+}
+
+fn parse_positive_u32(input: &str) -> Result<u32, String> {
+    match input.parse::<u32>() {
+        Ok(0) | Err(_) => Err(format!(
+            "{input:?} is not allowed; allowed: a whole number >= 1"
+        )),
+        Ok(n) => Ok(n),
+    }
+}
+
+fn parse_non_empty(input: &str) -> Result<String, String> {
+    if input.trim().is_empty() {
+        Err("empty; allowed: a non-empty name".to_string())
+    } else {
+        Ok(input.to_string())
+    }
+}
+
+fn parse_optional_path(input: &str) -> Result<Option<PathBuf>, String> {
+    Ok((!input.is_empty()).then(|| PathBuf::from(input)))
+}
+
+impl Settings {
+    /// Parses `args` (the first item is the program name) over `env`
+    /// (`NAME=value` pairs), without reading the process environment.
+    pub fn parse_from<A, E, K, V>(args: A, env: E) -> Result<Self, SettingsError>
+    where
+        A: IntoIterator,
+        A::Item: Into<OsString>,
+        E: IntoIterator<Item = (K, V)>,
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        let env: HashMap<OsString, OsString> = env
+            .into_iter()
+            .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned()))
+            .collect();
+        let described = Self::command();
+        let names = setting_names(&described);
+
+        // Environment values become flags placed before the real arguments;
+        // `args_override_self` lets a real flag override them.
+        let mut args = args.into_iter().map(Into::into);
+        let program = args.next().unwrap_or_else(|| OsString::from("karpenter"));
+        let mut argv = vec![program];
+        for name in &names {
+            if let Some(value) = env.get(OsStr::new(&name.env)) {
+                let mut flag = OsString::from(format!("{}=", name.flag));
+                flag.push(value);
+                argv.push(flag);
+            }
+        }
+        argv.extend(args);
+
+        // Strip clap's own env lookups: the environment is the one given.
+        let command = described.mut_args(|arg| arg.env(None::<&'static str>));
+        let matches = command
+            .try_get_matches_from(argv)
+            .map_err(|err| explain(err, &names))?;
+        Self::from_arg_matches(&matches).map_err(|err| explain(err, &names))
+    }
+
+    /// Parses the process's arguments and environment.
+    pub fn from_process() -> Result<Self, SettingsError> {
+        Self::parse_from(std::env::args_os(), std::env::vars_os())
+    }
+
+    /// The clap command describing the settings (for `--help`).
+    pub fn command() -> Command {
+        Self::augment_args(
+            Command::new("karpenter-controller")
+                .about("Karpenter-compatible node autoscaler controller")
+                .args_override_self(true),
+        )
+    }
+}
+
+#[derive(Debug)]
+struct SettingName {
+    flag: String,
+    env: String,
+}
+
+fn setting_names(command: &Command) -> Vec<SettingName> {
+    command
+        .get_arguments()
+        .filter_map(|arg| {
+            Some(SettingName {
+                flag: format!("--{}", arg.get_long()?),
+                env: arg.get_env()?.to_string_lossy().into_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Turns clap's "invalid value" errors into one naming the flag and the env.
+fn explain(err: clap::Error, names: &[SettingName]) -> SettingsError {
+    if !matches!(
+        err.kind(),
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue
+    ) {
+        return SettingsError::CommandLine(err);
+    }
+    let context_string = |kind| match err.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let arg = context_string(ContextKind::InvalidArg).unwrap_or_default();
+    let flag = arg.split([' ', '=', '[']).next().unwrap_or_default();
+    let Some(name) = names.iter().find(|n| n.flag == flag) else {
+        return SettingsError::CommandLine(err);
+    };
+    let value = context_string(ContextKind::InvalidValue).unwrap_or_default();
+    let reason = std::error::Error::source(&err)
+        .map(ToString::to_string)
+        .unwrap_or_else(|| err.kind().to_string());
+    SettingsError::InvalidValue {
+        flag: name.flag.clone(),
+        env: name.env.clone(),
+        value,
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,271 @@
+//! Table tests for settings: defaults, precedence, and error wording.
+
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+const NO_ENV: [(&str, &str); 0] = [];
+
+fn parse(args: &[&str], env: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+    let argv = std::iter::once("karpenter").chain(args.iter().copied());
+    Settings::parse_from(argv, env.iter().copied())
+}
+
+#[test]
+fn with_nothing_set_every_setting_has_its_upstream_default() {
+    let settings = Settings::parse_from(["karpenter"], NO_ENV).expect("defaults parse");
+    assert_eq!(
+        settings,
+        Settings {
+            karpenter_service: String::new(),
+            metrics_port: 8080,
+            health_probe_port: 8081,
+            kube_client_qps: 200,
+            kube_client_burst: 300,
+            enable_profiling: false,
+            disable_controller_warmup: true,
+            disable_leader_election: false,
+            disable_cluster_state_observability: false,
+            leader_election_name: "karpenter-leader-election".into(),
+            leader_election_namespace: String::new(),
+            memory_limit: -1,
+            cpu_requests: 1000,
+            log_level: LogLevel::Info,
+            log_output_paths: "stdout".into(),
+            log_error_output_paths: "stderr".into(),
+            batch_max_duration: Duration::from_secs(10),
+            batch_idle_duration: Duration::from_secs(1),
+            preference_policy: PreferencePolicy::Respect,
+            min_values_policy: MinValuesPolicy::Strict,
+            ignore_dra_requests: true,
+            feature_gates: FeatureGates::default(),
+            scheduler_config: None,
+            cloud_provider: CloudProviderKind::Kwok,
+            instance_types_file_path: None,
+            registration_ttl: Duration::from_secs(15 * 60),
+        }
+    );
+}
+
+#[test]
+fn each_setting_is_read_from_its_environment_variable() {
+    type Check = fn(&Settings) -> bool;
+    let cases: &[(&str, &str, Check)] = &[
+        ("KARPENTER_SERVICE", "karpenter", |s| {
+            s.karpenter_service == "karpenter"
+        }),
+        ("METRICS_PORT", "9000", |s| s.metrics_port == 9000),
+        ("HEALTH_PROBE_PORT", "9001", |s| s.health_probe_port == 9001),
+        ("KUBE_CLIENT_QPS", "50", |s| s.kube_client_qps == 50),
+        ("KUBE_CLIENT_BURST", "60", |s| s.kube_client_burst == 60),
+        ("ENABLE_PROFILING", "true", |s| s.enable_profiling),
+        ("DISABLE_CONTROLLER_WARMUP", "false", |s| {
+            !s.disable_controller_warmup
+        }),
+        ("DISABLE_LEADER_ELECTION", "1", |s| {
+            s.disable_leader_election
+        }),
+        ("DISABLE_CLUSTER_STATE_OBSERVABILITY", "True", |s| {
+            s.disable_cluster_state_observability
+        }),
+        ("LEADER_ELECTION_NAME", "other", |s| {
+            s.leader_election_name == "other"
+        }),
+        ("LEADER_ELECTION_NAMESPACE", "karpenter", |s| {
+            s.leader_election_namespace == "karpenter"
+        }),
+        ("MEMORY_LIMIT", "1073741824", |s| {
+            s.memory_limit == 1_073_741_824
+        }),
+        ("CPU_REQUESTS", "-5", |s| s.cpu_requests == -5),
+        ("LOG_LEVEL", "debug", |s| s.log_level == LogLevel::Debug),
+        ("LOG_OUTPUT_PATHS", "/tmp/a", |s| {
+            s.log_output_paths == "/tmp/a"
+        }),
+        ("LOG_ERROR_OUTPUT_PATHS", "/tmp/b", |s| {
+            s.log_error_output_paths == "/tmp/b"
+        }),
+        ("BATCH_MAX_DURATION", "1m30s", |s| {
+            s.batch_max_duration == Duration::from_secs(90)
+        }),
+        ("BATCH_IDLE_DURATION", "500ms", |s| {
+            s.batch_idle_duration == Duration::from_millis(500)
+        }),
+        ("PREFERENCE_POLICY", "Ignore", |s| {
+            s.preference_policy == PreferencePolicy::Ignore
+        }),
+        ("MIN_VALUES_POLICY", "BestEffort", |s| {
+            s.min_values_policy == MinValuesPolicy::BestEffort
+        }),
+        ("IGNORE_DRA_REQUESTS", "false", |s| !s.ignore_dra_requests),
+        ("FEATURE_GATES", "NodeRepair=true", |s| {
+            s.feature_gates.node_repair
+        }),
+        ("SCHEDULER_CONFIG", "/etc/sched.yaml", |s| {
+            s.scheduler_config == Some("/etc/sched.yaml".into())
+        }),
+        ("CLOUD_PROVIDER", "aws", |s| {
+            s.cloud_provider == CloudProviderKind::Aws
+        }),
+        ("INSTANCE_TYPES_FILE_PATH", "/it.json", |s| {
+            s.instance_types_file_path == Some("/it.json".into())
+        }),
+        ("REGISTRATION_TTL", "30s", |s| {
+            s.registration_ttl == Duration::from_secs(30)
+        }),
+    ];
+    for (env, value, check) in cases {
+        let settings = parse(&[], &[(env, value)]).unwrap_or_else(|e| panic!("{env}={value}: {e}"));
+        assert!(
+            check(&settings),
+            "{env}={value} was not applied: {settings:?}"
+        );
+    }
+    assert_eq!(
+        cases.len(),
+        setting_names(&Settings::command()).len(),
+        "every setting has a row"
+    );
+}
+
+#[test]
+fn a_flag_beats_its_environment_variable_which_beats_the_default() {
+    let cases: &[(&[&str], &[(&str, &str)], u16)] = &[
+        (&[], &[], 8080),
+        (&[], &[("METRICS_PORT", "9000")], 9000),
+        (
+            &["--metrics-port", "9100"],
+            &[("METRICS_PORT", "9000")],
+            9100,
+        ),
+        (&["--metrics-port=9200"], &[], 9200),
+        (&["--metrics-port=1", "--metrics-port=2"], &[], 2),
+    ];
+    for (args, env, expected) in cases {
+        let settings = parse(args, env).expect("valid");
+        assert_eq!(settings.metrics_port, *expected, "{args:?} {env:?}");
+    }
+}
+
+#[test]
+fn boolean_flags_work_bare_or_with_an_explicit_value_like_go_flags() {
+    let cases: &[(&[&str], &[(&str, &str)], bool)] = &[
+        (&["--disable-leader-election"], &[], true),
+        (&["--disable-leader-election=true"], &[], true),
+        (
+            &["--disable-leader-election=false"],
+            &[("DISABLE_LEADER_ELECTION", "true")],
+            false,
+        ),
+        (
+            &["--disable-leader-election"],
+            &[("DISABLE_LEADER_ELECTION", "false")],
+            true,
+        ),
+    ];
+    for (args, env, expected) in cases {
+        let settings = parse(args, env).expect("valid");
+        assert_eq!(
+            settings.disable_leader_election, *expected,
+            "{args:?} {env:?}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_value_names_the_flag_the_env_and_what_is_allowed() {
+    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+        (
+            &[],
+            &[("LOG_LEVEL", "warn")],
+            r#"invalid value "warn" for --log-level (env LOG_LEVEL): "warn" is not allowed; allowed: debug, info, error"#,
+        ),
+        (
+            &["--log-level=trace"],
+            &[],
+            "for --log-level (env LOG_LEVEL)",
+        ),
+        (
+            &[],
+            &[("PREFERENCE_POLICY", "respect")],
+            "for --preference-policy (env PREFERENCE_POLICY): \"respect\" is not allowed; allowed: Respect, Ignore",
+        ),
+        (
+            &[],
+            &[("MIN_VALUES_POLICY", "Lax")],
+            "allowed: Strict, BestEffort",
+        ),
+        (
+            &[],
+            &[("BATCH_MAX_DURATION", "10")],
+            "for --batch-max-duration (env BATCH_MAX_DURATION): \"10\" has a missing or unknown unit",
+        ),
+        (
+            &[],
+            &[("BATCH_IDLE_DURATION", "-1s")],
+            "a negative duration is not allowed",
+        ),
+        (
+            &[],
+            &[("FEATURE_GATES", "Drift=true")],
+            "for --feature-gates (env FEATURE_GATES): unknown feature gate \"Drift\"; known gates: NodeRepair",
+        ),
+        (
+            &[],
+            &[("FEATURE_GATES", "NodeRepair=maybe")],
+            "feature gate NodeRepair: \"maybe\" is not a boolean; allowed: true, false",
+        ),
+        (
+            &[],
+            &[("DISABLE_LEADER_ELECTION", "yes")],
+            "for --disable-leader-election (env DISABLE_LEADER_ELECTION): \"yes\" is not a boolean",
+        ),
+        (
+            &[],
+            &[("METRICS_PORT", "http")],
+            "for --metrics-port (env METRICS_PORT)",
+        ),
+        (
+            &[],
+            &[("KUBE_CLIENT_QPS", "0")],
+            "for --kube-client-qps (env KUBE_CLIENT_QPS): \"0\" is not allowed; allowed: a whole number >= 1",
+        ),
+        (&[], &[("CLOUD_PROVIDER", "gcp")], "allowed: kwok, aws"),
+        (
+            &[],
+            &[("LEADER_ELECTION_NAME", "")],
+            "for --leader-election-name (env LEADER_ELECTION_NAME): empty",
+        ),
+        (
+            &[],
+            &[("REGISTRATION_TTL", "soon")],
+            "for --registration-ttl (env REGISTRATION_TTL)",
+        ),
+    ];
+    for (args, env, expected) in cases {
+        let err = parse(args, env).expect_err("invalid");
+        assert!(
+            matches!(err, SettingsError::InvalidValue { .. }),
+            "{args:?} {env:?}: {err:?}"
+        );
+        let message = err.to_string();
+        assert!(
+            message.contains(expected),
+            "{args:?} {env:?}:\n  got  {message}\n  want {expected}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_flag_is_a_command_line_error() {
+    let err = parse(&["--no-such-flag"], &[]).expect_err("unknown flag");
+    assert!(matches!(err, SettingsError::CommandLine(_)), "{err:?}");
+}
+
+#[test]
+fn unrelated_environment_variables_are_ignored() {
+    let settings = parse(&[], &[("PATH", "/bin"), ("HOME", "/root")]).expect("valid");
+    assert_eq!(settings.metrics_port, 8080);
+}

@@ -1,0 +1,343 @@
+//! Leader election and the controller run loop against a real API server:
+//! one leader at a time, takeover after a crash (Lease expiry) or a graceful
+//! release (at once), controllers only while leading, stop on lost leadership.
+//!
+//! Each test uses its own namespace (a `TestScope`), so Lease names never clash.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use karpenter_controller::{
+    Clients, LeaderState, Leadership, LeaseConfig, LeaseTimings, RunError, Runtime, Settings,
+};
+use karpenter_testenv::{KubeEnv, wait_for};
+use kube::api::{Api, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+fn lease(namespace: &str, identity: &str, timings: LeaseTimings) -> LeaseConfig {
+    LeaseConfig {
+        namespace: namespace.to_string(),
+        name: "karpenter-leader-election".to_string(),
+        identity: identity.to_string(),
+        timings,
+    }
+}
+
+async fn wait_for_state(what: &str, leadership: &Leadership, wanted: LeaderState, secs: u64) {
+    let mut rx = leadership.subscribe();
+    tokio::time::timeout(Duration::from_secs(secs), rx.wait_for(|s| *s == wanted))
+        .await
+        .unwrap_or_else(|_| panic!("{what}: not {wanted:?} within {secs} s"))
+        .unwrap_or_else(|_| panic!("{what}: the elector ended before {wanted:?}"));
+}
+
+async fn holder(api: &Api<Lease>, name: &str) -> Option<String> {
+    api.get(name)
+        .await
+        .expect("reading the Lease")
+        .spec
+        .and_then(|s| s.holder_identity)
+        .filter(|h| !h.is_empty())
+}
+
+#[tokio::test]
+#[ignore = "needs a control plane: run scripts/test-integration"]
+async fn one_of_two_electors_leads_and_the_other_takes_over_after_the_leader_crashes() {
+    let env = KubeEnv::connect()
+        .await
+        .expect("connecting to the test environment");
+    let scope = env
+        .scope("leader-crash")
+        .await
+        .expect("creating a test scope");
+    let ns = scope.namespace().to_string();
+    let timings = LeaseTimings::default();
+    let stop = CancellationToken::new();
+    let a = Leadership::spawn(env.client(), lease(&ns, "a", timings), stop.clone());
+    let b = Leadership::spawn(env.client(), lease(&ns, "b", timings), stop.clone());
+
+    let api = Api::<Lease>::namespaced(env.client(), &ns);
+    let first = wait_for("a leader", Duration::from_secs(30), || async {
+        Ok(match (a.state(), b.state()) {
+            (LeaderState::Leading, _) => Some("a"),
+            (_, LeaderState::Leading) => Some("b"),
+            _ => None,
+        })
+    })
+    .await
+    .expect("one elector leads");
+    let (leader, standby) = if first == "a" { (a, b) } else { (b, a) };
+    assert_eq!(standby.state(), LeaderState::Standby, "only one leads");
+    assert_eq!(
+        holder(&api, "karpenter-leader-election").await.as_deref(),
+        Some(first)
+    );
+
+    // A crash: the leader stops renewing and does not release.
+    leader.abort();
+    wait_for_state(
+        "the standby after the leader crashed",
+        &standby,
+        LeaderState::Leading,
+        45,
+    )
+    .await;
+    let second = if first == "a" { "b" } else { "a" };
+    assert_eq!(
+        holder(&api, "karpenter-leader-election").await.as_deref(),
+        Some(second)
+    );
+
+    stop.cancel();
+    standby
+        .join()
+        .await
+        .expect("the new leader stops and releases");
+    assert_eq!(
+        holder(&api, "karpenter-leader-election").await,
+        None,
+        "released on stop"
+    );
+    scope.cleanup().await.expect("cleaning up");
+}
+
+#[tokio::test]
+#[ignore = "needs a control plane: run scripts/test-integration"]
+async fn a_graceful_release_lets_the_standby_take_over_before_the_lease_would_expire() {
+    let env = KubeEnv::connect()
+        .await
+        .expect("connecting to the test environment");
+    let scope = env
+        .scope("leader-release")
+        .await
+        .expect("creating a test scope");
+    let ns = scope.namespace().to_string();
+    // A 120 s lease: a takeover within the 30 s deadline below can only come from the release.
+    let timings = LeaseTimings {
+        lease_duration: Duration::from_secs(120),
+        renew_deadline: Duration::from_secs(60),
+        retry_period: Duration::from_secs(1),
+    };
+    let leader_stop = CancellationToken::new();
+    let standby_stop = CancellationToken::new();
+    let leader = Leadership::spawn(
+        env.client(),
+        lease(&ns, "leader", timings),
+        leader_stop.clone(),
+    );
+    wait_for_state("the first elector", &leader, LeaderState::Leading, 30).await;
+    let standby = Leadership::spawn(
+        env.client(),
+        lease(&ns, "standby", timings),
+        standby_stop.clone(),
+    );
+
+    leader_stop.cancel();
+    leader.join().await.expect("the leader stops and releases");
+    wait_for_state(
+        "the standby after the release",
+        &standby,
+        LeaderState::Leading,
+        30,
+    )
+    .await;
+
+    standby_stop.cancel();
+    standby
+        .join()
+        .await
+        .expect("the standby stops and releases");
+    scope.cleanup().await.expect("cleaning up");
+}
+
+async fn clients(env: &KubeEnv, settings: &Settings) -> Clients {
+    let kubeconfig = Kubeconfig::read_from(env.kubeconfig_path()).expect("reading the kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("loading the kubeconfig");
+    Clients::from_config(config, settings).expect("building the clients")
+}
+
+async fn http_status(addr: SocketAddr, path: &str) -> u16 {
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connecting");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("sending");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("reading");
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {response:?}"))
+}
+
+fn loopback() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
+}
+
+#[tokio::test]
+#[ignore = "needs a control plane: run scripts/test-integration"]
+async fn the_run_loop_starts_controllers_only_once_leading_and_releases_the_lease_on_shutdown() {
+    let env = KubeEnv::connect()
+        .await
+        .expect("connecting to the test environment");
+    let scope = env.scope("run-loop").await.expect("creating a test scope");
+    let ns = scope.namespace().to_string();
+    let settings =
+        Settings::parse_from(["karpenter"], [("LEADER_ELECTION_NAMESPACE", ns.as_str())])
+            .expect("settings");
+    let timings = LeaseTimings {
+        retry_period: Duration::from_millis(500),
+        ..LeaseTimings::default()
+    };
+
+    // Someone else leads first.
+    let other_stop = CancellationToken::new();
+    let other = Leadership::spawn(
+        env.client(),
+        lease(&ns, "other", timings),
+        other_stop.clone(),
+    );
+    wait_for_state("the other replica", &other, LeaderState::Leading, 30).await;
+
+    let runtime = Runtime::new(settings.clone(), clients(&env, &settings).await)
+        .with_lease(Some(lease(&ns, "us", timings)))
+        .with_addresses(loopback(), loopback());
+    let bound = runtime.bind().await.expect("binding the servers");
+    let health = bound.health_addr().expect("health address");
+    let metrics = bound.metrics_addr().expect("metrics address");
+
+    // The controller records who held the Lease when it started, then runs until cancelled.
+    let seen_holder: Arc<Mutex<Option<Option<String>>>> = Arc::default();
+    let seen = seen_holder.clone();
+    let lease_api = Api::<Lease>::namespaced(env.client(), &ns);
+    let api = lease_api.clone();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(bound.run(shutdown.clone(), move |ctx| async move {
+        let now = holder(&api, "karpenter-leader-election").await;
+        *seen.lock().map_err(|_| "poisoned")? = Some(now);
+        ctx.readiness.set_ready(true);
+        ctx.cancel.cancelled().await;
+        Ok(())
+    }));
+
+    assert_eq!(http_status(health, "/healthz").await, 200);
+    assert_eq!(
+        http_status(health, "/readyz").await,
+        503,
+        "not ready before the controllers start"
+    );
+    assert_eq!(http_status(metrics, "/metrics").await, 200);
+    assert!(
+        seen_holder.lock().expect("lock").is_none(),
+        "controllers started while another replica leads"
+    );
+
+    other_stop.cancel();
+    other.join().await.expect("the other replica releases");
+    wait_for(
+        "the controllers to start",
+        Duration::from_secs(30),
+        || async { Ok(seen_holder.lock().expect("lock").clone()) },
+    )
+    .await
+    .expect("the controllers start once we lead");
+    assert_eq!(
+        seen_holder.lock().expect("lock").clone(),
+        Some(Some("us".to_string())),
+        "the Lease was ours when the controllers started"
+    );
+    wait_for("readyz", Duration::from_secs(10), || async {
+        Ok((http_status(health, "/readyz").await == 200).then_some(()))
+    })
+    .await
+    .expect("readyz follows the controllers' readiness");
+
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("the run loop drains within 30 s")
+        .expect("the run task")
+        .expect("a shutdown is a clean exit");
+    assert_eq!(
+        holder(&lease_api, "karpenter-leader-election").await,
+        None,
+        "released on shutdown"
+    );
+    assert!(
+        tokio::net::TcpStream::connect(health).await.is_err(),
+        "servers closed"
+    );
+    scope.cleanup().await.expect("cleaning up");
+}
+
+#[tokio::test]
+#[ignore = "needs a control plane: run scripts/test-integration"]
+async fn when_another_holder_takes_the_lease_the_controllers_stop_and_the_run_fails() {
+    let env = KubeEnv::connect()
+        .await
+        .expect("connecting to the test environment");
+    let scope = env.scope("run-lost").await.expect("creating a test scope");
+    let ns = scope.namespace().to_string();
+    let settings =
+        Settings::parse_from(["karpenter"], [("LEADER_ELECTION_NAMESPACE", ns.as_str())])
+            .expect("settings");
+    let timings = LeaseTimings {
+        retry_period: Duration::from_millis(500),
+        ..LeaseTimings::default()
+    };
+    let runtime = Runtime::new(settings.clone(), clients(&env, &settings).await)
+        .with_lease(Some(lease(&ns, "us", timings)))
+        .with_addresses(loopback(), loopback());
+    let bound = runtime.bind().await.expect("binding the servers");
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel();
+    let run = tokio::spawn(bound.run(CancellationToken::new(), move |ctx| async move {
+        let _ = started_tx.send(());
+        ctx.cancel.cancelled().await;
+        let _ = stopped_tx.send(());
+        Ok(())
+    }));
+    tokio::time::timeout(Duration::from_secs(30), started_rx)
+        .await
+        .expect("the controllers start within 30 s")
+        .expect("the controllers start");
+
+    // Another holder overwrites the Lease (as a split brain would).
+    let api = Api::<Lease>::namespaced(env.client(), &ns);
+    let usurp = serde_json::json!({
+        "spec": { "holderIdentity": "usurper", "leaseDurationSeconds": 3600 }
+    });
+    api.patch(
+        "karpenter-leader-election",
+        &PatchParams::default(),
+        &Patch::Merge(&usurp),
+    )
+    .await
+    .expect("overwriting the Lease");
+
+    let result = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("the run loop stops within 30 s")
+        .expect("the run task");
+    assert!(
+        matches!(result, Err(RunError::LostLeadership(_))),
+        "{result:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(1), stopped_rx)
+        .await
+        .expect("the controllers were cancelled")
+        .expect("the controllers were cancelled");
+    assert_eq!(
+        holder(&api, "karpenter-leader-election").await.as_deref(),
+        Some("usurper"),
+        "not released: it was not ours"
+    );
+    scope.cleanup().await.expect("cleaning up");
+}
