@@ -12,6 +12,10 @@
 //! * [`run()`]: the entry point that ties them together and runs the caller's
 //!   controllers only while leading.
 //!
+//! * [`controllers`]: the controllers themselves (watches into the cluster-state index,
+//!   provisioner, NodeClaim lifecycle, NodePool counter), executing the pure crates' decisions;
+//! * [`cloud`]: the simulated (KWOK) cloud provider.
+//!
 //! It must not make decisions: scheduling, disruption and lifecycle rules
 //! live in the pure crates (`karpenter-scheduling`, `karpenter-disruption`) and
 //! are plugged in as the controller future given to [`run()`]. Anything here
@@ -32,6 +36,8 @@
 //! ```
 
 pub mod client;
+pub mod cloud;
+pub mod controllers;
 pub mod http;
 pub mod leader;
 mod run;

@@ -87,6 +87,11 @@ fn condition<'a>(claim: &'a NodeClaim, type_: &str) -> Option<&'a Condition> {
         .and_then(|cs| cs.iter().find(|c| c.type_ == type_))
 }
 
+/// The condition `type_` has `status`.
+pub fn is_condition(claim: &NodeClaim, type_: &str, status: &str) -> bool {
+    condition(claim, type_).is_some_and(|c| c.status == status)
+}
+
 /// The condition `type_` is `True`.
 pub fn is_true(claim: &NodeClaim, type_: &str) -> bool {
     condition(claim, type_).is_some_and(|c| c.status == "True")

@@ -103,6 +103,20 @@ pub struct Unschedulable {
     pub reasons: Vec<(String, String)>,
 }
 
+impl Unschedulable {
+    /// One line per NodePool (or `existing nodes` / `validation`) saying why the pod does not
+    /// fit there, as `simulate` prints them and the controller's events say them.
+    pub fn reason_lines(&self) -> Vec<String> {
+        if self.reasons.is_empty() {
+            return vec![self.reason.clone()];
+        }
+        self.reasons
+            .iter()
+            .map(|(pool, reason)| format!("{pool}: {reason}"))
+            .collect()
+    }
+}
+
 /// Everything one solve decided.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SolveResult {

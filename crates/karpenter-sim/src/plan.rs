@@ -158,14 +158,7 @@ pub fn plan(scenario: &Scenario) -> Plan {
         .iter()
         .map(|u| UnschedulablePod {
             pod: u.pod.to_string(),
-            reasons: if u.reasons.is_empty() {
-                vec![u.reason.clone()]
-            } else {
-                u.reasons
-                    .iter()
-                    .map(|(pool, reason)| format!("{pool}: {reason}"))
-                    .collect()
-            },
+            reasons: u.reason_lines(),
         })
         .collect();
     Plan {

@@ -23,6 +23,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the autoscaler against a cluster (upstream's settings: `controller --help`).
+    Controller(cmd::controller::Args),
     /// Print the v1 CustomResourceDefinitions (NodePool, NodeClaim, EC2NodeClass) as YAML.
     Crds(cmd::crds::Args),
     /// Validate NodePool, NodeClaim and EC2NodeClass manifests against the v1 rules.
@@ -40,6 +42,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Controller(args) => cmd::controller::run(args),
         Command::Crds(args) => cmd::crds::run(args),
         Command::Validate(args) => cmd::validate::run(args),
         Command::Convert(args) => cmd::convert::run(args),

@@ -1,0 +1,664 @@
+//! The simulated cloud (`--cloud-provider kwok`): instances are Node objects that KWOK keeps
+//! Ready, as upstream's KWOK provider does.
+//!
+//! - **Instance types** come from the catalog (embedded, or `INSTANCE_TYPES_FILE_PATH` in the
+//!   catalog format), resolved for the NodePool's EC2NodeClass exactly as `simulate` does
+//!   (`karpenter_cloud::pool_types`): a user's production NodePools and EC2NodeClasses run
+//!   unchanged. AWS-only fields of an EC2NodeClass (subnets, security groups, role, user data,
+//!   ...) are ignored, and each class says so once in the log; a NodePool whose EC2NodeClass
+//!   does not exist gets AL2023 defaults, also said once.
+//! - **Launch** picks the cheapest available offering the NodeClaim allows and creates a Node
+//!   named after the NodeClaim (so a launch repeated after a restart finds its Node instead of
+//!   making a second one): provider id `kwok://<name>`, the instance type's labels, zone,
+//!   capacity type, the NodeClaim's labels and single-valued requirements, annotation and label
+//!   `kwok.x-k8s.io/node: fake` (KWOK manages it), taint `karpenter.sh/unregistered:NoExecute`,
+//!   capacity and allocatable from the catalog; after `KWOK_REGISTRATION_DELAY` (default 0s).
+//! - **Insufficient capacity** can be injected per offering (`KWOK_INSUFFICIENT_CAPACITY`, a
+//!   comma-separated list of `instance-type:zone:capacity-type`, `*` matching anything): a
+//!   launch whose cheapest offering is injected fails with
+//!   [`CloudError::InsufficientCapacity`]; as for any such error the offering is then
+//!   unavailable for [`UNAVAILABLE_FOR`] and the solver avoids it.
+//! - **Delete** deletes the Node; **get** and **list** read Nodes with `kwok://` provider ids.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Taint};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use karpenter_api::labels;
+use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodeClaimStatus, NodePool, Operator};
+use karpenter_cloud::launch::cheapest;
+use karpenter_cloud::pool_types::{PricingOptions, narrow, options_for};
+use karpenter_cloud::{
+    CapacityType, Catalog, CatalogOptions, CloudError, CloudProvider, DriftReason,
+    InstanceTypeInfo, OfferingRef,
+};
+use karpenter_lifecycle::nodeclaim::quantities;
+use karpenter_scheduling::{InstanceType, RequirementSpec};
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+
+/// How long an offering that ran out of capacity is not offered (upstream: 3 minutes).
+pub const UNAVAILABLE_FOR: Duration = Duration::from_secs(180);
+
+/// KWOK manages Nodes carrying this annotation (and label).
+pub const KWOK_NODE: &str = "kwok.x-k8s.io/node";
+
+const PROVIDER_PREFIX: &str = "kwok://";
+
+/// Knobs of the simulated cloud.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KwokOptions {
+    /// Delay between a launch and its Node appearing.
+    pub registration_delay: Duration,
+    /// Offerings that always fail with insufficient capacity.
+    pub insufficient_capacity: Vec<OfferingPattern>,
+}
+
+/// `instance-type:zone:capacity-type`, `*` matching anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OfferingPattern {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+}
+
+impl OfferingPattern {
+    fn matches(&self, offering: &OfferingRef) -> bool {
+        let field = |pattern: &str, value: &str| pattern == "*" || pattern == value;
+        field(&self.instance_type, &offering.instance_type)
+            && field(&self.zone, &offering.zone)
+            && field(&self.capacity_type, offering.capacity_type.as_str())
+    }
+}
+
+/// A malformed `KWOK_*` setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KwokOptionsError {
+    #[error("KWOK_REGISTRATION_DELAY={value:?}: {message} (a Go duration such as 0s, 5s, 1m)")]
+    Delay { value: String, message: String },
+    #[error(
+        "KWOK_INSUFFICIENT_CAPACITY: {entry:?} is not instance-type:zone:capacity-type (use * for any)"
+    )]
+    Pattern { entry: String },
+}
+
+impl KwokOptions {
+    /// Reads `KWOK_REGISTRATION_DELAY` and `KWOK_INSUFFICIENT_CAPACITY` from `env`.
+    pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<KwokOptions, KwokOptionsError> {
+        let mut options = KwokOptions::default();
+        if let Some(value) = env("KWOK_REGISTRATION_DELAY").filter(|v| !v.is_empty()) {
+            options.registration_delay = karpenter_api::duration::parse_go_duration(&value)
+                .map_err(|e| KwokOptionsError::Delay {
+                    value: value.clone(),
+                    message: e.to_string(),
+                })?;
+        }
+        if let Some(value) = env("KWOK_INSUFFICIENT_CAPACITY") {
+            for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+                let parts: Vec<&str> = entry.split(':').collect();
+                let [instance_type, zone, capacity_type] = parts.as_slice() else {
+                    return Err(KwokOptionsError::Pattern {
+                        entry: entry.to_owned(),
+                    });
+                };
+                options.insufficient_capacity.push(OfferingPattern {
+                    instance_type: (*instance_type).to_owned(),
+                    zone: (*zone).to_owned(),
+                    capacity_type: (*capacity_type).to_owned(),
+                });
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// The simulated cloud.
+pub struct KwokCloud {
+    client: Client,
+    catalog: Catalog,
+    pricing: PricingOptions,
+    options: KwokOptions,
+    /// The catalog resolved per distinct node-class options.
+    resolved: Mutex<Vec<(CatalogOptions, Vec<InstanceTypeInfo>)>>,
+    unavailable: Mutex<HashMap<OfferingRef, Instant>>,
+    /// Node classes whose ignored fields (or absence) were already logged.
+    said: Mutex<BTreeSet<String>>,
+}
+
+impl std::fmt::Debug for KwokCloud {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KwokCloud")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn provider_error(operation: &'static str, error: &kube::Error) -> CloudError {
+    let retryable =
+        matches!(error, kube::Error::Api(status) if status.code == 429 || status.code >= 500);
+    CloudError::Provider {
+        operation,
+        message: error.to_string(),
+        retryable,
+    }
+}
+
+fn is_not_found(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
+}
+
+impl KwokCloud {
+    pub fn new(client: Client, catalog: Catalog, options: KwokOptions) -> Self {
+        KwokCloud {
+            client,
+            catalog,
+            pricing: PricingOptions::default(),
+            options,
+            resolved: Mutex::new(Vec::new()),
+            unavailable: Mutex::new(HashMap::new()),
+            said: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    fn say_once(&self, key: String, message: impl FnOnce() -> String) {
+        let mut said = match self.said.lock() {
+            Ok(said) => said,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if said.insert(key) {
+            tracing::info!(message = %message(), "kwok cloud provider");
+        }
+    }
+
+    /// The EC2NodeClass the NodePool names, or AL2023 defaults.
+    async fn node_class(&self, pool: &NodePool) -> Option<EC2NodeClass> {
+        let reference = &pool.spec.template.spec.node_class_ref;
+        let pool_name = pool.metadata.name.clone().unwrap_or_default();
+        let api: Api<EC2NodeClass> = Api::all(self.client.clone());
+        let found = if reference.kind == "EC2NodeClass" {
+            api.get_opt(&reference.name).await.ok().flatten()
+        } else {
+            None
+        };
+        match found {
+            Some(class) => {
+                let ignored = ignored_fields(&class);
+                if !ignored.is_empty() {
+                    self.say_once(format!("class/{}", reference.name), || {
+                        format!(
+                            "EC2NodeClass {}: {} not simulated (AWS-only); instance types follow its AMI family and kubelet settings",
+                            reference.name,
+                            ignored.join(", ")
+                        )
+                    });
+                }
+                Some(class)
+            }
+            None => {
+                self.say_once(format!("missing/{pool_name}/{}", reference.name), || {
+                    format!(
+                        "NodePool {pool_name}: {} {} not found; using AL2023 defaults",
+                        reference.kind, reference.name
+                    )
+                });
+                default_class()
+            }
+        }
+    }
+
+    fn unavailable_now(&self) -> BTreeSet<OfferingRef> {
+        let mut unavailable = match self.unavailable.lock() {
+            Ok(u) => u,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let now = Instant::now();
+        unavailable.retain(|_, until| *until > now);
+        unavailable.keys().cloned().collect()
+    }
+
+    /// Marks offerings unavailable for [`UNAVAILABLE_FOR`].
+    pub fn mark_unavailable(&self, offerings: &[OfferingRef]) {
+        let mut unavailable = match self.unavailable.lock() {
+            Ok(u) => u,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let until = Instant::now() + UNAVAILABLE_FOR;
+        for offering in offerings {
+            unavailable.insert(offering.clone(), until);
+        }
+    }
+
+    async fn pool_infos(&self, pool: &NodePool) -> Result<Vec<InstanceTypeInfo>, CloudError> {
+        let Some(class) = self.node_class(pool).await else {
+            return Ok(Vec::new());
+        };
+        let mut notes = Vec::new();
+        let Some(options) = options_for(pool, &class, &self.pricing, &mut notes) else {
+            for note in notes {
+                self.say_once(note.clone(), || note);
+            }
+            return Ok(Vec::new());
+        };
+        let mut infos = {
+            let mut cache = match self.resolved.lock() {
+                Ok(cache) => cache,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            match cache.iter().find(|(o, _)| *o == options) {
+                Some((_, infos)) => infos.clone(),
+                None => {
+                    let infos = self.catalog.instance_types(&options).map_err(|e| {
+                        CloudError::Provider {
+                            operation: "instance types",
+                            message: e.to_string(),
+                            retryable: false,
+                        }
+                    })?;
+                    cache.push((options, infos.clone()));
+                    infos
+                }
+            }
+        };
+        let unavailable = self.unavailable_now();
+        for info in &mut infos {
+            for offering in &mut info.offerings {
+                let reference = OfferingRef {
+                    instance_type: info.name.clone(),
+                    zone: offering.zone.clone(),
+                    capacity_type: offering.capacity_type,
+                };
+                if unavailable.contains(&reference) {
+                    offering.available = false;
+                }
+            }
+        }
+        let requirements = karpenter_scheduling::v1::node_pool(pool)
+            .map(|p| p.requirements)
+            .unwrap_or_default();
+        Ok(narrow(&infos, &requirements).infos)
+    }
+
+    fn node_for(
+        &self,
+        claim: &NodeClaim,
+        info: &InstanceTypeInfo,
+        zone: &str,
+        capacity_type: CapacityType,
+    ) -> Node {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let mut node_labels: BTreeMap<String, String> = info.labels.clone();
+        node_labels.insert(labels::ZONE.to_owned(), zone.to_owned());
+        node_labels.insert(
+            labels::CAPACITY_TYPE.to_owned(),
+            capacity_type.as_str().to_owned(),
+        );
+        for r in &claim.spec.requirements {
+            if r.operator == Operator::In && r.values.len() == 1 {
+                node_labels.insert(r.key.clone(), r.values[0].clone());
+            }
+        }
+        node_labels.extend(claim.metadata.labels.clone().unwrap_or_default());
+        node_labels.insert(labels::HOSTNAME.to_owned(), name.clone());
+        node_labels.insert(KWOK_NODE.to_owned(), "fake".to_owned());
+        let it = InstanceType::from(info);
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some(node_labels),
+                annotations: Some(BTreeMap::from([(KWOK_NODE.to_owned(), "fake".to_owned())])),
+                ..ObjectMeta::default()
+            },
+            spec: Some(NodeSpec {
+                provider_id: Some(format!("{PROVIDER_PREFIX}{name}")),
+                taints: Some(vec![Taint {
+                    key: labels::UNREGISTERED_TAINT_KEY.to_owned(),
+                    effect: "NoExecute".to_owned(),
+                    ..Taint::default()
+                }]),
+                ..NodeSpec::default()
+            }),
+            status: Some(NodeStatus {
+                capacity: Some(quantities(&it.capacity)),
+                allocatable: Some(quantities(&it.allocatable())),
+                ..NodeStatus::default()
+            }),
+        }
+    }
+}
+
+/// The NodeClaim view of a Node (what `create`, `get` and `list` return).
+fn claim_view(node: &Node, claim: Option<&NodeClaim>) -> NodeClaim {
+    let mut view = claim.cloned().unwrap_or_else(|| NodeClaim {
+        metadata: ObjectMeta {
+            name: node.metadata.name.clone(),
+            ..ObjectMeta::default()
+        },
+        spec: serde_json::from_value(serde_json::json!({
+            "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}
+        }))
+        .unwrap_or_else(|_| unreachable_spec()),
+        status: None,
+    });
+    let mut view_labels = node.metadata.labels.clone().unwrap_or_default();
+    view_labels.remove(labels::HOSTNAME);
+    view_labels.remove(KWOK_NODE);
+    view.metadata.labels = Some(view_labels);
+    view.status = Some(NodeClaimStatus {
+        provider_id: node.spec.as_ref().and_then(|s| s.provider_id.clone()),
+        capacity: node.status.as_ref().and_then(|s| s.capacity.clone()),
+        allocatable: node.status.as_ref().and_then(|s| s.allocatable.clone()),
+        ..NodeClaimStatus::default()
+    });
+    view
+}
+
+/// A spec for a NodeClaim view of a Node nobody claimed (only `list` builds those).
+fn unreachable_spec() -> karpenter_api::v1::NodeClaimSpec {
+    karpenter_api::v1::NodeClaimSpec {
+        taints: Vec::new(),
+        startup_taints: Vec::new(),
+        requirements: Vec::new(),
+        resources: None,
+        node_class_ref: karpenter_api::v1::NodeClassReference {
+            group: "karpenter.kwok.sh".to_owned(),
+            kind: "KWOKNodeClass".to_owned(),
+            name: "default".to_owned(),
+        },
+        termination_grace_period: None,
+        expire_after: karpenter_api::duration::NillableDuration::never(),
+    }
+}
+
+/// AL2023 with the default root volume, as `simulate` assumes for a missing class.
+fn default_class() -> Option<EC2NodeClass> {
+    let object = serde_json::json!({
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "default"},
+        "spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "KarpenterNodeRole",
+                 "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "kwok"}}],
+                 "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "kwok"}}]}
+    });
+    serde_json::from_value(object).ok()
+}
+
+/// The EC2NodeClass fields the simulated cloud does not use.
+fn ignored_fields(class: &EC2NodeClass) -> Vec<&'static str> {
+    let value = serde_json::to_value(&class.spec).unwrap_or_default();
+    [
+        ("subnetSelectorTerms", "subnetSelectorTerms"),
+        ("securityGroupSelectorTerms", "securityGroupSelectorTerms"),
+        (
+            "capacityReservationSelectorTerms",
+            "capacityReservationSelectorTerms",
+        ),
+        ("role", "role"),
+        ("instanceProfile", "instanceProfile"),
+        ("userData", "userData"),
+        ("tags", "tags"),
+        ("blockDeviceMappings", "blockDeviceMappings"),
+        ("metadataOptions", "metadataOptions"),
+        ("associatePublicIPAddress", "associatePublicIPAddress"),
+        ("detailedMonitoring", "detailedMonitoring"),
+        ("instanceStorePolicy", "instanceStorePolicy"),
+        ("context", "context"),
+    ]
+    .into_iter()
+    .filter(|(key, _)| value.get(key).is_some_and(|v| !v.is_null()))
+    .map(|(_, name)| name)
+    .collect()
+}
+
+fn node_name(provider_id: &str) -> Option<&str> {
+    provider_id
+        .strip_prefix(PROVIDER_PREFIX)
+        .filter(|name| !name.is_empty())
+}
+
+impl KwokCloud {
+    async fn launch(&self, claim: &NodeClaim, pool: &NodePool) -> Result<NodeClaim, CloudError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        if let Some(existing) = nodes
+            .get_opt(&name)
+            .await
+            .map_err(|e| provider_error("get node", &e))?
+        {
+            return Ok(claim_view(&existing, Some(claim)));
+        }
+        let infos = self.pool_infos(pool).await?;
+        let types = narrow(&infos, &[]);
+        let requirements: Vec<RequirementSpec> = claim
+            .spec
+            .requirements
+            .iter()
+            .map(|r| RequirementSpec {
+                key: r.key.clone(),
+                operator: r.operator,
+                values: r.values.clone(),
+                min_values: None,
+            })
+            .collect();
+        let names: Vec<&str> = claim
+            .spec
+            .requirements
+            .iter()
+            .filter(|r| r.key == labels::INSTANCE_TYPE && r.operator == Operator::In)
+            .flat_map(|r| r.values.iter().map(String::as_str))
+            .collect();
+        let Some(choice) = cheapest(names.iter().copied(), &requirements, &types) else {
+            return Err(CloudError::InsufficientCapacity {
+                node_claim: name,
+                offerings: Vec::new(),
+                message: "no available offering satisfies the NodeClaim's requirements".into(),
+            });
+        };
+        let offering = OfferingRef {
+            instance_type: choice.info.name.clone(),
+            zone: choice.offering.zone.clone(),
+            capacity_type: choice.offering.capacity_type,
+        };
+        if self
+            .options
+            .insufficient_capacity
+            .iter()
+            .any(|p| p.matches(&offering))
+        {
+            self.mark_unavailable(std::slice::from_ref(&offering));
+            return Err(CloudError::InsufficientCapacity {
+                node_claim: name,
+                offerings: vec![offering],
+                message: "injected by KWOK_INSUFFICIENT_CAPACITY".into(),
+            });
+        }
+        let node = self.node_for(claim, choice.info, &offering.zone, offering.capacity_type);
+        let view = claim_view(&node, Some(claim));
+        let delay = self.options.registration_delay;
+        if delay.is_zero() {
+            create_node(&nodes, &node).await?;
+        } else {
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                if let Err(error) = create_node(&nodes, &node).await {
+                    tracing::warn!(%error, "kwok: creating the node after its registration delay failed");
+                }
+            });
+        }
+        Ok(view)
+    }
+}
+
+async fn create_node(nodes: &Api<Node>, node: &Node) -> Result<(), CloudError> {
+    match nodes.create(&PostParams::default(), node).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(error) => Err(provider_error("create node", &error)),
+    }
+}
+
+/// The NodePool a NodeClaim belongs to, looked up by the caller.
+pub trait NodePoolLookup: Send + Sync {
+    fn node_pool(&self, name: &str) -> Option<NodePool>;
+}
+
+/// [`KwokCloud`] with the NodePools it launches for.
+#[derive(Debug)]
+pub struct Kwok<L> {
+    pub cloud: KwokCloud,
+    pub pools: L,
+}
+
+impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
+    fn name(&self) -> &'static str {
+        "kwok"
+    }
+
+    async fn create(&self, node_claim: &NodeClaim) -> Result<NodeClaim, CloudError> {
+        let name = node_claim.metadata.name.clone().unwrap_or_default();
+        let pool_name = node_claim
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::NODEPOOL))
+            .cloned()
+            .unwrap_or_default();
+        let Some(pool) = self.pools.node_pool(&pool_name) else {
+            return Err(CloudError::InvalidNodeClaim {
+                node_claim: name,
+                message: format!("nodepool {pool_name:?} not found"),
+            });
+        };
+        self.cloud.launch(node_claim, &pool).await
+    }
+
+    async fn delete(&self, node_claim: &NodeClaim) -> Result<(), CloudError> {
+        let name = node_claim
+            .status
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .and_then(node_name)
+            .map(str::to_owned)
+            .or_else(|| node_claim.metadata.name.clone())
+            .unwrap_or_default();
+        let nodes: Api<Node> = Api::all(self.cloud.client.clone());
+        match nodes.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_not_found(&e) => Err(CloudError::NodeClaimNotFound {
+                what: format!("instance kwok://{name}"),
+            }),
+            Err(e) => Err(provider_error("delete node", &e)),
+        }
+    }
+
+    async fn get(&self, provider_id: &str) -> Result<NodeClaim, CloudError> {
+        let not_found = || CloudError::NodeClaimNotFound {
+            what: format!("instance {provider_id}"),
+        };
+        let name = node_name(provider_id).ok_or_else(not_found)?;
+        let nodes: Api<Node> = Api::all(self.cloud.client.clone());
+        match nodes.get_opt(name).await {
+            Ok(Some(node)) if node.metadata.deletion_timestamp.is_none() => {
+                Ok(claim_view(&node, None))
+            }
+            Ok(_) => Err(not_found()),
+            Err(e) => Err(provider_error("get node", &e)),
+        }
+    }
+
+    async fn list(&self) -> Result<Vec<NodeClaim>, CloudError> {
+        let nodes: Api<Node> = Api::all(self.cloud.client.clone());
+        let list = nodes
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| provider_error("list nodes", &e))?;
+        Ok(list
+            .items
+            .iter()
+            .filter(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.provider_id.as_deref())
+                    .is_some_and(|id| id.starts_with(PROVIDER_PREFIX))
+            })
+            .map(|n| claim_view(n, None))
+            .collect())
+    }
+
+    async fn instance_types(
+        &self,
+        node_pool: &NodePool,
+    ) -> Result<Vec<InstanceTypeInfo>, CloudError> {
+        self.cloud.pool_infos(node_pool).await
+    }
+
+    async fn is_drifted(&self, _node_claim: &NodeClaim) -> Result<Option<DriftReason>, CloudError> {
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |key| map.get(key).cloned()
+    }
+
+    #[test]
+    fn kwok_options_parse_the_delay_and_the_injected_offerings() {
+        let options = KwokOptions::from_env(env(&[
+            ("KWOK_REGISTRATION_DELAY", "5s"),
+            (
+                "KWOK_INSUFFICIENT_CAPACITY",
+                "m5.large:us-east-1a:spot, *:us-east-1b:*",
+            ),
+        ]));
+        let Ok(options) = options else {
+            panic!("valid options: {options:?}");
+        };
+        assert_eq!(options.registration_delay, Duration::from_secs(5));
+        let spot_a = OfferingRef {
+            instance_type: "m5.large".into(),
+            zone: "us-east-1a".into(),
+            capacity_type: CapacityType::Spot,
+        };
+        let on_demand_b = OfferingRef {
+            instance_type: "c5.large".into(),
+            zone: "us-east-1b".into(),
+            capacity_type: CapacityType::OnDemand,
+        };
+        let on_demand_a = OfferingRef {
+            capacity_type: CapacityType::OnDemand,
+            ..spot_a.clone()
+        };
+        let matches = |o: &OfferingRef| options.insufficient_capacity.iter().any(|p| p.matches(o));
+        assert!(matches(&spot_a) && matches(&on_demand_b) && !matches(&on_demand_a));
+    }
+
+    #[test]
+    fn malformed_kwok_options_name_the_setting() {
+        let bad = KwokOptions::from_env(env(&[("KWOK_INSUFFICIENT_CAPACITY", "m5.large:spot")]));
+        assert_eq!(
+            bad.err().map(|e| e.to_string()).unwrap_or_default(),
+            "KWOK_INSUFFICIENT_CAPACITY: \"m5.large:spot\" is not instance-type:zone:capacity-type (use * for any)"
+        );
+        let bad = KwokOptions::from_env(env(&[("KWOK_REGISTRATION_DELAY", "soon")]));
+        assert!(bad.err().is_some_and(|e| {
+            e.to_string()
+                .starts_with("KWOK_REGISTRATION_DELAY=\"soon\"")
+        }));
+    }
+
+    #[test]
+    fn provider_ids_name_their_node() {
+        assert_eq!(node_name("kwok://general-abc"), Some("general-abc"));
+        assert_eq!(node_name("kwok://"), None);
+        assert_eq!(node_name("aws:///us-east-1a/i-1"), None);
+    }
+}

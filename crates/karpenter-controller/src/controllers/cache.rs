@@ -1,0 +1,220 @@
+//! Watches feeding the cluster-state index ([`karpenter_state::Cluster`]).
+//!
+//! One watcher per kind, each in its own task: `Apply` and `Delete` events go to
+//! [`Cluster::apply`] / [`Cluster::delete`], a relist (`Init` .. `InitDone`) to
+//! [`Cluster::reset`], so deletions missed while a watch was down are not kept. Managed fields
+//! and the last-applied annotation are dropped before an object is stored (they are most of a
+//! Pod's size and nothing reads them). Every change bumps a generation on a `watch` channel
+//! that the provisioner and the lifecycle loop wait on; [`ClusterCache::synced`] turns true
+//! once every kind has been listed once.
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::StorageClass;
+use karpenter_api::v1::{NodeClaim, NodePool};
+use karpenter_state::{Cluster, Kind, Object, ObjectRef};
+use kube::api::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// The kinds the controller watches, in the order they are listed.
+pub const WATCHED: [Kind; 10] = [
+    Kind::NodePool,
+    Kind::NodeClaim,
+    Kind::Node,
+    Kind::Pod,
+    Kind::DaemonSet,
+    Kind::PodDisruptionBudget,
+    Kind::PersistentVolumeClaim,
+    Kind::PersistentVolume,
+    Kind::StorageClass,
+    Kind::Namespace,
+];
+
+/// The shared index, its change generation and which kinds have been listed.
+#[derive(Debug, Clone)]
+pub struct ClusterCache {
+    cluster: Arc<Mutex<Cluster>>,
+    changes: watch::Sender<u64>,
+    listed: Arc<Mutex<Vec<Kind>>>,
+}
+
+impl Default for ClusterCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ClusterCache {
+    pub fn new() -> Self {
+        ClusterCache {
+            cluster: Arc::new(Mutex::new(Cluster::new())),
+            changes: watch::channel(0).0,
+            listed: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// The index, locked. Hold it briefly: watchers wait for it.
+    pub fn lock(&self) -> MutexGuard<'_, Cluster> {
+        match self.cluster.lock() {
+            Ok(guard) => guard,
+            // A panicking holder cannot leave the index half-updated in a way that matters
+            // more than stopping every controller would: keep serving it.
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Applies an object the controller itself just wrote (read-your-writes before the watch
+    /// event arrives), and signals a change.
+    pub fn apply(&self, object: Object) {
+        self.lock().apply(object);
+        self.changed();
+    }
+
+    /// Removes an object the controller itself just deleted.
+    pub fn delete(&self, object: &ObjectRef) {
+        self.lock().delete(object);
+        self.changed();
+    }
+
+    /// Signals a change to the waiters.
+    pub fn changed(&self) {
+        self.changes.send_modify(|generation| *generation += 1);
+    }
+
+    /// A receiver that wakes on every change.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Every watched kind has been listed at least once.
+    pub fn synced(&self) -> bool {
+        let listed = match self.listed.lock() {
+            Ok(listed) => listed,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        WATCHED.iter().all(|kind| listed.contains(kind))
+    }
+
+    fn mark_listed(&self, kind: Kind) {
+        let mut listed = match self.listed.lock() {
+            Ok(listed) => listed,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if !listed.contains(&kind) {
+            listed.push(kind);
+        }
+    }
+
+    /// Starts one watcher task per kind; they stop when `cancel` trips.
+    pub fn spawn_watchers(&self, client: &Client, cancel: &CancellationToken) {
+        self.spawn::<NodePool>(client, cancel, Kind::NodePool, Object::NodePool);
+        self.spawn::<NodeClaim>(client, cancel, Kind::NodeClaim, Object::NodeClaim);
+        self.spawn::<Node>(client, cancel, Kind::Node, Object::Node);
+        self.spawn::<Pod>(client, cancel, Kind::Pod, Object::Pod);
+        self.spawn::<DaemonSet>(client, cancel, Kind::DaemonSet, Object::DaemonSet);
+        self.spawn::<PodDisruptionBudget>(
+            client,
+            cancel,
+            Kind::PodDisruptionBudget,
+            Object::PodDisruptionBudget,
+        );
+        self.spawn::<PersistentVolumeClaim>(
+            client,
+            cancel,
+            Kind::PersistentVolumeClaim,
+            Object::PersistentVolumeClaim,
+        );
+        self.spawn::<PersistentVolume>(
+            client,
+            cancel,
+            Kind::PersistentVolume,
+            Object::PersistentVolume,
+        );
+        self.spawn::<StorageClass>(client, cancel, Kind::StorageClass, Object::StorageClass);
+        self.spawn::<Namespace>(client, cancel, Kind::Namespace, Object::Namespace);
+    }
+
+    fn spawn<K>(
+        &self,
+        client: &Client,
+        cancel: &CancellationToken,
+        kind: Kind,
+        wrap: fn(K) -> Object,
+    ) where
+        K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    {
+        let api: Api<K> = Api::all(client.clone());
+        let cache = self.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            let stream = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .modify(|object: &mut K| strip(object));
+            let mut stream = std::pin::pin!(stream);
+            let mut buffer: Vec<Object> = Vec::new();
+            loop {
+                let event = tokio::select! {
+                    () = cancel.cancelled() => return,
+                    event = stream.next() => event,
+                };
+                match event {
+                    None => return,
+                    Some(Err(error)) => {
+                        tracing::warn!(kind = ?kind, %error, "watch failed; retrying with backoff");
+                    }
+                    Some(Ok(Event::Apply(object))) => cache.apply(wrap(object)),
+                    Some(Ok(Event::Delete(object))) => {
+                        let reference = wrap(object).reference();
+                        cache.delete(&reference);
+                    }
+                    Some(Ok(Event::Init)) => buffer.clear(),
+                    Some(Ok(Event::InitApply(object))) => buffer.push(wrap(object)),
+                    Some(Ok(Event::InitDone)) => {
+                        let objects = std::mem::take(&mut buffer);
+                        tracing::debug!(kind = ?kind, count = objects.len(), "listed");
+                        cache.lock().reset(kind, objects);
+                        cache.mark_listed(kind);
+                        cache.changed();
+                    }
+                }
+            }
+        });
+    }
+}
+
+fn watcher<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> impl futures::Stream<Item = Result<Event<K>, watcher::Error>>
+where
+    K: Resource + Clone + Debug + DeserializeOwned + Send + 'static,
+{
+    kube::runtime::watcher(api, config)
+}
+
+/// Drops what nothing reads from a stored object.
+fn strip<K: Resource>(object: &mut K) {
+    let meta = object.meta_mut();
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+    }
+}
+
+/// `namespace/name` of an object, for logs.
+pub fn describe<K: ResourceExt>(object: &K) -> String {
+    match object.namespace() {
+        Some(namespace) => format!("{namespace}/{}", object.name_any()),
+        None => object.name_any(),
+    }
+}

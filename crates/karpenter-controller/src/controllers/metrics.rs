@@ -1,0 +1,150 @@
+//! The controllers' metrics, with upstream's names and labels (`reference/karpenter-core.md`
+//! section 5.4). prometheus-client appends `_total` to counters itself, so counters are
+//! registered without it.
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+
+use crate::http::Metrics;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// Handles to every metric the controllers update.
+#[derive(Debug, Clone)]
+pub struct ControllerMetrics {
+    nodeclaims_created: Family<Labels, Counter>,
+    nodeclaims_terminated: Family<Labels, Counter>,
+    nodeclaims_disrupted: Family<Labels, Counter>,
+    nodes_created: Family<Labels, Counter>,
+    pub scheduling_duration: Histogram,
+    pub unschedulable_pods: Gauge,
+    nodepool_usage: Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    nodepool_limit: Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    pub cluster_state_synced: Gauge,
+    pub cluster_state_node_count: Gauge,
+}
+
+impl ControllerMetrics {
+    /// Creates the metrics and registers them in `registry`.
+    pub fn register(registry: &Metrics) -> Self {
+        let metrics = ControllerMetrics {
+            nodeclaims_created: Family::default(),
+            nodeclaims_terminated: Family::default(),
+            nodeclaims_disrupted: Family::default(),
+            nodes_created: Family::default(),
+            scheduling_duration: Histogram::new(exponential_buckets(0.005, 2.0, 14)),
+            unschedulable_pods: Gauge::default(),
+            nodepool_usage: Family::default(),
+            nodepool_limit: Family::default(),
+            cluster_state_synced: Gauge::default(),
+            cluster_state_node_count: Gauge::default(),
+        };
+        registry.register(
+            "karpenter_nodeclaims_created",
+            "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created and the owning nodepool.",
+            metrics.nodeclaims_created.clone(),
+        );
+        registry.register(
+            "karpenter_nodeclaims_terminated",
+            "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool.",
+            metrics.nodeclaims_terminated.clone(),
+        );
+        registry.register(
+            "karpenter_nodeclaims_disrupted",
+            "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted and the owning nodepool.",
+            metrics.nodeclaims_disrupted.clone(),
+        );
+        registry.register(
+            "karpenter_nodes_created",
+            "Number of nodes created in total by Karpenter. Labeled by owning nodepool.",
+            metrics.nodes_created.clone(),
+        );
+        registry.register(
+            "karpenter_scheduler_scheduling_duration_seconds",
+            "Duration of scheduling simulations used for deprovisioning and provisioning in seconds.",
+            metrics.scheduling_duration.clone(),
+        );
+        registry.register(
+            "karpenter_scheduler_unschedulable_pods_count",
+            "The number of unschedulable Pods.",
+            metrics.unschedulable_pods.clone(),
+        );
+        registry.register(
+            "karpenter_nodepools_usage",
+            "The amount of resources that have been provisioned for a nodepool. Labeled by nodepool name and resource type.",
+            metrics.nodepool_usage.clone(),
+        );
+        registry.register(
+            "karpenter_nodepools_limit",
+            "Limits specified on the nodepool that restrict the quantity of resources provisioned. Labeled by nodepool name and resource type.",
+            metrics.nodepool_limit.clone(),
+        );
+        registry.register(
+            "karpenter_cluster_state_synced",
+            "Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and nodes that are stored in the APIServer have the same representation as Karpenter's cluster state",
+            metrics.cluster_state_synced.clone(),
+        );
+        registry.register(
+            "karpenter_cluster_state_node_count",
+            "Current count of nodes in cluster state",
+            metrics.cluster_state_node_count.clone(),
+        );
+        metrics
+    }
+
+    pub fn nodeclaim_created(&self, reason: &str, nodepool: &str, min_values_relaxed: bool) {
+        self.nodeclaims_created
+            .get_or_create(&vec![
+                ("reason", reason.to_owned()),
+                ("nodepool", nodepool.to_owned()),
+                ("min_values_relaxed", min_values_relaxed.to_string()),
+            ])
+            .inc();
+    }
+
+    pub fn nodeclaim_terminated(&self, nodepool: &str, capacity_type: &str, zone: &str) {
+        self.nodeclaims_terminated
+            .get_or_create(&vec![
+                ("nodepool", nodepool.to_owned()),
+                ("capacity_type", capacity_type.to_owned()),
+                ("zone", zone.to_owned()),
+            ])
+            .inc();
+    }
+
+    pub fn nodeclaim_disrupted(&self, reason: &str, nodepool: &str, capacity_type: &str) {
+        self.nodeclaims_disrupted
+            .get_or_create(&vec![
+                ("reason", reason.to_owned()),
+                ("nodepool", nodepool.to_owned()),
+                ("capacity_type", capacity_type.to_owned()),
+            ])
+            .inc();
+    }
+
+    pub fn node_created(&self, nodepool: &str) {
+        self.nodes_created
+            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .inc();
+    }
+
+    pub fn nodepool_usage(&self, nodepool: &str, resource: &str, value: f64) {
+        self.nodepool_usage
+            .get_or_create(&vec![
+                ("nodepool", nodepool.to_owned()),
+                ("resource_type", resource.to_owned()),
+            ])
+            .set(value);
+    }
+
+    pub fn nodepool_limit(&self, nodepool: &str, resource: &str, value: f64) {
+        self.nodepool_limit
+            .get_or_create(&vec![
+                ("nodepool", nodepool.to_owned()),
+                ("resource_type", resource.to_owned()),
+            ])
+            .set(value);
+    }
+}

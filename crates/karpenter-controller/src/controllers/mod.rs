@@ -1,0 +1,132 @@
+//! The controllers: watches into the cluster-state index, the provisioner, the NodeClaim
+//! lifecycle and the NodePool counter, started together by [`run`] as the controller future
+//! of [`crate::run()`] (so only while this replica leads).
+
+pub mod cache;
+pub mod events;
+pub mod metrics;
+pub mod nodeclaim;
+pub mod nodepool_counter;
+pub mod provisioner;
+
+use std::sync::Arc;
+
+use karpenter_api::v1::NodePool;
+use karpenter_cloud::{Catalog, CloudProvider};
+use karpenter_lifecycle::LifecycleConfig;
+use tokio::task::JoinSet;
+
+use crate::cloud::kwok::{Kwok, KwokCloud, KwokOptions, NodePoolLookup};
+use crate::run::{ControllerContext, ControllerError};
+use crate::settings::CloudProviderKind;
+use cache::ClusterCache;
+use events::Events;
+use metrics::ControllerMetrics;
+
+/// NodePools as the index holds them.
+#[derive(Debug, Clone)]
+pub struct CachedPools(pub ClusterCache);
+
+impl NodePoolLookup for CachedPools {
+    fn node_pool(&self, name: &str) -> Option<NodePool> {
+        self.0.lock().node_pool(name).cloned()
+    }
+}
+
+/// Why the controllers could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("loading the instance-type catalog for the kwok cloud provider")]
+    Catalog(#[source] karpenter_cloud::CatalogError),
+    #[error(transparent)]
+    KwokOptions(#[from] crate::cloud::kwok::KwokOptionsError),
+    #[error("--cloud-provider aws is not available in this build yet; use --cloud-provider kwok")]
+    AwsUnavailable,
+}
+
+/// Starts every controller and runs until `ctx.cancel` trips.
+pub async fn run(ctx: ControllerContext) -> Result<(), ControllerError> {
+    let cache = ClusterCache::new();
+    cache.spawn_watchers(&ctx.clients.main, &ctx.cancel);
+    let metrics = ControllerMetrics::register(&ctx.metrics);
+    match ctx.settings.cloud_provider {
+        CloudProviderKind::Kwok => {
+            let catalog = match &ctx.settings.instance_types_file_path {
+                Some(path) => Catalog::from_file(path),
+                None => Catalog::embedded(),
+            }
+            .map_err(StartError::Catalog)?;
+            let options = KwokOptions::from_env(|key| std::env::var(key).ok())?;
+            let cloud = Kwok {
+                cloud: KwokCloud::new(ctx.clients.main.clone(), catalog, options),
+                pools: CachedPools(cache.clone()),
+            };
+            run_with(ctx, cache, metrics, Arc::new(cloud)).await
+        }
+        CloudProviderKind::Aws => Err(Box::new(StartError::AwsUnavailable)),
+    }
+}
+
+async fn run_with<C: CloudProvider + 'static>(
+    ctx: ControllerContext,
+    cache: ClusterCache,
+    metrics: ControllerMetrics,
+    cloud: Arc<C>,
+) -> Result<(), ControllerError> {
+    let client = ctx.clients.main.clone();
+    let events = Events::new(client.clone());
+    let mut tasks = JoinSet::new();
+    tasks.spawn(
+        provisioner::Provisioner {
+            cache: cache.clone(),
+            cloud: cloud.clone(),
+            client: client.clone(),
+            settings: ctx.settings.clone(),
+            events: events.clone(),
+            metrics: metrics.clone(),
+        }
+        .run(ctx.cancel.clone()),
+    );
+    tasks.spawn(
+        nodeclaim::Lifecycle {
+            cache: cache.clone(),
+            cloud,
+            client: client.clone(),
+            events,
+            metrics: metrics.clone(),
+            config: LifecycleConfig {
+                registration_ttl: ctx.settings.registration_ttl,
+                ..LifecycleConfig::default()
+            },
+        }
+        .run(ctx.cancel.clone()),
+    );
+    tasks.spawn(nodepool_counter::run(
+        cache.clone(),
+        client,
+        metrics.clone(),
+        ctx.cancel.clone(),
+    ));
+    let readiness = ctx.readiness.clone();
+    let synced_cache = cache.clone();
+    let cancel = ctx.cancel.clone();
+    tasks.spawn(async move {
+        let mut changes = synced_cache.subscribe();
+        loop {
+            let synced = synced_cache.synced();
+            metrics.cluster_state_synced.set(i64::from(synced));
+            metrics
+                .cluster_state_node_count
+                .set(i64::try_from(synced_cache.lock().nodes().count()).unwrap_or(i64::MAX));
+            if synced {
+                readiness.set_ready(true);
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                _ = changes.changed() => {}
+            }
+        }
+    });
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}

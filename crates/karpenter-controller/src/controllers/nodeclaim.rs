@@ -1,0 +1,462 @@
+//! The NodeClaim lifecycle executor (upstream `nodeclaim.lifecycle`): for every NodeClaim in
+//! the index, [`karpenter_lifecycle::decide`] says what to do next and this module does it
+//! against the API server and the cloud. Each NodeClaim has at most one step in flight;
+//! steps run concurrently across NodeClaims (bounded). The loop wakes on every change of the
+//! index and at least every [`RESYNC`].
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use k8s_openapi::api::core::v1::Node;
+use karpenter_api::labels;
+use karpenter_api::v1::NodeClaim;
+use karpenter_api::v1::nodeclaim::conditions;
+use karpenter_cloud::{CloudError, CloudProvider};
+use karpenter_lifecycle::lifecycle::{
+    self, initialized_claim, initialized_node, launched, registered_claim, registered_node,
+    set_condition,
+};
+use karpenter_lifecycle::{LifecycleConfig, Step, decide};
+use karpenter_state::{Kind, Object, ObjectRef};
+use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use serde_json::json;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::cache::ClusterCache;
+use super::events::Events;
+use super::metrics::ControllerMetrics;
+
+/// The loop runs at least this often.
+pub const RESYNC: Duration = Duration::from_secs(2);
+/// Steps in flight at once.
+const CONCURRENCY: usize = 64;
+
+/// The lifecycle loop.
+pub struct Lifecycle<C> {
+    pub cache: ClusterCache,
+    pub cloud: Arc<C>,
+    pub client: Client,
+    pub events: Events,
+    pub metrics: ControllerMetrics,
+    pub config: LifecycleConfig,
+}
+
+/// A step failed; it is retried on the next pass.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    #[error("{step} of nodeclaim {claim}: {source}")]
+    Api {
+        step: &'static str,
+        claim: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("{step} of nodeclaim {claim}: {source}")]
+    Cloud {
+        step: &'static str,
+        claim: String,
+        #[source]
+        source: CloudError,
+    },
+}
+
+impl<C> std::fmt::Debug for Lifecycle<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lifecycle")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn label<'a>(claim: &'a NodeClaim, key: &str) -> &'a str {
+    claim
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(key))
+        .map_or("", String::as_str)
+}
+
+impl<C: CloudProvider + 'static> Lifecycle<C> {
+    /// Runs until `cancel` trips.
+    pub async fn run(self, cancel: CancellationToken) {
+        let this = Arc::new(self);
+        let busy: Arc<Mutex<HashSet<String>>> = Arc::new(Mutex::new(HashSet::new()));
+        let permits = Arc::new(Semaphore::new(CONCURRENCY));
+        let mut changes = this.cache.subscribe();
+        loop {
+            if this.cache.synced() {
+                for (claim, node, step) in this.pending_steps() {
+                    let name = claim.metadata.name.clone().unwrap_or_default();
+                    {
+                        let mut busy = match busy.lock() {
+                            Ok(b) => b,
+                            Err(p) => p.into_inner(),
+                        };
+                        if !busy.insert(name.clone()) {
+                            continue;
+                        }
+                    }
+                    let (this, busy, permits) = (this.clone(), busy.clone(), permits.clone());
+                    tokio::spawn(async move {
+                        let _permit = permits.acquire_owned().await;
+                        if let Err(error) = this.execute(&claim, node.as_ref(), step).await {
+                            tracing::warn!(%error, "lifecycle step failed; retrying");
+                        }
+                        let mut busy = match busy.lock() {
+                            Ok(b) => b,
+                            Err(p) => p.into_inner(),
+                        };
+                        busy.remove(&name);
+                    });
+                }
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                _ = changes.changed() => {}
+                () = tokio::time::sleep(RESYNC) => {}
+            }
+        }
+    }
+
+    /// Every NodeClaim whose next step is not "wait" or "done", with its Node.
+    fn pending_steps(&self) -> Vec<(NodeClaim, Option<Node>, Step)> {
+        let now = Utc::now();
+        let cluster = self.cache.lock();
+        let by_provider: BTreeMap<&str, &Node> = cluster
+            .nodes()
+            .filter_map(|n| Some((n.spec.as_ref()?.provider_id.as_deref()?, n)))
+            .collect();
+        cluster
+            .node_claims()
+            .filter_map(|claim| {
+                let node = claim
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.provider_id.as_deref())
+                    .and_then(|id| by_provider.get(id).copied());
+                let step = decide(claim, node, now, &self.config);
+                let waiting_and_said = match &step {
+                    Step::Done => true,
+                    Step::AwaitRegistration { .. } => {
+                        lifecycle::is_condition(claim, conditions::REGISTERED, "Unknown")
+                    }
+                    Step::AwaitInitialization { .. } => {
+                        lifecycle::is_condition(claim, conditions::INITIALIZED, "Unknown")
+                    }
+                    _ => false,
+                };
+                (!waiting_and_said).then(|| (claim.clone(), node.cloned(), step))
+            })
+            .collect()
+    }
+
+    fn claims(&self) -> Api<NodeClaim> {
+        Api::all(self.client.clone())
+    }
+
+    fn nodes(&self) -> Api<Node> {
+        Api::all(self.client.clone())
+    }
+
+    async fn execute(
+        &self,
+        claim: &NodeClaim,
+        node: Option<&Node>,
+        step: Step,
+    ) -> Result<(), StepError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let api_error = |step: &'static str| {
+            let claim = name.clone();
+            move |source| StepError::Api {
+                step,
+                claim,
+                source,
+            }
+        };
+        let now = Utc::now();
+        match step {
+            Step::Done => Ok(()),
+            Step::AddFinalizer => {
+                let mut finalizers = claim.metadata.finalizers.clone().unwrap_or_default();
+                finalizers.push(labels::TERMINATION_FINALIZER.to_owned());
+                let patch = json!({"metadata": {"finalizers": finalizers}});
+                let updated = self
+                    .claims()
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(api_error("adding the finalizer"))?;
+                self.cache.apply(Object::NodeClaim(updated));
+                Ok(())
+            }
+            Step::Launch => self.launch(claim).await,
+            Step::AwaitRegistration { .. } => {
+                let mut updated = claim.clone();
+                set_condition(
+                    &mut updated,
+                    conditions::REGISTERED,
+                    "Unknown",
+                    "NodeNotFound",
+                    "Node not registered with cluster",
+                    now,
+                );
+                self.write_status(&updated, "recording registration").await
+            }
+            Step::Register { node: node_name } => {
+                let Some(node) = node else { return Ok(()) };
+                let desired = registered_node(claim, node);
+                let patch = json!({
+                    "metadata": {
+                        "labels": desired.metadata.labels,
+                        "annotations": desired.metadata.annotations,
+                        "finalizers": desired.metadata.finalizers,
+                        "ownerReferences": desired.metadata.owner_references,
+                    },
+                    "spec": {"taints": desired.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default()},
+                });
+                let patched = self
+                    .nodes()
+                    .patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(api_error("registering the node"))?;
+                self.cache.apply(Object::Node(patched));
+                self.write_status(&registered_claim(claim, &node_name, now), "registering")
+                    .await?;
+                self.metrics.node_created(label(claim, labels::NODEPOOL));
+                tracing::info!(nodeclaim = %name, node = %node_name, "registered");
+                Ok(())
+            }
+            Step::AwaitInitialization { waiting_for, .. } => {
+                let mut updated = claim.clone();
+                set_condition(
+                    &mut updated,
+                    conditions::INITIALIZED,
+                    "Unknown",
+                    "NotInitialized",
+                    &waiting_for,
+                    now,
+                );
+                self.write_status(&updated, "recording initialization")
+                    .await
+            }
+            Step::Initialize { node: node_name } => {
+                let Some(node) = node else { return Ok(()) };
+                let desired = initialized_node(node);
+                let patch = json!({"metadata": {"labels": desired.metadata.labels}});
+                let patched = self
+                    .nodes()
+                    .patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(api_error("initializing the node"))?;
+                self.cache.apply(Object::Node(patched));
+                self.write_status(&initialized_claim(claim, now), "initializing")
+                    .await?;
+                tracing::info!(nodeclaim = %name, node = %node_name, "initialized");
+                Ok(())
+            }
+            Step::Delete { reason } => {
+                tracing::info!(nodeclaim = %name, reason = reason.as_str(), "deleting a NodeClaim that did not become a node in time");
+                self.events
+                    .warn_node_claim(
+                        claim,
+                        "NodeClaimLivenessTimeout",
+                        &format!("deleting: {}", reason.as_str()),
+                    )
+                    .await;
+                self.metrics.nodeclaim_disrupted(
+                    reason.as_str(),
+                    label(claim, labels::NODEPOOL),
+                    label(claim, labels::CAPACITY_TYPE),
+                );
+                self.delete_claim(&name).await
+            }
+            Step::Finalize => self.finalize(claim, node).await,
+        }
+    }
+
+    async fn launch(&self, claim: &NodeClaim) -> Result<(), StepError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let now = Utc::now();
+        match self.cloud.create(claim).await {
+            Ok(instance) => {
+                let updated = launched(claim, &instance, now);
+                let patch = json!({"metadata": {"labels": updated.metadata.labels, "annotations": updated.metadata.annotations}});
+                let patched = self
+                    .claims()
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(|source| StepError::Api {
+                        step: "launching",
+                        claim: name.clone(),
+                        source,
+                    })?;
+                let mut with_status = patched;
+                with_status.status = updated.status;
+                self.write_status(&with_status, "launching").await?;
+                tracing::info!(
+                    nodeclaim = %name,
+                    instance_type = label(&instance, labels::INSTANCE_TYPE),
+                    zone = label(&instance, labels::ZONE),
+                    capacity_type = label(&instance, labels::CAPACITY_TYPE),
+                    "launched"
+                );
+                Ok(())
+            }
+            Err(
+                error @ (CloudError::InsufficientCapacity { .. }
+                | CloudError::NodeClassNotReady { .. }),
+            ) => {
+                let (reason, metric) = match error {
+                    CloudError::InsufficientCapacity { .. } => {
+                        ("InsufficientCapacityError", "insufficient_capacity")
+                    }
+                    _ => ("NodeClassNotReady", "nodeclass_not_ready"),
+                };
+                tracing::warn!(nodeclaim = %name, %error, "launch failed; deleting the NodeClaim so the next batch picks another offering");
+                self.events
+                    .warn_node_claim(claim, reason, &error.to_string())
+                    .await;
+                self.metrics
+                    .nodeclaim_disrupted(metric, label(claim, labels::NODEPOOL), "");
+                self.delete_claim(&name).await
+            }
+            Err(error) => {
+                let mut updated = claim.clone();
+                let mut message = error.to_string();
+                message.truncate(300);
+                set_condition(
+                    &mut updated,
+                    conditions::LAUNCHED,
+                    "False",
+                    "LaunchFailed",
+                    &message,
+                    now,
+                );
+                self.write_status(&updated, "recording a failed launch")
+                    .await?;
+                Err(StepError::Cloud {
+                    step: "launching",
+                    claim: name,
+                    source: error,
+                })
+            }
+        }
+    }
+
+    async fn finalize(&self, claim: &NodeClaim, node: Option<&Node>) -> Result<(), StepError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        if let Some(node) = node {
+            let node_name = node.metadata.name.clone().unwrap_or_default();
+            // Draining is the termination controller's; until it exists the Node goes with
+            // its NodeClaim.
+            let finalizers: Vec<String> = node
+                .metadata
+                .finalizers
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|f| f != labels::TERMINATION_FINALIZER)
+                .collect();
+            let patch = json!({"metadata": {"finalizers": finalizers}});
+            match self
+                .nodes()
+                .patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(source) => {
+                    return Err(StepError::Api {
+                        step: "finalizing",
+                        claim: name,
+                        source,
+                    });
+                }
+            }
+        }
+        if claim
+            .status
+            .as_ref()
+            .and_then(|s| s.provider_id.as_ref())
+            .is_some()
+        {
+            match self.cloud.delete(claim).await {
+                Ok(()) | Err(CloudError::NodeClaimNotFound { .. }) => {}
+                Err(source) => {
+                    return Err(StepError::Cloud {
+                        step: "terminating the instance",
+                        claim: name,
+                        source,
+                    });
+                }
+            }
+        }
+        let finalizers: Vec<String> = claim
+            .metadata
+            .finalizers
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f != labels::TERMINATION_FINALIZER)
+            .collect();
+        let patch = json!({"metadata": {"finalizers": finalizers}});
+        match self
+            .claims()
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(source) => {
+                return Err(StepError::Api {
+                    step: "removing the finalizer",
+                    claim: name,
+                    source,
+                });
+            }
+        }
+        self.metrics.nodeclaim_terminated(
+            label(claim, labels::NODEPOOL),
+            label(claim, labels::CAPACITY_TYPE),
+            label(claim, labels::ZONE),
+        );
+        tracing::info!(nodeclaim = %name, "terminated");
+        Ok(())
+    }
+
+    async fn delete_claim(&self, name: &str) -> Result<(), StepError> {
+        match self.claims().delete(name, &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                self.cache
+                    .delete(&ObjectRef::new(Kind::NodeClaim, None, name));
+                Ok(())
+            }
+            Err(source) => Err(StepError::Api {
+                step: "deleting",
+                claim: name.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    async fn write_status(&self, claim: &NodeClaim, step: &'static str) -> Result<(), StepError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let patch = json!({"status": claim.status});
+        let updated = self
+            .claims()
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|source| StepError::Api {
+                step,
+                claim: name,
+                source,
+            })?;
+        self.cache.apply(Object::NodeClaim(updated));
+        Ok(())
+    }
+}

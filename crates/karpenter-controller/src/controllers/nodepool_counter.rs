@@ -1,0 +1,90 @@
+//! NodePool status (upstream `nodepool.counter`): `status.resources` (capacity of the pool's
+//! NodeClaims, in-flight ones included) and `status.nodes`, written when they change, checked
+//! every [`INTERVAL`]; the same figures and the pool's limits as metrics.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use karpenter_api::v1::NodePool;
+use karpenter_lifecycle::nodeclaim::quantities;
+use karpenter_scheduling::ResourceList;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::cache::ClusterCache;
+use super::metrics::ControllerMetrics;
+
+pub const INTERVAL: Duration = Duration::from_secs(5);
+
+fn as_f64(q: karpenter_scheduling::Quantity) -> f64 {
+    // Metrics are floats; millis fit f64 exactly up to 2^53.
+    q.millis() as f64 / 1000.0
+}
+
+/// Runs until `cancel` trips.
+pub async fn run(
+    cache: ClusterCache,
+    client: Client,
+    metrics: ControllerMetrics,
+    cancel: CancellationToken,
+) {
+    let api: Api<NodePool> = Api::all(client);
+    loop {
+        if cache.synced() {
+            let work: Vec<(
+                String,
+                BTreeMap<String, Quantity>,
+                u64,
+                bool,
+                Option<ResourceList>,
+            )> = {
+                let cluster = cache.lock();
+                cluster
+                    .node_pools()
+                    .map(|pool| {
+                        let name = pool.metadata.name.clone().unwrap_or_default();
+                        let usage = cluster.node_pool_usage(&name);
+                        let resources = quantities(&usage.resources);
+                        let status = pool.status.as_ref();
+                        let unchanged = status.and_then(|s| s.resources.as_ref())
+                            == Some(&resources)
+                            && status.and_then(|s| s.nodes) == i64::try_from(usage.nodes).ok();
+                        let limits = pool
+                            .spec
+                            .limits
+                            .as_ref()
+                            .and_then(|l| ResourceList::from_k8s(l).ok());
+                        (name, resources, usage.nodes, unchanged, limits)
+                    })
+                    .collect()
+            };
+            for (name, resources, nodes, unchanged, limits) in work {
+                for (resource, quantity) in &resources {
+                    if let Ok(q) = quantity.0.parse::<karpenter_scheduling::Quantity>() {
+                        metrics.nodepool_usage(&name, resource, as_f64(q));
+                    }
+                }
+                for (resource, quantity) in limits.iter().flat_map(|l| l.iter()) {
+                    metrics.nodepool_limit(&name, resource, as_f64(*quantity));
+                }
+                if unchanged {
+                    continue;
+                }
+                let patch = json!({"status": {"resources": resources, "nodes": nodes}});
+                if let Err(error) = api
+                    .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    tracing::warn!(nodepool = %name, %error, "updating NodePool status failed");
+                }
+            }
+        }
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep(INTERVAL) => {}
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! The provisioner (upstream `provisioner` + `provisioner.trigger.pod`): pods the
+//! kube-scheduler marked unschedulable open a batch ([`karpenter_lifecycle::Batcher`], 1 s
+//! idle / 10 s max); when it closes, the solver runs over the cluster as the index holds it
+//! (existing nodes, in-flight NodeClaims, NodePools by weight) and the result is executed:
+//! NodeClaims created as upstream shapes them (after the NodePool limit check), existing nodes
+//! nominated, and every pod nothing can hold told why in a `FailedScheduling` event, one line
+//! per NodePool, the text `simulate` prints.
+//!
+//! Like upstream, a batch is solved only once the index is synced and every NodeClaim it holds
+//! has launched, so a NodeClaim whose capacity is not known yet cannot cause a duplicate.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use karpenter_api::labels;
+use karpenter_api::v1::{NodeClaim, NodePool};
+use karpenter_cloud::CloudProvider;
+use karpenter_lifecycle::{Batcher, limits, nodeclaim};
+use karpenter_scheduling::{
+    InstanceType, MinValuesPolicy, PreferencePolicy, ResourceList, SolveOptions, SolveResult,
+};
+use karpenter_state::Object;
+use kube::Client;
+use kube::api::{Api, PostParams};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::cache::ClusterCache;
+use super::events::Events;
+use super::metrics::ControllerMetrics;
+use crate::settings::{self, Settings};
+
+/// How long an existing node stays nominated for the pods placed on it (upstream: the larger
+/// of two batch max durations and 10 s).
+pub fn nomination_window(settings: &Settings) -> Duration {
+    (settings.batch_max_duration * 2).max(Duration::from_secs(10))
+}
+
+/// The provisioning loop.
+pub struct Provisioner<C> {
+    pub cache: ClusterCache,
+    pub cloud: Arc<C>,
+    pub client: Client,
+    pub settings: Arc<Settings>,
+    pub events: Events,
+    pub metrics: ControllerMetrics,
+}
+
+impl<C> std::fmt::Debug for Provisioner<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provisioner").finish_non_exhaustive()
+    }
+}
+
+/// What one batch did, for logs and tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchOutcome {
+    pub pods: usize,
+    pub created: Vec<String>,
+    pub nominated: usize,
+    pub unschedulable: usize,
+}
+
+impl<C: CloudProvider + 'static> Provisioner<C> {
+    /// Runs until `cancel` trips.
+    pub async fn run(self, cancel: CancellationToken) {
+        let mut batcher: Batcher<Instant> = Batcher::new(
+            self.settings.batch_idle_duration,
+            self.settings.batch_max_duration,
+        );
+        let mut changes = self.cache.subscribe();
+        loop {
+            let now = Instant::now();
+            let triggers: Vec<String> = {
+                let cluster = self.cache.lock();
+                cluster
+                    .provisionable_pods()
+                    .iter()
+                    .map(|p| p.metadata.uid.clone().unwrap_or_default())
+                    .collect()
+            };
+            for uid in &triggers {
+                batcher.trigger(uid, now);
+            }
+            if batcher.poll(now) {
+                if self.ready_to_solve() {
+                    match self.provision().await {
+                        Ok(outcome) if outcome.pods > 0 => tracing::info!(
+                            pods = outcome.pods,
+                            nodeclaims = ?outcome.created,
+                            nominated = outcome.nominated,
+                            unschedulable = outcome.unschedulable,
+                            "provisioned a batch"
+                        ),
+                        Ok(_) => {}
+                        Err(error) => tracing::error!(%error, "provisioning failed"),
+                    }
+                } else {
+                    tracing::debug!(
+                        "batch deferred: cluster state not synced or a NodeClaim is launching"
+                    );
+                    // Come back after one idle window: the pods still wait.
+                    batcher.trigger("deferred", now);
+                }
+            }
+            let wake = batcher.deadline().unwrap_or(now + Duration::from_secs(10));
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                _ = changes.changed() => {}
+                () = tokio::time::sleep_until(wake) => {}
+            }
+        }
+    }
+
+    /// Synced, and no NodeClaim waiting for its launch.
+    fn ready_to_solve(&self) -> bool {
+        if !self.cache.synced() {
+            return false;
+        }
+        let cluster = self.cache.lock();
+        cluster.node_claims().all(|c| {
+            c.metadata.deletion_timestamp.is_some()
+                || c.status
+                    .as_ref()
+                    .and_then(|s| s.provider_id.as_deref())
+                    .is_some()
+        })
+    }
+
+    fn solve_options(&self) -> SolveOptions {
+        SolveOptions {
+            preference_policy: match self.settings.preference_policy {
+                settings::PreferencePolicy::Respect => PreferencePolicy::Respect,
+                settings::PreferencePolicy::Ignore => PreferencePolicy::Ignore,
+            },
+            min_values_policy: match self.settings.min_values_policy {
+                settings::MinValuesPolicy::Strict => MinValuesPolicy::Strict,
+                settings::MinValuesPolicy::BestEffort => MinValuesPolicy::BestEffort,
+            },
+            ..SolveOptions::default()
+        }
+    }
+
+    /// One batch: solve the provisionable pods and act on the result.
+    pub async fn provision(&self) -> Result<BatchOutcome, ProvisionError> {
+        let started = Instant::now();
+        let (pods, pools): (Vec<Pod>, Vec<NodePool>) = {
+            let cluster = self.cache.lock();
+            (
+                cluster.provisionable_pods().into_iter().cloned().collect(),
+                cluster
+                    .node_pools()
+                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                    .filter(|p| !karpenter_scheduling::v1::is_static(p))
+                    .cloned()
+                    .collect(),
+            )
+        };
+        if pods.is_empty() {
+            return Ok(BatchOutcome::default());
+        }
+        let mut solver_pools = Vec::new();
+        let mut instance_types: BTreeMap<String, Vec<InstanceType>> = BTreeMap::new();
+        let mut by_name: BTreeMap<String, NodePool> = BTreeMap::new();
+        for pool in pools {
+            let name = pool.metadata.name.clone().unwrap_or_default();
+            let converted = match karpenter_scheduling::v1::node_pool(&pool) {
+                Ok(converted) => converted,
+                Err(error) => {
+                    tracing::error!(nodepool = %name, %error, "NodePool left out of provisioning");
+                    continue;
+                }
+            };
+            match self.cloud.instance_types(&pool).await {
+                Ok(infos) if !infos.is_empty() => {
+                    instance_types
+                        .insert(name.clone(), infos.iter().map(InstanceType::from).collect());
+                }
+                Ok(_) => {
+                    self.events
+                        .warn_node_pool(&pool, "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types")
+                        .await;
+                    continue;
+                }
+                Err(error) => {
+                    tracing::error!(nodepool = %name, %error, "instance types unavailable; NodePool left out of this batch");
+                    continue;
+                }
+            }
+            solver_pools.push(converted);
+            by_name.insert(name, pool);
+        }
+        let input = self.cache.lock().solve_input(
+            pods.clone(),
+            solver_pools,
+            instance_types,
+            self.solve_options(),
+        );
+        let result: SolveResult =
+            tokio::task::spawn_blocking(move || karpenter_scheduling::solve(&input))
+                .await
+                .map_err(ProvisionError::Solver)?;
+        self.metrics
+            .scheduling_duration
+            .observe(started.elapsed().as_secs_f64());
+        let mut outcome = BatchOutcome {
+            pods: pods.len(),
+            ..BatchOutcome::default()
+        };
+        let pods_by_key: BTreeMap<String, &Pod> = pods
+            .iter()
+            .map(|p| {
+                (
+                    format!(
+                        "{}/{}",
+                        p.metadata.namespace.as_deref().unwrap_or("default"),
+                        p.metadata.name.as_deref().unwrap_or_default()
+                    ),
+                    p,
+                )
+            })
+            .collect();
+        for claim in &result.new_node_claims {
+            let Some(pool) = by_name.get(&claim.node_pool) else {
+                continue;
+            };
+            if let Some(why) = self.limit_exceeded(pool) {
+                self.events
+                    .warn_node_pool(
+                        pool,
+                        "NodePoolLimitExceeded",
+                        &format!("not launching a NodeClaim: limit exceeded, {why}"),
+                    )
+                    .await;
+                continue;
+            }
+            let shaped = nodeclaim::node_claim(claim, pool);
+            match self.create(&shaped).await {
+                Ok(created) => {
+                    let name = created.metadata.name.clone().unwrap_or_default();
+                    self.metrics.nodeclaim_created(
+                        "provisioning",
+                        &claim.node_pool,
+                        claim.min_values_relaxed,
+                    );
+                    self.cache.apply(Object::NodeClaim(created));
+                    for pod in &claim.pods {
+                        if let Some(p) = pods_by_key.get(&pod.to_string()) {
+                            self.events
+                                .normal_pod(
+                                    p,
+                                    "Nominated",
+                                    &format!("Pod should schedule on: nodeclaim/{name}"),
+                                )
+                                .await;
+                        }
+                    }
+                    outcome.created.push(name);
+                }
+                Err(error) => {
+                    tracing::error!(nodepool = %claim.node_pool, %error, "creating a NodeClaim failed")
+                }
+            }
+        }
+        let until = chrono::Utc::now()
+            + chrono::Duration::from_std(nomination_window(&self.settings)).unwrap_or_default();
+        for placement in &result.existing_placements {
+            self.cache.lock().nominate(&placement.node, until);
+            outcome.nominated += 1;
+        }
+        for unschedulable in &result.unschedulable {
+            outcome.unschedulable += 1;
+            if let Some(pod) = pods_by_key.get(&unschedulable.pod.to_string()) {
+                let message = format!(
+                    "Failed to schedule pod, {}",
+                    unschedulable.reason_lines().join("; ")
+                );
+                self.events
+                    .warn_pod(pod, "FailedScheduling", &message)
+                    .await;
+            }
+        }
+        self.metrics
+            .unschedulable_pods
+            .set(i64::try_from(outcome.unschedulable).unwrap_or(i64::MAX));
+        Ok(outcome)
+    }
+
+    /// The pool's current usage against its limits (upstream `Limits.ExceededBy`).
+    fn limit_exceeded(&self, pool: &NodePool) -> Option<String> {
+        let limits = pool.spec.limits.as_ref()?;
+        let limits = ResourceList::from_k8s(limits).ok()?;
+        let name = pool.metadata.name.as_deref().unwrap_or_default();
+        let usage = self.cache.lock().node_pool_usage(name);
+        let mut used = usage.resources.clone();
+        used.set(
+            labels::RESOURCE_NODES,
+            karpenter_scheduling::Quantity::from_units(i128::from(usage.nodes)),
+        );
+        limits::exceeded(&limits, &used)
+    }
+
+    async fn create(&self, claim: &NodeClaim) -> Result<NodeClaim, kube::Error> {
+        let api: Api<NodeClaim> = Api::all(self.client.clone());
+        api.create(&PostParams::default(), claim).await
+    }
+}
+
+/// A batch could not be provisioned.
+#[derive(Debug, thiserror::Error)]
+pub enum ProvisionError {
+    #[error("the solver task failed")]
+    Solver(#[source] tokio::task::JoinError),
+}
