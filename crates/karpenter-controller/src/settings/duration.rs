@@ -86,9 +86,9 @@ pub fn format_go_duration(duration: Duration) -> String {
     }
     if duration < Duration::from_secs(1) {
         let nanos = duration.subsec_nanos();
-        return if nanos % 1_000_000 == 0 {
+        return if nanos.is_multiple_of(1_000_000) {
             format!("{}ms", nanos / 1_000_000)
-        } else if nanos % 1_000 == 0 {
+        } else if nanos.is_multiple_of(1_000) {
             format!("{}µs", nanos / 1_000)
         } else {
             format!("{nanos}ns")

@@ -127,7 +127,8 @@ mod tests {
 
     #[test]
     fn named_gates_override_their_defaults_and_the_others_keep_theirs() {
-        let cases: &[(&str, fn(&FeatureGates) -> bool, bool)] = &[
+        type Read = fn(&FeatureGates) -> bool;
+        let cases: &[(&str, Read, bool)] = &[
             ("NodeRepair=true", |g| g.node_repair, true),
             ("ReservedCapacity=false", |g| g.reserved_capacity, false),
             (

@@ -8,6 +8,9 @@ use super::*;
 
 const NO_ENV: [(&str, &str); 0] = [];
 
+/// One row of a table: command-line arguments, environment, expected outcome.
+type Row<'a, T> = (&'a [&'a str], &'a [(&'a str, &'a str)], T);
+
 fn parse(args: &[&str], env: &[(&str, &str)]) -> Result<Settings, SettingsError> {
     let argv = std::iter::once("karpenter").chain(args.iter().copied());
     Settings::parse_from(argv, env.iter().copied())
@@ -132,7 +135,7 @@ fn each_setting_is_read_from_its_environment_variable() {
 
 #[test]
 fn a_flag_beats_its_environment_variable_which_beats_the_default() {
-    let cases: &[(&[&str], &[(&str, &str)], u16)] = &[
+    let cases: &[Row<u16>] = &[
         (&[], &[], 8080),
         (&[], &[("METRICS_PORT", "9000")], 9000),
         (
@@ -151,7 +154,7 @@ fn a_flag_beats_its_environment_variable_which_beats_the_default() {
 
 #[test]
 fn boolean_flags_work_bare_or_with_an_explicit_value_like_go_flags() {
-    let cases: &[(&[&str], &[(&str, &str)], bool)] = &[
+    let cases: &[Row<bool>] = &[
         (&["--disable-leader-election"], &[], true),
         (&["--disable-leader-election=true"], &[], true),
         (
@@ -176,7 +179,7 @@ fn boolean_flags_work_bare_or_with_an_explicit_value_like_go_flags() {
 
 #[test]
 fn a_bad_value_names_the_flag_the_env_and_what_is_allowed() {
-    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+    let cases: &[Row<&str>] = &[
         (
             &[],
             &[("LOG_LEVEL", "warn")],
