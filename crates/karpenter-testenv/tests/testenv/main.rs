@@ -8,5 +8,6 @@
 
 mod aws;
 mod crds;
+mod kwok;
 mod rbac;
 mod scheduling;
