@@ -256,16 +256,36 @@ impl SimulatedNodes {
         }
     }
 
-    /// Node and status first, the KWOK annotation last: KWOK's node-initialize
-    /// stage keeps capacity, allocatable and nodeInfo that are already there
-    /// (and would invent 1k CPUs if it came first).
+    /// The Node is created with the KWOK annotation (KWOK takes a node on only
+    /// when it first sees it: an annotation added later is ignored), KWOK makes
+    /// it Ready, and only then are capacity, allocatable and nodeInfo set: KWOK's
+    /// node-initialize renders a status with 1k CPUs for a node without one, from
+    /// its own cache, and would overwrite a status written before it ran. Once
+    /// the node is Ready no stage rewrites them.
     async fn create_kwok(&self, spec: NodeSpec) -> Result<Node> {
         let nodes: Api<Node> = Api::all(self.client.clone());
+        let mut node = node_object(&spec);
+        node.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(
+                KWOK_NODE_ANNOTATION.into(),
+                KWOK_NODE_ANNOTATION_VALUE.into(),
+            );
         nodes
-            .create(&PostParams::default(), &node_object(&spec))
+            .create(&PostParams::default(), &node)
             .await
             .map_err(kube_err(format!("creating Node {}", spec.name)))?;
         lock(&self.names).insert(spec.name.clone());
+        let what = format!("KWOK to report Node {} Ready", spec.name);
+        crate::wait_for(&what, self.config.ready_timeout, || async {
+            let node = nodes
+                .get(&spec.name)
+                .await
+                .map_err(kube_err(format!("reading Node {}", spec.name)))?;
+            Ok(is_ready(&node).then_some(()))
+        })
+        .await?;
         let mut status = node_status(&spec, &self.config, now());
         status.conditions = None;
         status.addresses = None;
@@ -279,27 +299,7 @@ impl SimulatedNodes {
             .map_err(kube_err(format!(
                 "setting the status of Node {}",
                 spec.name
-            )))?;
-        let annotate = serde_json::json!({
-            "metadata": { "annotations": { KWOK_NODE_ANNOTATION: KWOK_NODE_ANNOTATION_VALUE } }
-        });
-        nodes
-            .patch(
-                &spec.name,
-                &PatchParams::default(),
-                &Patch::Merge(&annotate),
-            )
-            .await
-            .map_err(kube_err(format!("handing Node {} to KWOK", spec.name)))?;
-        let what = format!("KWOK to report Node {} Ready", spec.name);
-        crate::wait_for(&what, self.config.ready_timeout, || async {
-            let node = nodes
-                .get(&spec.name)
-                .await
-                .map_err(kube_err(format!("reading Node {}", spec.name)))?;
-            Ok(is_ready(&node).then_some(node))
-        })
-        .await
+            )))
     }
 
     async fn create_builtin(&self, spec: NodeSpec) -> Result<Node> {

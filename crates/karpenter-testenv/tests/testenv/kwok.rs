@@ -287,7 +287,7 @@ async fn a_kwok_simulated_node_keeps_the_requested_capacity_and_kubelet_version(
         Some(KWOK_NODE_ANNOTATION_VALUE)
     );
     let status = node.status.expect("node status");
-    // KWOK's node-initialize keeps what was set instead of its 1k-CPU default.
+    // Not KWOK's 1k-CPU default: SimulatedNodes sets the status once KWOK initialized the node.
     assert_eq!(
         status.capacity.as_ref().and_then(|c| c.get("cpu")),
         Some(&Quantity("2".into()))
