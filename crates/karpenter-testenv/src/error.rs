@@ -88,6 +88,14 @@ pub enum Error {
         /// How long we waited.
         secs: u64,
     },
+    /// A helper was asked for something its configuration cannot do.
+    #[error("{what} is not supported {why}")]
+    Unsupported {
+        /// The operation.
+        what: String,
+        /// Why not, and what to use instead.
+        why: String,
+    },
     /// No moto server is configured or its state file is unreadable.
     #[error("no AWS emulator: {hint}")]
     MotoNotRunning {

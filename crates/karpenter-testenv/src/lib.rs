@@ -6,9 +6,11 @@
 //!   plane started by `scripts/testenv up` (or `scripts/test-integration`);
 //! * [`TestScope`]: per-test isolation (unique ids and names, a namespace, a
 //!   scope label, cleanup of cluster-scoped objects);
-//! * [`SimulatedNodes`]: KWOK-style nodes kept Ready through node leases, with
-//!   a pod agent standing in for the kubelet; the simulated cloud provider
-//!   builds on it;
+//! * [`SimulatedNodes`]: Nodes without a kubelet, made Ready and kept alive by
+//!   KWOK (started by `scripts/testenv up`), which also plays their pods; or,
+//!   for tests that need one node's heartbeat to stop, by this crate's own
+//!   lease renewal and pod agent ([`NodeAgent::Builtin`]); the simulated cloud
+//!   provider builds on it;
 //! * [`manifests`]: applying CRDs and creating YAML fixtures as dynamic objects;
 //! * [`AwsEnv`]: aws-sdk-rust clients (EC2, SQS, SSM, IAM, EKS) for the moto
 //!   emulator started by `scripts/moto up`, its reset and IAM switch.
@@ -34,7 +36,7 @@ mod scope;
 pub use aws::{AwsEnv, MotoState};
 pub use error::{Error, Result};
 pub use kube_env::{ALLOW_ANY_CLUSTER_ENV, CONTEXT, KubeEnv, test_client};
-pub use nodes::{NodeSpec, SimulatedNodes, SimulatedNodesConfig};
+pub use nodes::{NodeAgent, NodeSpec, SimulatedNodes, SimulatedNodesConfig};
 pub use scope::{SCOPE_LABEL, TestScope, dns_name};
 
 /// Polls `check` every 200 ms until it returns `Ok(Some(value))`, an error,

@@ -1,18 +1,27 @@
-//! Simulated nodes, KWOK-style: Node objects without a kubelet.
+//! Simulated nodes: Node objects without a kubelet.
 //!
-//! [`SimulatedNodes::create`] registers a Node with labels, taints, capacity,
-//! allocatable and a `Ready=True` condition, creates its Lease in
-//! `kube-node-lease` and keeps renewing it from a tokio task, so the node
-//! lifecycle controller in kube-controller-manager treats it as healthy and
-//! the real kube-scheduler binds pods to it. A small pod agent (on by default,
-//! see [`crate::pod_agent`]) plays the kubelet's part for pods bound to these
-//! nodes: it marks them Running and Ready and completes their deletion.
+//! [`SimulatedNodes::create`] registers a Node with labels, taints, a
+//! `providerID`, capacity, allocatable and nodeInfo, and returns it once it is
+//! `Ready=True`. Who plays its kubelet is [`NodeAgent`]:
 //!
-//! The simulated cloud provider reuses this: it creates a node per launched
+//! * [`NodeAgent::Kwok`] (the default): the Node carries the annotation
+//!   `kwok.x-k8s.io/node: fake`, and KWOK (started by `scripts/testenv up`)
+//!   sets its conditions and addresses, holds its Lease, and plays the pods
+//!   bound to it (Running with a pod IP, deletion completed) through the Stage
+//!   objects in `testenv/kwok/stages/`;
+//! * [`NodeAgent::Builtin`]: this module sets the conditions itself, creates
+//!   the Lease and renews it from a tokio task, and a small pod agent (see
+//!   [`crate::pod_agent`]) plays the pods. Kept for what KWOK cannot do per
+//!   node: [`SimulatedNodes::stop_heartbeat`] (a dead kubelet) and a lease
+//!   renewal interval of a test's choosing.
+//!
+//! Either way the node lifecycle controller in kube-controller-manager treats
+//! the node as healthy and the real kube-scheduler binds pods to it. The
+//! simulated cloud provider reuses this: it creates a node per launched
 //! instance (with that instance's `provider_id`) and deletes it on terminate.
 //!
-//! All tasks run on the tokio runtime that called `create`, and stop when the
-//! [`SimulatedNodes`] is dropped or the node is deleted.
+//! Builtin tasks run on the tokio runtime that called `create`, and stop when
+//! the [`SimulatedNodes`] is dropped or the node is deleted.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,7 +38,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use tokio::task::JoinHandle;
 
-use crate::error::{Result, kube_err};
+use crate::error::{Error, Result, kube_err};
 use crate::scope::TestScope;
 
 /// The namespace of node heartbeat leases.
@@ -37,8 +46,28 @@ pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 /// Label put on every simulated node.
 pub const SIMULATED_LABEL: &str = "testenv.karpenter-rs.dev/simulated";
 /// The address every simulated node reports (nothing listens there; it keeps
-/// any accidental kubelet call on loopback).
+/// any accidental kubelet call on loopback). `scripts/testenv` gives KWOK the
+/// same `--node-ip`.
 pub const NODE_ADDRESS: &str = "127.0.0.1";
+/// The annotation KWOK selects the Nodes it manages by (`scripts/testenv` runs it
+/// with `--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake`).
+pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
+/// The value of [`KWOK_NODE_ANNOTATION`] on managed Nodes.
+pub const KWOK_NODE_ANNOTATION_VALUE: &str = "fake";
+
+/// Who plays the kubelet of simulated nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NodeAgent {
+    /// KWOK, started by `scripts/testenv up`: conditions, addresses, Lease, and
+    /// the pods bound to the node, as its Stage objects say.
+    #[default]
+    Kwok,
+    /// This crate: conditions set once, a Lease renewed by a tokio task every
+    /// [`SimulatedNodesConfig::renew_interval`], and the pod agent when
+    /// [`SimulatedNodesConfig::run_pods`]. Needed for
+    /// [`SimulatedNodes::stop_heartbeat`].
+    Builtin,
+}
 
 /// What to register: the parts of a Node a cloud provider or a test decides.
 #[derive(Clone, Debug, Default)]
@@ -132,23 +161,42 @@ impl NodeSpec {
 /// Tuning of the simulated kubelet.
 #[derive(Clone, Debug)]
 pub struct SimulatedNodesConfig {
-    /// `spec.leaseDurationSeconds` of node leases (kubelet default 40).
+    /// Who plays the kubelet (default: KWOK).
+    pub agent: NodeAgent,
+    /// How long `create` waits for KWOK to report the node Ready.
+    pub ready_timeout: Duration,
+    /// Builtin only: `spec.leaseDurationSeconds` of node leases (kubelet default
+    /// 40; KWOK's is `scripts/testenv`'s `--node-lease-duration-seconds=40`).
     pub lease_duration_seconds: i32,
-    /// How often leases are renewed (kubelet default 10 s).
+    /// Builtin only: how often leases are renewed (kubelet default 10 s; KWOK
+    /// renews every lease duration / 4).
     pub renew_interval: Duration,
-    /// Run the pod agent: mark bound pods Running/Ready and finish their deletion.
+    /// Builtin only: run the pod agent (mark bound pods Running/Ready and
+    /// finish their deletion). KWOK always plays the pods of its nodes.
     pub run_pods: bool,
-    /// `status.nodeInfo.kubeletVersion`.
+    /// `status.nodeInfo.kubeletVersion` (KWOK keeps the one we set).
     pub kubelet_version: String,
 }
 
 impl Default for SimulatedNodesConfig {
     fn default() -> Self {
         Self {
+            agent: NodeAgent::Kwok,
+            ready_timeout: Duration::from_secs(30),
             lease_duration_seconds: 40,
             renew_interval: Duration::from_secs(10),
             run_pods: true,
             kubelet_version: "v1.36.3".to_string(),
+        }
+    }
+}
+
+impl SimulatedNodesConfig {
+    /// The builtin agent (own lease renewal and pod agent) with default tuning.
+    pub fn builtin() -> Self {
+        Self {
+            agent: NodeAgent::Builtin,
+            ..Self::default()
         }
     }
 }
@@ -199,8 +247,62 @@ impl SimulatedNodes {
         names
     }
 
-    /// Registers a Ready node, its lease, and starts renewing the lease.
+    /// Registers a node and returns it once it is Ready: with KWOK, once KWOK
+    /// initialized it; builtin, with its Lease created and renewed from now on.
     pub async fn create(&self, spec: NodeSpec) -> Result<Node> {
+        match self.config.agent {
+            NodeAgent::Kwok => self.create_kwok(spec).await,
+            NodeAgent::Builtin => self.create_builtin(spec).await,
+        }
+    }
+
+    /// The Node is created with the KWOK annotation (KWOK takes a node on only
+    /// when it first sees it: an annotation added later is ignored), KWOK makes
+    /// it Ready, and only then are capacity, allocatable and nodeInfo set: KWOK's
+    /// node-initialize renders a status with 1k CPUs for a node without one, from
+    /// its own cache, and would overwrite a status written before it ran. Once
+    /// the node is Ready no stage rewrites them.
+    async fn create_kwok(&self, spec: NodeSpec) -> Result<Node> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let mut node = node_object(&spec);
+        node.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(
+                KWOK_NODE_ANNOTATION.into(),
+                KWOK_NODE_ANNOTATION_VALUE.into(),
+            );
+        nodes
+            .create(&PostParams::default(), &node)
+            .await
+            .map_err(kube_err(format!("creating Node {}", spec.name)))?;
+        lock(&self.names).insert(spec.name.clone());
+        let what = format!("KWOK to report Node {} Ready", spec.name);
+        crate::wait_for(&what, self.config.ready_timeout, || async {
+            let node = nodes
+                .get(&spec.name)
+                .await
+                .map_err(kube_err(format!("reading Node {}", spec.name)))?;
+            Ok(is_ready(&node).then_some(()))
+        })
+        .await?;
+        let mut status = node_status(&spec, &self.config, now());
+        status.conditions = None;
+        status.addresses = None;
+        nodes
+            .patch_status(
+                &spec.name,
+                &PatchParams::default(),
+                &Patch::Merge(&serde_json::json!({ "status": status })),
+            )
+            .await
+            .map_err(kube_err(format!(
+                "setting the status of Node {}",
+                spec.name
+            )))
+    }
+
+    async fn create_builtin(&self, spec: NodeSpec) -> Result<Node> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         nodes
             .create(&PostParams::default(), &node_object(&spec))
@@ -247,7 +349,8 @@ impl SimulatedNodes {
         Ok(node)
     }
 
-    /// Stops renewing the lease and deletes the Node and its Lease.
+    /// Deletes the Node and its Lease (builtin: stops renewing it first; KWOK
+    /// stops when it sees the Node go, and the Lease is owned by the Node).
     pub async fn delete(&self, name: &str) -> Result<()> {
         if let Some(task) = lock(&self.state).leases.remove(name) {
             task.abort();
@@ -271,10 +374,21 @@ impl SimulatedNodes {
 
     /// Stops the heartbeat of a node without deleting it: the node lifecycle
     /// controller marks it `Unknown` after its grace period, as for a dead kubelet.
-    pub fn stop_heartbeat(&self, name: &str) {
+    ///
+    /// Builtin agent only: KWOK keeps renewing the Lease of a Node it once
+    /// managed even after its annotation is removed (its selector filters
+    /// events client-side), so a KWOK node cannot be made to die alone.
+    pub fn stop_heartbeat(&self, name: &str) -> Result<()> {
+        if self.config.agent == NodeAgent::Kwok {
+            return Err(Error::Unsupported {
+                what: format!("stopping the heartbeat of Node {name}"),
+                why: "for KWOK nodes: use SimulatedNodesConfig::builtin()".into(),
+            });
+        }
         if let Some(task) = lock(&self.state).leases.remove(name) {
             task.abort();
         }
+        Ok(())
     }
 
     /// Deletes every node of this set.
@@ -296,6 +410,14 @@ impl Drop for SimulatedNodes {
             agent.abort();
         }
     }
+}
+
+/// `Ready=True` among the node's conditions.
+pub fn is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

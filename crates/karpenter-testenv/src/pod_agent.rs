@@ -1,4 +1,5 @@
-//! The kubelet's part for pods on simulated nodes.
+//! The kubelet's part for pods on simulated nodes of the builtin agent
+//! ([`crate::NodeAgent::Builtin`]; KWOK plays the pods of its own nodes).
 //!
 //! Watches all pods; for those bound to one of our nodes it
 //! * marks pending pods Running with every container started and Ready, so

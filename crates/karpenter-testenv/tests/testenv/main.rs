@@ -8,6 +8,7 @@
 
 mod aws;
 mod crds;
+mod kwok;
 mod leader_election;
 mod rbac;
 mod scheduling;

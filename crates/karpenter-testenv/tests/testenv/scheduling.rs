@@ -1,4 +1,5 @@
-//! Simulated nodes are real enough for the real kube-scheduler and kube-controller-manager.
+//! Simulated nodes (KWOK by default, or the builtin agent) are real enough for the real
+//! kube-scheduler and kube-controller-manager.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -57,15 +58,33 @@ fn deployment(scope: &TestScope, name: &str, replicas: i32) -> Deployment {
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment: run scripts/test-integration"]
-async fn the_scheduler_binds_a_deployments_pods_to_a_simulated_node_and_they_become_available() {
+async fn the_scheduler_binds_a_deployments_pods_to_a_kwok_node_and_they_become_available() {
+    deployment_becomes_available_and_goes_away(
+        "deployment-on-kwok-node",
+        SimulatedNodesConfig::default(),
+    )
+    .await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment: run scripts/test-integration"]
+async fn the_scheduler_binds_a_deployments_pods_to_a_builtin_simulated_node_and_they_become_available()
+ {
+    deployment_becomes_available_and_goes_away(
+        "deployment-on-builtin-node",
+        SimulatedNodesConfig::builtin(),
+    )
+    .await;
+}
+
+/// A 3-replica Deployment lands on one simulated node, becomes available (the
+/// agent plays the kubelet), and its pods finish terminating when it is deleted.
+async fn deployment_becomes_available_and_goes_away(test: &str, config: SimulatedNodesConfig) {
     let env = KubeEnv::connect()
         .await
         .expect("connecting to the test environment");
-    let scope = env
-        .scope("deployment-on-simulated-node")
-        .await
-        .expect("creating a test scope");
-    let nodes = SimulatedNodes::new(env.client());
+    let scope = env.scope(test).await.expect("creating a test scope");
+    let nodes = SimulatedNodes::with_config(env.client(), config);
     let node = nodes
         .create(
             NodeSpec::in_scope(&scope, "node-a")
@@ -108,7 +127,7 @@ async fn the_scheduler_binds_a_deployments_pods_to_a_simulated_node_and_they_bec
     .expect("the scheduler binds the pods");
     assert_eq!(bound.len(), 3);
 
-    // The pod agent plays the kubelet: the deployment becomes available.
+    // The agent (KWOK or the builtin pod agent) plays the kubelet: the deployment becomes available.
     wait_for(
         "the deployment to have 3 available replicas",
         Duration::from_secs(60),
@@ -143,7 +162,8 @@ async fn the_scheduler_binds_a_deployments_pods_to_a_simulated_node_and_they_bec
         "unexpected taints on a healthy simulated node: {taints:?}"
     );
 
-    // Graceful deletion completes (the agent finishes what a kubelet would).
+    // Graceful deletion completes (KWOK's pod-delete stage or the pod agent finishes what a
+    // kubelet would).
     deployments
         .delete("web", &DeleteParams::foreground())
         .await
@@ -170,7 +190,7 @@ async fn the_scheduler_binds_a_deployments_pods_to_a_simulated_node_and_they_bec
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment: run scripts/test-integration"]
-async fn a_simulated_node_renews_its_lease_and_deleting_it_removes_node_and_lease() {
+async fn a_builtin_simulated_node_renews_its_lease_and_deleting_it_removes_node_and_lease() {
     let env = KubeEnv::connect()
         .await
         .expect("connecting to the test environment");
@@ -181,7 +201,7 @@ async fn a_simulated_node_renews_its_lease_and_deleting_it_removes_node_and_leas
     let config = SimulatedNodesConfig {
         renew_interval: Duration::from_millis(500),
         run_pods: false,
-        ..SimulatedNodesConfig::default()
+        ..SimulatedNodesConfig::builtin()
     };
     let nodes = SimulatedNodes::with_config(env.client(), config);
     let spec = NodeSpec::in_scope(&scope, "leased")
