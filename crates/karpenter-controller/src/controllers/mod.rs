@@ -44,27 +44,33 @@ pub enum StartError {
     AwsUnavailable,
 }
 
-/// Starts every controller and runs until `ctx.cancel` trips.
+/// Starts every controller and runs until `ctx.cancel` trips. The simulated cloud reads its
+/// options from the process environment (`KWOK_*`).
 pub async fn run(ctx: ControllerContext) -> Result<(), ControllerError> {
-    let cache = ClusterCache::new();
-    cache.spawn_watchers(&ctx.clients.main, &ctx.cancel);
-    let metrics = ControllerMetrics::register(&ctx.metrics);
     match ctx.settings.cloud_provider {
         CloudProviderKind::Kwok => {
-            let catalog = match &ctx.settings.instance_types_file_path {
-                Some(path) => Catalog::from_file(path),
-                None => Catalog::embedded(),
-            }
-            .map_err(StartError::Catalog)?;
             let options = KwokOptions::from_env(|key| std::env::var(key).ok())?;
-            let cloud = Kwok {
-                cloud: KwokCloud::new(ctx.clients.main.clone(), catalog, options),
-                pools: CachedPools(cache.clone()),
-            };
-            run_with(ctx, cache, metrics, Arc::new(cloud)).await
+            run_kwok(ctx, options).await
         }
         CloudProviderKind::Aws => Err(Box::new(StartError::AwsUnavailable)),
     }
+}
+
+/// Starts every controller on the simulated cloud with `options`.
+pub async fn run_kwok(ctx: ControllerContext, options: KwokOptions) -> Result<(), ControllerError> {
+    let catalog = match &ctx.settings.instance_types_file_path {
+        Some(path) => Catalog::from_file(path),
+        None => Catalog::embedded(),
+    }
+    .map_err(StartError::Catalog)?;
+    let cache = ClusterCache::new();
+    cache.spawn_watchers(&ctx.clients.main, &ctx.cancel);
+    let metrics = ControllerMetrics::register(&ctx.metrics);
+    let cloud = Kwok {
+        cloud: KwokCloud::new(ctx.clients.main.clone(), catalog, options),
+        pools: CachedPools(cache.clone()),
+    };
+    run_with(ctx, cache, metrics, Arc::new(cloud)).await
 }
 
 async fn run_with<C: CloudProvider + 'static>(

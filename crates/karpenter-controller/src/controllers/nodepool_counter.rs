@@ -19,6 +19,16 @@ use super::metrics::ControllerMetrics;
 
 pub const INTERVAL: Duration = Duration::from_secs(5);
 
+/// One pool's figures: name, `status.resources`, `status.nodes`, whether the status already
+/// says so, and its limits.
+struct PoolFigures {
+    name: String,
+    resources: BTreeMap<String, Quantity>,
+    nodes: u64,
+    unchanged: bool,
+    limits: Option<ResourceList>,
+}
+
 fn as_f64(q: karpenter_scheduling::Quantity) -> f64 {
     // Metrics are floats; millis fit f64 exactly up to 2^53.
     q.millis() as f64 / 1000.0
@@ -34,13 +44,7 @@ pub async fn run(
     let api: Api<NodePool> = Api::all(client);
     loop {
         if cache.synced() {
-            let work: Vec<(
-                String,
-                BTreeMap<String, Quantity>,
-                u64,
-                bool,
-                Option<ResourceList>,
-            )> = {
+            let work: Vec<PoolFigures> = {
                 let cluster = cache.lock();
                 cluster
                     .node_pools()
@@ -57,11 +61,24 @@ pub async fn run(
                             .limits
                             .as_ref()
                             .and_then(|l| ResourceList::from_k8s(l).ok());
-                        (name, resources, usage.nodes, unchanged, limits)
+                        PoolFigures {
+                            name,
+                            resources,
+                            nodes: usage.nodes,
+                            unchanged,
+                            limits,
+                        }
                     })
                     .collect()
             };
-            for (name, resources, nodes, unchanged, limits) in work {
+            for PoolFigures {
+                name,
+                resources,
+                nodes,
+                unchanged,
+                limits,
+            } in work
+            {
                 for (resource, quantity) in &resources {
                     if let Ok(q) = quantity.0.parse::<karpenter_scheduling::Quantity>() {
                         metrics.nodepool_usage(&name, resource, as_f64(q));

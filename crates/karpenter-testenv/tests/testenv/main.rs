@@ -7,6 +7,7 @@
 //! script runs them with `--include-ignored`.
 
 mod aws;
+mod controller;
 mod crds;
 mod kwok;
 mod leader_election;
