@@ -16,8 +16,10 @@
 //! - **Rendering** the plan and timeline reports as tables ([`render`]) and HTML ([`html`]).
 //! - **Timeline mode** ([`timeline`]): provisioning over virtual time (batch window, node
 //!   startup, events that scale workloads, delete pods, interrupt spot nodes and change
-//!   NodePools), with disruption passes through `karpenter_disruption::decide`; cost over time,
-//!   churn and pending-time percentiles.
+//!   NodePools), with disruption passes through `karpenter_disruption::decide` and the
+//!   orchestration queue; cost over time, churn and pending-time percentiles. The simulated
+//!   cluster's Nodes, NodeClaims and pods live in `karpenter_state::Cluster`, as plan mode's
+//!   manifest Nodes do: node shapes have one producer.
 //!
 //! # What it must not do
 //!

@@ -308,6 +308,21 @@ impl Cluster {
         out
     }
 
+    /// The nodes named in `names`, in that order (names the index does not know are skipped,
+    /// a repeated name gives the node once). For callers whose decisions may break ties by
+    /// input order and that keep their own order (the simulator's launch order).
+    pub fn state_nodes_in<S: AsRef<str>>(&self, names: &[S]) -> Vec<StateNode<'_>> {
+        let mut by_name: HashMap<&str, StateNode<'_>> = self
+            .state_nodes()
+            .into_iter()
+            .map(|n| (n.name(), n))
+            .collect();
+        names
+            .iter()
+            .filter_map(|name| by_name.remove(name.as_ref()))
+            .collect()
+    }
+
     /// The node named `name` (as [`StateNode::name`] names it), if any.
     pub fn state_node_named(&self, name: &str) -> Option<StateNode<'_>> {
         self.state_nodes().into_iter().find(|n| n.name() == name)

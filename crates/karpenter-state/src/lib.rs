@@ -12,6 +12,11 @@
 //!   taints and resources come from the NodeClaim until the Node is registered and
 //!   initialized, as upstream's state nodes do. It is the single producer of the solver's
 //!   [`karpenter_scheduling::ExistingNode`] and disruption's [`karpenter_disruption::NodeState`].
+//!   [`Cluster::state_nodes`] lists them by name, [`Cluster::state_nodes_in`] in an order the
+//!   caller keeps (the timeline's launch order: the decisions may break ties by input order).
+//! - **Conditions** ([`conditions`]): setting a NodeClaim's or Node's condition as its owning
+//!   controller does (the transition time moves only with the status), for writers that build
+//!   objects in memory (the simulator's timeline, tests).
 //! - **Derived views**: the pods waiting for capacity ([`provisionable::is_provisionable`]),
 //!   each NodePool's usage against its limits ([`Cluster::node_pool_usage`]), the solver
 //!   input ([`Cluster::solve_input`]) and the disruption snapshot
@@ -25,6 +30,7 @@
 //! views, never a panic.
 
 pub mod cluster;
+pub mod conditions;
 pub mod node;
 pub mod object;
 pub mod provisionable;

@@ -40,9 +40,13 @@ fn resources(list: Option<&BTreeMap<String, Quantity>>) -> ResourceList {
         .unwrap_or_default()
 }
 
-/// An API timestamp as the decisions' clock type (second precision, as the API stores it).
+/// An API timestamp as the decisions' clock type. The API server stores seconds; an object
+/// built in memory (the simulator's) may carry a fraction, which is kept.
 fn time(t: &Time) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp(t.0.as_second(), 0)
+    let seconds = DateTime::from_timestamp(t.0.as_second(), 0)?;
+    seconds.checked_add_signed(chrono::Duration::nanoseconds(i64::from(
+        t.0.subsec_nanosecond(),
+    )))
 }
 
 fn condition<'c>(conditions: Option<&'c [Condition]>, type_: &str) -> Option<&'c Condition> {

@@ -294,3 +294,39 @@ fn pod_disruption_budgets_reach_the_snapshot_with_their_status() {
     assert_eq!(snapshot.pdbs[0].min_available.as_deref(), Some("2"));
     assert!(snapshot.pdbs[0].matches(&pod("web-1", Some("n1"), false)));
 }
+
+#[test]
+fn state_nodes_in_follows_the_callers_order_and_skips_unknown_names() {
+    let mut cluster = Cluster::new();
+    for name in ["general-2", "general-10", "general-1"] {
+        cluster.apply(Object::Node(node(name, &format!("kwok://{name}"), "2")));
+    }
+    cluster.apply(Object::NodeClaim(node_claim("general-3", None, false)));
+    let by_name: Vec<&str> = cluster.state_nodes().iter().map(|n| n.name()).collect();
+    assert_eq!(
+        by_name,
+        ["general-1", "general-10", "general-2", "general-3"]
+    );
+    let ordered: Vec<&str> = cluster
+        .state_nodes_in(&["general-3", "general-2", "gone", "general-10", "general-2"])
+        .iter()
+        .map(|n| n.name())
+        .collect();
+    assert_eq!(ordered, ["general-3", "general-2", "general-10"]);
+}
+
+#[test]
+fn a_pod_event_time_with_a_fraction_of_a_second_keeps_it() {
+    let at = now() + chrono::Duration::milliseconds(1500);
+    let mut claim = node_claim("general-abc", Some("kwok://n1"), true);
+    if let Some(status) = claim.status.as_mut() {
+        status.last_pod_event_time = karpenter_state::conditions::api_time(at);
+    }
+    let mut cluster = Cluster::new();
+    cluster.apply(Object::NodeClaim(claim));
+    cluster.apply(Object::Node(node("n1", "kwok://n1", "2")));
+    let state = cluster
+        .state_node_named("n1")
+        .map(|n| n.to_node_state(now()));
+    assert_eq!(state.and_then(|s| s.last_pod_event), Some(at));
+}

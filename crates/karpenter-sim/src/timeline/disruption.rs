@@ -15,7 +15,6 @@ use chrono::{DateTime, TimeZone, Utc};
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_disruption::{NodeState, Snapshot};
 
-use super::run::SimNode;
 use crate::scenario::Scenario;
 
 /// How long passes keep running after a change, beyond the longest `consolidateAfter`.
@@ -33,13 +32,9 @@ pub fn instant(at: Duration) -> DateTime<Utc> {
     epoch + chrono::Duration::from_std(at).unwrap_or_default()
 }
 
-/// The cluster as disruption sees it at `now`.
-pub fn snapshot(
-    scenario: &Scenario,
-    nodes: &[SimNode],
-    pending: Vec<Pod>,
-    now: Duration,
-) -> Snapshot {
+/// The cluster as disruption sees it: `nodes` from the cluster-state index (in launch order,
+/// with their prices), the pending pods and the scenario's NodePools and DaemonSets.
+pub fn snapshot(scenario: &Scenario, nodes: Vec<NodeState>, pending: Vec<Pod>) -> Snapshot {
     Snapshot {
         node_pools: scenario.node_pools.clone(),
         instance_types: scenario
@@ -47,32 +42,11 @@ pub fn snapshot(
             .iter()
             .map(|(name, types)| (name.clone(), types.scheduling.clone()))
             .collect(),
-        nodes: nodes.iter().map(|n| node_state(n, now)).collect(),
+        nodes,
         pdbs: Vec::new(),
         pending_pods: pending,
         daemonsets: scenario.daemonsets.clone(),
         features: Default::default(),
         solve_options: Default::default(),
     }
-}
-
-fn node_state(node: &SimNode, now: Duration) -> NodeState {
-    let mut state = NodeState::new(&node.name, instant(node.launched_at));
-    let managed = !node.nodepool.is_empty() && !node.instance_type.is_empty();
-    state.node_claim = managed.then(|| node.name.clone());
-    state.labels.extend(node.labels.clone());
-    state.taints = node.taints.clone();
-    state.capacity = node.capacity.clone();
-    state.allocatable = node.allocatable.clone();
-    state.price = Some(node.price_per_hour);
-    let ready = node.ready_at <= now;
-    state.initialized = ready;
-    state.ready = ready;
-    state.initialized_at = ready.then(|| instant(node.ready_at));
-    state.last_pod_event = Some(instant(node.last_pod_event));
-    state.pods = node.pods.clone();
-    state.marked_for_deletion = node.disrupting;
-    state.queued = node.awaiting_validation;
-    state.nominated_until = (node.nominated_until > now).then(|| instant(node.nominated_until));
-    state
 }

@@ -9,6 +9,15 @@
 //! go away. Events ([`events`]) scale workloads, delete pods, interrupt spot nodes (their pods
 //! are pending again and count as evictions) and add or change NodePools.
 //!
+//! # The cluster
+//!
+//! Nodes, NodeClaims and bound pods live in the cluster-state index
+//! ([`karpenter_state::Cluster`]), fed as the API server feeds the controller's (`cluster.rs`):
+//! readiness, last pod events, nominations and disruption marks are read back from it, and the
+//! solver's and disruption's node shapes come from it. The runner keeps only the virtual world's
+//! bookkeeping: the clock, the events, the pending pods with their pending-since time, and each
+//! node's price and launch and ready times.
+//!
 //! # Disruption
 //!
 //! Every [`DISRUPTION_INTERVAL`] of virtual time (while the cluster has changed recently) the
@@ -18,12 +27,13 @@
 //! pending again (counted as evictions) and provisioned in the next batch. The simplifications
 //! are listed in `disruption.rs`.
 
+mod cluster;
 mod disruption;
 pub mod events;
 mod run;
 
 pub use events::{Action, Event, Timeline, parse};
-pub use run::{NODE_STARTUP, Percentiles, Runner, Sample, SimNode, TimelineReport, run};
+pub use run::{NODE_STARTUP, Percentiles, Runner, Sample, TimelineReport, run};
 
 use std::time::Duration;
 

@@ -1,14 +1,16 @@
-//! The timeline runner: cluster state, the virtual clock and the event loop.
+//! The timeline runner: the virtual clock, the event loop, pending pods and the report; the
+//! nodes live in [`super::cluster`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, Taint};
+use k8s_openapi::api::core::v1::Pod;
 use karpenter_cloud::Catalog;
 use karpenter_disruption::{Command, Queue, Replacement, Step};
-use karpenter_scheduling::{ExistingNode, InstanceType, ResourceList};
+use karpenter_scheduling::InstanceType;
 use serde::Serialize;
 
+use super::cluster::{Launch, SimCluster};
 use super::events::{Action, Timeline};
 use super::{BATCH_IDLE, BATCH_MAX, DISRUPTION_INTERVAL};
 use crate::error::TimelineError;
@@ -20,34 +22,6 @@ use karpenter_cloud::launch::choose;
 
 /// From launch to Ready (a typical EC2 boot and kubelet registration).
 pub const NODE_STARTUP: Duration = Duration::from_secs(60);
-
-/// A node in the simulated cluster.
-#[derive(Debug, Clone)]
-pub struct SimNode {
-    pub name: String,
-    pub nodepool: String,
-    pub instance_type: String,
-    pub capacity_type: String,
-    pub zone: String,
-    pub price_per_hour: f64,
-    pub labels: BTreeMap<String, String>,
-    pub taints: Vec<Taint>,
-    pub capacity: ResourceList,
-    pub allocatable: ResourceList,
-    pub pods: Vec<Pod>,
-    pub launched_at: Duration,
-    pub ready_at: Duration,
-    /// Last time a pod was bound to or left the node.
-    pub last_pod_event: Duration,
-    /// Chosen by a disruption command and tainted `karpenter.sh/disrupted`: no new pods land
-    /// on it, and it goes once its replacements are ready.
-    pub disrupting: bool,
-    /// Candidate of a command waiting for validation (upstream's queue holds it: other
-    /// commands do not take it).
-    pub awaiting_validation: bool,
-    /// Pods were just placed here: nominated, so disruption leaves it alone until then.
-    pub nominated_until: Duration,
-}
 
 /// How long a node stays nominated after pods are placed on it (upstream: the larger of two
 /// batch max durations and 10 s).
@@ -133,7 +107,8 @@ pub struct Runner<'a> {
     manifests: Manifests,
     scenario: Scenario,
     now: Duration,
-    pub nodes: Vec<SimNode>,
+    /// Nodes, NodeClaims and bound pods, in the cluster-state index.
+    cluster: SimCluster,
     pending: Vec<PendingPod>,
     replicas: BTreeMap<(String, String), usize>,
     next_node: usize,
@@ -244,7 +219,7 @@ fn join(names: &BTreeSet<String>) -> String {
         .join(", ")
 }
 
-fn pod_key(pod: &Pod) -> String {
+pub(super) fn pod_key(pod: &Pod) -> String {
     format!(
         "{}/{}",
         pod.metadata.namespace.as_deref().unwrap_or("default"),
@@ -267,45 +242,16 @@ impl<'a> Runner<'a> {
             .iter()
             .map(|w| ((w.namespace().to_string(), w.reference()), w.replicas()))
             .collect();
-        let nodes = scenario
-            .existing_nodes
-            .iter()
-            .map(|n| SimNode {
-                name: n.name.clone(),
-                nodepool: n
-                    .labels
-                    .get(karpenter_api::labels::NODEPOOL)
-                    .cloned()
-                    .unwrap_or_default(),
-                instance_type: n
-                    .labels
-                    .get(karpenter_api::labels::INSTANCE_TYPE)
-                    .cloned()
-                    .unwrap_or_default(),
-                capacity_type: n
-                    .labels
-                    .get(karpenter_api::labels::CAPACITY_TYPE)
-                    .cloned()
-                    .unwrap_or_default(),
-                zone: n
-                    .labels
-                    .get(karpenter_api::labels::ZONE)
-                    .cloned()
-                    .unwrap_or_default(),
-                price_per_hour: 0.0,
-                labels: n.labels.clone(),
-                taints: n.taints.clone(),
-                capacity: n.capacity.clone(),
-                allocatable: n.allocatable.clone(),
-                pods: n.pods.clone(),
-                launched_at: Duration::ZERO,
-                ready_at: Duration::ZERO,
-                last_pod_event: Duration::ZERO,
-                disrupting: false,
-                awaiting_validation: false,
-                nominated_until: Duration::ZERO,
-            })
-            .collect();
+        let mut cluster = SimCluster::new();
+        for existing in &scenario.existing_nodes {
+            let manifest = manifests
+                .nodes
+                .iter()
+                .find(|n| n.metadata.name.as_deref() == Some(existing.name.as_str()));
+            if let Some(node) = manifest {
+                cluster.add_existing(node, existing.pods.clone());
+            }
+        }
         let mut notes = scenario.notes.clone();
         notes.push(super::disruption::NOTE.to_string());
         Runner {
@@ -313,7 +259,7 @@ impl<'a> Runner<'a> {
             manifests: manifests.clone(),
             scenario,
             now: Duration::ZERO,
-            nodes,
+            cluster,
             pending,
             replicas,
             next_node: 0,
@@ -334,13 +280,13 @@ impl<'a> Runner<'a> {
     }
 
     fn cost_per_hour(&self) -> f64 {
-        self.nodes.iter().fold(0.0, |sum, n| sum + n.price_per_hour)
+        self.cluster.cost_per_hour()
     }
 
-    /// Moves the clock to `to`, accruing cost and running the disruption hook every
-    /// [`DISRUPTION_INTERVAL`].
+    /// Moves the clock to `to`, accruing cost; the nodes whose startup is over by then boot.
     fn advance(&mut self, to: Duration) {
         self.accrue(to);
+        self.cluster.boot(self.now);
     }
 
     /// The next disruption tick, while one may find something: passes run every
@@ -389,12 +335,7 @@ impl<'a> Runner<'a> {
         let decision = karpenter_disruption::decide(&snapshot, now);
         let mut evicted = false;
         for command in decision.commands {
-            let step = self.queue.submit(command.clone(), now);
-            if let Step::Hold { .. } = step {
-                for node in self.nodes_named(&candidate_names(&command)) {
-                    node.awaiting_validation = true;
-                }
-            }
+            let step = self.queue.submit(command, now);
             evicted |= self.execute(step);
         }
         evicted
@@ -403,9 +344,8 @@ impl<'a> Runner<'a> {
     fn disruption_snapshot(&self) -> karpenter_disruption::Snapshot {
         super::disruption::snapshot(
             &self.scenario,
-            &self.nodes,
+            self.cluster.node_states(self.now, &self.queue.held_nodes()),
             self.pending.iter().map(|p| p.pod.clone()).collect(),
-            self.now,
         )
     }
 
@@ -420,9 +360,6 @@ impl<'a> Runner<'a> {
         let now = super::disruption::instant(self.now);
         let mut evicted = false;
         while let Some(command) = self.queue.pop_due(now) {
-            for node in self.nodes_named(&candidate_names(&command)) {
-                node.awaiting_validation = false;
-            }
             let snapshot = self.disruption_snapshot();
             let step = self.queue.validate(command, &snapshot, now);
             evicted |= self.execute(step);
@@ -439,16 +376,14 @@ impl<'a> Runner<'a> {
                 false
             }
             Step::Delete { command } => {
-                for node in self.nodes_named(&candidate_names(&command)) {
-                    node.disrupting = true;
-                }
+                self.cluster
+                    .mark_for_deletion(&candidate_names(&command), true);
                 self.changed_at = self.now;
                 self.delete_candidates(&command)
             }
             Step::Abandon { command, reason } => {
-                for node in self.nodes_named(&candidate_names(&command)) {
-                    node.disrupting = false;
-                }
+                self.cluster
+                    .mark_for_deletion(&candidate_names(&command), false);
                 self.changed_at = self.now;
                 self.say(format!(
                     "disruption: {} on {} abandoned: {reason}",
@@ -472,19 +407,16 @@ impl<'a> Runner<'a> {
     /// to the queue.
     fn start(&mut self, id: karpenter_disruption::CommandId, command: Command) {
         let candidates = candidate_names(&command);
-        for node in self.nodes_named(&candidates) {
-            node.disrupting = true;
-        }
+        self.cluster.mark_for_deletion(&candidates, true);
         let mut launched = Vec::new();
         let mut replacements = Vec::new();
         for claim in &command.replacements {
-            if let Some(text) = self.launch(claim, Vec::new()) {
+            if let Some((text, name)) = self.launch(claim, Vec::new()) {
                 launched.push(text);
-                if let Some(node) = self.nodes.last() {
-                    replacements.push(node.name.clone());
-                    self.replacement_ready_at
-                        .insert(node.name.clone(), node.ready_at);
+                if let Some(ready_at) = self.cluster.ready_at(&name) {
+                    self.replacement_ready_at.insert(name.clone(), ready_at);
                 }
+                replacements.push(name);
             }
         }
         self.queue.launched(id, replacements);
@@ -497,14 +429,6 @@ impl<'a> Runner<'a> {
             command.explanation
         ));
         self.sample();
-    }
-
-    /// The simulated nodes among `names`.
-    fn nodes_named<'s>(
-        &'s mut self,
-        names: &'s BTreeSet<String>,
-    ) -> impl Iterator<Item = &'s mut SimNode> + 's {
-        self.nodes.iter_mut().filter(|n| names.contains(&n.name))
     }
 
     /// When the next command in progress can hand over to its replacements: when its last
@@ -529,12 +453,12 @@ impl<'a> Runner<'a> {
     /// its candidates untainted, as upstream does when a replacement fails to initialize.
     pub fn finish_orchestrations(&mut self) -> bool {
         let now = self.now;
-        let nodes = &self.nodes;
+        let cluster = &self.cluster;
         let ready_at = &self.replacement_ready_at;
         let steps = self.queue.poll(super::disruption::instant(now), |name| {
             match ready_at.get(name) {
                 Some(at) if *at > now => Replacement::Pending,
-                _ if nodes.iter().any(|n| n.name == name) => Replacement::Ready,
+                _ if cluster.contains(name) => Replacement::Ready,
                 _ => Replacement::Gone,
             }
         });
@@ -557,17 +481,15 @@ impl<'a> Runner<'a> {
     fn delete_candidates(&mut self, command: &Command) -> bool {
         let now = self.now;
         let candidates = candidate_names(command);
-        let mut removed = Vec::new();
-        self.nodes.retain(|n| {
-            if candidates.contains(&n.name) {
-                removed.push(n.clone());
-                false
-            } else {
-                true
-            }
-        });
+        let removed: Vec<_> = self
+            .cluster
+            .launch_order()
+            .into_iter()
+            .filter(|name| candidates.contains(name))
+            .filter_map(|name| self.cluster.remove_node(&name))
+            .collect();
         let mut moved = 0;
-        for node in &removed {
+        for node in removed.iter() {
             moved += node.pods.len();
             self.pending.extend(node.pods.iter().map(|pod| PendingPod {
                 pod: pod.clone(),
@@ -593,18 +515,11 @@ impl<'a> Runner<'a> {
     }
 
     fn sample(&mut self) {
-        let (used, total) = self.nodes.iter().fold((0i64, 0i64), |(u, t), n| {
-            let used: i64 = n
-                .pods
-                .iter()
-                .map(|p| crate::resources::cpu_millis(&crate::resources::pod_requests(p)))
-                .sum();
-            (u + used, t + crate::resources::cpu_millis(&n.allocatable))
-        });
+        let (used, total) = self.cluster.cpu();
         self.samples.push(Sample {
             at_seconds: self.now.as_secs(),
-            nodes: self.nodes.len(),
-            pods_running: self.nodes.iter().map(|n| n.pods.len()).sum(),
+            nodes: self.cluster.len(),
+            pods_running: self.cluster.pods_running(),
             pods_pending: self.pending.len(),
             cost_per_hour: round_price(self.cost_per_hour()),
             cpu_utilisation: if total > 0 {
@@ -650,7 +565,7 @@ impl<'a> Runner<'a> {
         self.pending
             .iter()
             .map(|p| pod_key(&p.pod))
-            .chain(self.nodes.iter().flat_map(|n| n.pods.iter().map(pod_key)))
+            .chain(self.cluster.pod_keys())
             .collect()
     }
 
@@ -727,26 +642,28 @@ impl<'a> Runner<'a> {
     fn remove_pods(&mut self, keys: &BTreeSet<String>) {
         self.pending.retain(|p| !keys.contains(&pod_key(&p.pod)));
         let now = self.now;
-        for node in &mut self.nodes {
-            let before = node.pods.len();
-            node.pods.retain(|p| !keys.contains(&pod_key(p)));
-            if node.pods.len() != before {
-                node.last_pod_event = now;
-            }
-        }
+        self.cluster.remove_pods(keys, now);
         self.changed_at = now;
     }
 
     fn interrupt(&mut self, node: Option<&str>, zone: Option<&str>) {
-        let index = self.nodes.iter().position(|n| match node {
-            Some(name) => n.name == name,
-            None => n.capacity_type == "spot" && zone.is_none_or(|z| n.zone == z),
-        });
-        let Some(index) = index else {
+        let label = |labels: &BTreeMap<String, String>, key: &str| -> String {
+            labels.get(key).cloned().unwrap_or_default()
+        };
+        let victim = self
+            .cluster
+            .find(|name, labels| match node {
+                Some(wanted) => name == wanted,
+                None => {
+                    label(labels, karpenter_api::labels::CAPACITY_TYPE) == "spot"
+                        && zone.is_none_or(|z| label(labels, karpenter_api::labels::ZONE) == z)
+                }
+            })
+            .and_then(|name| self.cluster.remove_node(&name));
+        let Some(victim) = victim else {
             self.say("spot interruption: no matching spot node".to_string());
             return;
         };
-        let victim = self.nodes.remove(index);
         let count = victim.pods.len();
         let now = self.now;
         self.pending.extend(
@@ -787,31 +704,14 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
-    fn existing(&self) -> Vec<ExistingNode> {
-        self.nodes
-            .iter()
-            .map(|n| ExistingNode {
-                name: n.name.clone(),
-                labels: n.labels.clone(),
-                taints: n.taints.clone(),
-                capacity: n.capacity.clone(),
-                allocatable: n.allocatable.clone(),
-                pods: n.pods.clone(),
-                initialized: n.ready_at <= self.now,
-                deleting: n.disrupting,
-                volume_limits: BTreeMap::new(),
-                refuses_relocated_pods: false,
-            })
-            .collect()
-    }
-
     /// Launches a node for a NodeClaim with its cheapest offering, with `pods` bound to it;
     /// `None` when no offering is allowed. (Pods of a claim without an offering stay lost.)
+    /// Returns the log text and the node's name.
     fn launch(
         &mut self,
         claim: &karpenter_scheduling::NewNodeClaim,
         pods: Vec<Pod>,
-    ) -> Option<String> {
+    ) -> Option<(String, String)> {
         let types = self.scenario.types_of(&claim.node_pool)?;
         let launch = choose(claim, types)?;
         let it = InstanceType::from(launch.info);
@@ -834,28 +734,29 @@ impl<'a> Runner<'a> {
             launch.offering.price_per_hour,
             pods.len()
         );
+        let template = self
+            .scenario
+            .node_pools
+            .iter()
+            .find(|p| name_of(p) == claim.node_pool)
+            .map(|p| p.spec.template.spec.clone());
         let now = self.now;
-        self.nodes.push(SimNode {
-            name,
-            nodepool: claim.node_pool.clone(),
-            instance_type: launch.info.name.clone(),
-            capacity_type: launch.offering.capacity_type.as_str().to_string(),
-            zone: launch.offering.zone.clone(),
-            price_per_hour: launch.offering.price_per_hour,
-            labels,
-            taints: pool_taints,
-            allocatable: it.allocatable(),
-            capacity: it.capacity,
-            pods,
-            launched_at: now,
-            ready_at: now + NODE_STARTUP,
-            last_pod_event: now,
-            disrupting: false,
-            awaiting_validation: false,
-            nominated_until: Duration::ZERO,
-        });
+        self.cluster.launch(
+            Launch {
+                name: name.clone(),
+                template,
+                labels,
+                taints: pool_taints,
+                allocatable: it.allocatable(),
+                capacity: it.capacity,
+                price_per_hour: launch.offering.price_per_hour,
+                pods,
+            },
+            now,
+            now + NODE_STARTUP,
+        );
         self.launches += 1;
-        Some(text)
+        Some((text, name))
     }
 
     /// Closes a batch: solve the pending pods and act on the result.
@@ -864,7 +765,7 @@ impl<'a> Runner<'a> {
             return;
         }
         let pods: Vec<Pod> = self.pending.iter().map(|p| p.pod.clone()).collect();
-        let result = self.scenario.solve(&pods, &self.existing());
+        let result = self.scenario.solve(&pods, &self.cluster.existing());
         let mut by_key: BTreeMap<String, PendingPod> = self
             .pending
             .drain(..)
@@ -875,13 +776,12 @@ impl<'a> Runner<'a> {
             let Some(pending) = by_key.remove(&placement.pod.to_string()) else {
                 continue;
             };
-            if let Some(node) = self.nodes.iter_mut().find(|n| n.name == placement.node) {
-                let running = node.ready_at.max(now);
-                node.last_pod_event = now;
-                node.nominated_until = now + NOMINATION_WINDOW;
+            if let Some(ready_at) = self.cluster.ready_at(&placement.node) {
+                let running = ready_at.max(now);
                 self.pending_times
                     .push((running - pending.since).as_secs_f64());
-                node.pods.push(pending.pod);
+                self.cluster
+                    .bind(&placement.node, pending.pod, now, now + NOMINATION_WINDOW);
             }
         }
         let mut launched = Vec::new();
@@ -894,7 +794,7 @@ impl<'a> Runner<'a> {
                     pods.push(pending.pod);
                 }
             }
-            if let Some(text) = self.launch(claim, pods) {
+            if let Some((text, _)) = self.launch(claim, pods) {
                 launched.push(text);
             }
         }
