@@ -7,6 +7,7 @@
 //! script runs them with `--include-ignored`.
 
 mod aws;
+mod crd_differential;
 mod crds;
 mod rbac;
 mod scheduling;
