@@ -4,6 +4,11 @@
 //! rules declared on the types, so the API server enforces the same rules as
 //! [`crate::validation`]. The YAML committed under `charts/karpenter/crds/` is this output;
 //! CI fails when they drift.
+//!
+//! A few schema details cannot be said with schemars attributes (patterns of map values, a
+//! field-level default to drop, CEL on a list item's field); [`align_with_upstream`] sets them
+//! on the generated schema. The differential CRD test (`crates/karpenter-api/tests/differential`)
+//! checks the result against upstream's own CRDs in a real API server.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -23,17 +28,165 @@ pub fn all() -> Vec<GeneratedCrd> {
     vec![
         GeneratedCrd {
             file_name: "karpenter.sh_nodepools.yaml",
-            crd: NodePool::crd(),
+            crd: align_with_upstream(NodePool::crd()),
         },
         GeneratedCrd {
             file_name: "karpenter.sh_nodeclaims.yaml",
-            crd: NodeClaim::crd(),
+            crd: align_with_upstream(NodeClaim::crd()),
         },
         GeneratedCrd {
             file_name: "karpenter.k8s.aws_ec2nodeclasses.yaml",
-            crd: EC2NodeClass::crd(),
+            crd: align_with_upstream(EC2NodeClass::crd()),
         },
     ]
+}
+
+/// Upstream's pattern for label keys and taint keys and values: a qualified name whose optional
+/// prefix is a lower-case DNS subdomain.
+pub const UPSTREAM_QUALIFIED_NAME_PATTERN: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$";
+/// Upstream's pattern for label values.
+const LABEL_VALUE_PATTERN: &str = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$";
+/// The Kubernetes quantity grammar, as upstream's CRDs spell it.
+const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
+
+/// The CEL rule restricting requirement keys of the `karpenter.k8s.aws` domain to its
+/// well-known labels.
+fn aws_domain_rule(subject: &str) -> String {
+    let known = crate::labels::AWS_WELL_KNOWN_LABELS
+        .iter()
+        .map(|l| format!("{l:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "{subject} in [{known}] || !{subject}.find(\"^([^/]+)\").endsWith(\"karpenter.k8s.aws\")"
+    )
+}
+
+fn property<'a>(
+    schema: &'a mut serde_json::Value,
+    path: &[&str],
+) -> Option<&'a mut serde_json::Value> {
+    let mut node = schema;
+    for step in path {
+        node = match *step {
+            "[]" => node.get_mut("items")?,
+            "{}" => node.get_mut("additionalProperties")?,
+            name => node.get_mut("properties")?.get_mut(name)?,
+        };
+    }
+    Some(node)
+}
+
+fn set(schema: &mut serde_json::Value, path: &[&str], key: &str, value: serde_json::Value) {
+    if let Some(serde_json::Value::Object(map)) = property(schema, path) {
+        map.insert(key.to_owned(), value);
+    }
+}
+
+fn remove(schema: &mut serde_json::Value, path: &[&str], key: &str) {
+    if let Some(serde_json::Value::Object(map)) = property(schema, path) {
+        map.remove(key);
+    }
+}
+
+fn align_requirements(schema: &mut serde_json::Value, list: &[&str], hostname_rule: bool) {
+    let key: Vec<&str> = list.iter().copied().chain(["[]", "key"]).collect();
+    let values: Vec<&str> = list.iter().copied().chain(["[]", "values", "[]"]).collect();
+    set(
+        schema,
+        &key,
+        "pattern",
+        UPSTREAM_QUALIFIED_NAME_PATTERN.into(),
+    );
+    let mut rules = vec![serde_json::json!({
+        "rule": aws_domain_rule("self"),
+        "message": "label domain \"karpenter.k8s.aws\" is restricted",
+    })];
+    if hostname_rule {
+        rules.push(serde_json::json!({
+            "rule": "self != \"kubernetes.io/hostname\"",
+            "message": "label \"kubernetes.io/hostname\" is restricted",
+        }));
+    }
+    set(schema, &key, "x-kubernetes-validations", rules.into());
+    // Upstream's value pattern sits on the list, where the API server ignores it: values are
+    // checked by the controller at runtime (and by `karpenter validate`), not at admission.
+    remove(schema, &values, "pattern");
+    remove(schema, &values, "maxLength");
+}
+
+fn align_taints(schema: &mut serde_json::Value, spec: &[&str]) {
+    for list in ["taints", "startupTaints"] {
+        for field in ["key", "value"] {
+            let path: Vec<&str> = spec.iter().copied().chain([list, "[]", field]).collect();
+            set(
+                schema,
+                &path,
+                "pattern",
+                UPSTREAM_QUALIFIED_NAME_PATTERN.into(),
+            );
+        }
+    }
+}
+
+fn align_quantities(schema: &mut serde_json::Value, map: &[&str]) {
+    let values: Vec<&str> = map.iter().copied().chain(["{}"]).collect();
+    set(schema, &values, "pattern", QUANTITY_PATTERN.into());
+    set(schema, &values, "x-kubernetes-int-or-string", true.into());
+}
+
+/// Sets what the attributes cannot say (see the module docs).
+fn align_with_upstream(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    let kind = crd.spec.names.kind.clone();
+    for version in &mut crd.spec.versions {
+        let Some(props) = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        else {
+            continue;
+        };
+        let Ok(mut schema) = serde_json::to_value(&*props) else {
+            continue;
+        };
+        match kind.as_str() {
+            "NodePool" => {
+                let tspec = ["spec", "template", "spec"];
+                align_requirements(
+                    &mut schema,
+                    &["spec", "template", "spec", "requirements"],
+                    false,
+                );
+                align_taints(&mut schema, &tspec);
+                align_quantities(&mut schema, &["spec", "limits"]);
+                let labels = ["spec", "template", "metadata", "labels", "{}"];
+                set(&mut schema, &labels, "pattern", LABEL_VALUE_PATTERN.into());
+                set(&mut schema, &labels, "maxLength", 63.into());
+                // `disruption` defaults as a whole; a given `disruption` must say consolidateAfter.
+                remove(
+                    &mut schema,
+                    &["spec", "disruption", "consolidateAfter"],
+                    "default",
+                );
+                set(
+                    &mut schema,
+                    &["spec", "disruption"],
+                    "required",
+                    serde_json::json!(["consolidateAfter"]),
+                );
+            }
+            "NodeClaim" => {
+                align_requirements(&mut schema, &["spec", "requirements"], true);
+                align_taints(&mut schema, &["spec"]);
+                align_quantities(&mut schema, &["spec", "resources", "requests"]);
+            }
+            _ => {}
+        }
+        if let Ok(aligned) = serde_json::from_value(schema) {
+            *props = aligned;
+        }
+    }
+    crd
 }
 
 /// A generated CRD as the YAML committed in the chart.

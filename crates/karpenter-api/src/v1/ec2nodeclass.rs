@@ -270,8 +270,8 @@ pub struct AmiSelectorTerm {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 30), regex(pattern = "^[a-zA-Z0-9]+@.+$"))]
     #[x_kube(
-        validation = Rule::new("self.find('^[^@]+').lowerAscii() in ['al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025']").message("family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'"),
-        validation = Rule::new("self.find('^[^@]+').lowerAscii() in ['windows2019', 'windows2022', 'windows2025'] ? self.find('[^@]+$') == 'latest' : true").message("windows families may only specify version 'latest'"),
+        validation = Rule::new("self.split('@')[0] in ['al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025']").message("family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'"),
+        validation = Rule::new("self.split('@')[0] in ['windows2019', 'windows2022', 'windows2025'] ? self.split('@')[1] == 'latest' : true").message("windows families may only specify version 'latest'"),
     )]
     pub alias: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

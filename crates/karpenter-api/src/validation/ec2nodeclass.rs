@@ -338,7 +338,15 @@ fn validate_amis(nc: &EC2NodeClass, spec_path: &Path, p: &mut Problems) {
             continue;
         }
         let (family, version) = alias.split_once('@').unwrap_or((alias, ""));
-        let family = family.to_ascii_lowercase();
+        let lower = family.to_ascii_lowercase();
+        if family != lower && ALIAS_FAMILIES.contains(&lower.as_str()) {
+            p.push(
+                &alias_path,
+                format!("family {family:?} must be lower case: use {:?} (`karpenter convert` lower-cases it)", format!("{lower}@{version}")),
+            );
+            continue;
+        }
+        let family = lower;
         if !ALIAS_FAMILIES.contains(&family.as_str()) {
             p.push(
                 &alias_path,

@@ -81,6 +81,10 @@ pub(super) fn validate_kubelet(
             }
             "cpuCFSQuota" if !value.is_boolean() => p.push(&at, "must be true or false"),
             "imageGCHighThresholdPercent" | "imageGCLowThresholdPercent" | "cpuCFSQuota" => {}
+            _ if let Some(close) = super::schema::did_you_mean(key, MANAGED_KUBELET_KEYS) => p.push(
+                &at,
+                format!("unknown kubelet setting {key:?} (did you mean {close:?}?)"),
+            ),
             _ if !arbitrary_allowed => p.push(
                 &at,
                 format!(

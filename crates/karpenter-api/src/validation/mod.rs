@@ -9,6 +9,7 @@ mod ec2nodeclass;
 mod kubelet;
 mod nodepool;
 mod rules;
+mod schema;
 
 use std::fmt;
 
@@ -168,20 +169,33 @@ pub fn validate_document(doc: &serde_json::Value) -> Outcome {
             "must be a lowercase RFC 1123 subdomain (a-z, 0-9, '-', '.'; at most 253 characters)",
         );
     }
+    // Structure first (unknown fields, types, enums, required), as the API server does; the
+    // refused values are dropped so that the typed rules still check everything else.
+    let structure = schema::check(kind, doc);
+    let cleaned = schema::without_refused(doc, &structure.refused);
     let typed_errors = match kind {
         KnownKind::NodePool => {
-            from_value::<crate::v1::NodePool>(doc).map(|np| validate_nodepool(&np))
+            from_value::<crate::v1::NodePool>(&cleaned).map(|np| validate_nodepool(&np))
         }
         KnownKind::NodeClaim => {
-            from_value::<crate::v1::NodeClaim>(doc).map(|nc| validate_nodeclaim(&nc))
+            from_value::<crate::v1::NodeClaim>(&cleaned).map(|nc| validate_nodeclaim(&nc))
         }
         KnownKind::EC2NodeClass => {
-            from_value::<crate::v1::EC2NodeClass>(doc).map(|nc| validate_ec2nodeclass(&nc))
+            from_value::<crate::v1::EC2NodeClass>(&cleaned).map(|nc| validate_ec2nodeclass(&nc))
         }
     };
     let mut errors = problems.into_vec();
+    let structural_paths: Vec<String> = structure.errors.iter().map(|e| e.path.clone()).collect();
+    let had_structural = !structure.errors.is_empty();
+    errors.extend(structure.errors);
     match typed_errors {
-        Ok(found) => errors.extend(found),
+        Ok(found) => errors.extend(
+            found
+                .into_iter()
+                .filter(|e| !structural_paths.contains(&e.path)),
+        ),
+        // With structural problems the typing error is one of them, seen again.
+        Err(_) if had_structural => {}
         Err(type_error) => errors.push(FieldError {
             path: type_error.path,
             message: type_error.message,

@@ -27,6 +27,10 @@ static QUANTITY: LazyLock<Regex> = LazyLock::new(|| {
 });
 static HMS_DURATION: LazyLock<Regex> = LazyLock::new(|| regex(r"^([0-9]+(s|m|h))+$"));
 
+/// Said of rules stricter than upstream's CRD that upstream's controller also enforces.
+pub const RUNTIME_REFUSES: &str =
+    "upstream's CRD admits this but its controller refuses the NodePool: ValidationSucceeded=False";
+
 /// A lowercase RFC 1123 subdomain (object names, label prefixes): at most 253 characters.
 pub fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && DNS_SUBDOMAIN.is_match(s)
@@ -103,7 +107,7 @@ pub fn validate_template_labels(
     for (key, value) in labels {
         let at = path.key(key);
         if !is_qualified_name(key) {
-            problems.push(&at, "label key must be a qualified name ([prefix/]name, name at most 63 characters of [A-Za-z0-9-_.])");
+            problems.push(&at, format!("label key must be a qualified name ([prefix/]name, name at most 63 characters of [A-Za-z0-9-_.]) ({RUNTIME_REFUSES})"));
         }
         if !is_valid_label_value(value) {
             problems.push(&at, format!("label value {value:?} must be at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric"));
@@ -197,7 +201,7 @@ pub fn validate_requirement(
         if !is_valid_label_value(value) {
             out.push((
                 "values",
-                format!("values[{i}] {value:?} must be at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric"),
+                format!("values[{i}] {value:?} must be at most 63 characters of [A-Za-z0-9-_.], starting and ending alphanumeric ({RUNTIME_REFUSES})"),
             ));
         }
     }
@@ -286,18 +290,22 @@ pub fn validate_taints(
                     format!("{:?} is not a qualified name ([prefix/]name)", taint.key),
                 );
             }
-            if let Some(value) = &taint.value
-                && !is_valid_label_value(value)
-            {
-                problems.push(
+            // The CRD pattern: a qualified name ([prefix/]name), so not empty.
+            match taint.value.as_deref() {
+                Some("") => problems.push(
                     &at.field("value"),
-                    format!("{value:?} must be at most 63 characters of [A-Za-z0-9-_.]"),
-                );
+                    "must not be empty (leave 'value' out for a taint without a value)",
+                ),
+                Some(value) if !is_qualified_name(value) => problems.push(
+                    &at.field("value"),
+                    format!("{value:?} must be a qualified name ([prefix/]name, name at most 63 characters of [A-Za-z0-9-_.])"),
+                ),
+                _ => {}
             }
             if !seen.insert((taint.key.as_str(), taint.effect.as_str())) {
                 problems.push(
                     &at,
-                    format!("duplicate taint {}:{} (taints and startupTaints must have unique key/effect pairs)", taint.key, taint.effect.as_str()),
+                    format!("duplicate taint {}:{} (taints and startupTaints must have unique key/effect pairs; {RUNTIME_REFUSES})", taint.key, taint.effect.as_str()),
                 );
             }
         }
@@ -319,15 +327,15 @@ pub fn validate_resource_list(
                 &path.key(name),
                 format!("{:?} is not a quantity (e.g. 100m, 4, 16Gi)", quantity.0),
             );
-        } else if quantity.0.starts_with('-') {
-            problems.push(&path.key(name), "must not be negative");
         }
     }
 }
 
 /// A cron schedule as upstream parses it (robfig/cron standard: 5 fields or a macro, UTC).
 pub fn validate_cron(schedule: &str) -> Result<(), String> {
-    crate::schedule::parse_schedule(schedule).map(|_| ())
+    crate::schedule::parse_schedule(schedule).map(|_| ()).map_err(|message| {
+        format!("{message} (upstream's CRD admits it, but its controller cannot parse it either and then blocks all disruption of the NodePool)")
+    })
 }
 
 #[cfg(test)]

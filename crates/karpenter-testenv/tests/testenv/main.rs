@@ -8,6 +8,7 @@
 
 mod aws;
 mod controller;
+mod crd_differential;
 mod crds;
 mod kwok;
 mod leader_election;
