@@ -14,7 +14,7 @@
 //! Settings that are **not upstream** (karpenter-rs additions): `--cloud-provider`
 //! / `CLOUD_PROVIDER` and `--registration-ttl` / `REGISTRATION_TTL`.
 //! `--instance-types-file-path` / `INSTANCE_TYPES_FILE_PATH` is upstream's KWOK
-//! provider flag. See `SETTINGS.md` for the table.
+//! provider flag. The README (`karpenter controller`, Settings) has the table.
 
 mod duration;
 mod feature_gates;
