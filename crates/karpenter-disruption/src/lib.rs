@@ -49,6 +49,8 @@ pub mod simulate;
 pub mod single_node;
 pub mod snapshot;
 pub mod static_drift;
+#[cfg(test)]
+mod testing;
 pub mod time_fmt;
 pub mod validation;
 

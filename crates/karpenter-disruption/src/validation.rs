@@ -21,6 +21,7 @@ use crate::candidate::{Candidate, Excluded};
 use crate::command::{Command, CommandCandidate, Method};
 use crate::consolidation;
 use crate::pass::Pass;
+use crate::reason::Code;
 use crate::snapshot::Snapshot;
 
 /// Validation delay before a consolidation command executes.
@@ -38,6 +39,17 @@ pub enum Rejection {
     /// Re-simulation gives a different answer.
     #[error("scheduling: {0}")]
     Scheduling(String),
+}
+
+impl Rejection {
+    /// The stable code of the rejection's kind, for events and metric labels.
+    pub fn code(&self) -> Code {
+        match self {
+            Rejection::Churn(_) => Code::CandidateChanged,
+            Rejection::Budget(_) => Code::BudgetExhausted,
+            Rejection::Scheduling(_) => Code::DecisionChanged,
+        }
+    }
 }
 
 /// Re-checks `command` against a newer snapshot at `now`; returns the command to execute (for
@@ -68,7 +80,7 @@ pub fn validate(
     let mut budgets = BudgetMap::build(snapshot, command.reason, now);
     for c in &current {
         if !budgets.take(&c.node_pool) {
-            return Err(Rejection::Budget(budgets.why_not(&c.node_pool)));
+            return Err(Rejection::Budget(budgets.why_not(&c.node_pool).text));
         }
     }
     match command.method {
@@ -76,7 +88,7 @@ pub fn validate(
         Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
             let refs: Vec<&Candidate> = current.iter().collect();
             let again = consolidation::compute(&mut pass, &refs, command.method)
-                .map_err(Rejection::Scheduling)?;
+                .map_err(|why| Rejection::Scheduling(why.text))?;
             match (command.replacements.first(), again.replacements.first()) {
                 (None, None) => Ok(command.clone()),
                 (None, Some(_)) => Err(Rejection::Scheduling(
@@ -118,7 +130,7 @@ fn why_not_candidate(snapshot: &Snapshot, excluded: &[Excluded], node: &str) -> 
         .iter()
         .position(|n| n.name == node)
         .and_then(|i| excluded.iter().find(|e| e.index == i))
-        .map_or("node is gone".to_owned(), |e| e.reason.clone())
+        .map_or("node is gone".to_owned(), |e| e.reason.text.clone())
 }
 
 /// Emptiness validation: drop what no longer holds, keep the rest.
@@ -154,7 +166,7 @@ fn validate_emptiness(
         if budgets.take(&c.node_pool) {
             kept.push(cc.clone());
         } else {
-            over_budget.push(budgets.why_not(&c.node_pool));
+            over_budget.push(budgets.why_not(&c.node_pool).text);
         }
     }
     if kept.is_empty() {
