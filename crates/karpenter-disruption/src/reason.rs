@@ -26,6 +26,8 @@ pub enum Code {
     NotInitialized,
     /// The node is being deleted.
     Deleting,
+    /// The node no longer exists.
+    NodeGone,
     /// The node is already marked for deletion.
     MarkedForDeletion,
     /// The node is nominated for pending pods.
@@ -88,7 +90,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in declaration order.
-    pub const ALL: [Code; 36] = [
+    pub const ALL: [Code; 37] = [
         Code::Unmanaged,
         Code::NoNodePoolLabel,
         Code::NodePoolNotFound,
@@ -96,6 +98,7 @@ impl Code {
         Code::Queued,
         Code::NotInitialized,
         Code::Deleting,
+        Code::NodeGone,
         Code::MarkedForDeletion,
         Code::Nominated,
         Code::NodeDoNotDisrupt,
@@ -137,6 +140,7 @@ impl Code {
             Code::Queued => "Queued",
             Code::NotInitialized => "NotInitialized",
             Code::Deleting => "Deleting",
+            Code::NodeGone => "NodeGone",
             Code::MarkedForDeletion => "MarkedForDeletion",
             Code::Nominated => "Nominated",
             Code::NodeDoNotDisrupt => "NodeDoNotDisrupt",
@@ -284,7 +288,7 @@ mod tests {
     use super::*;
 
     /// The published names. Changing one breaks dashboards and alerts: add, never rename.
-    const STABLE: [(Code, &str); 36] = [
+    const STABLE: [(Code, &str); 37] = [
         (Code::Unmanaged, "Unmanaged"),
         (Code::NoNodePoolLabel, "NoNodePoolLabel"),
         (Code::NodePoolNotFound, "NodePoolNotFound"),
@@ -292,6 +296,7 @@ mod tests {
         (Code::Queued, "Queued"),
         (Code::NotInitialized, "NotInitialized"),
         (Code::Deleting, "Deleting"),
+        (Code::NodeGone, "NodeGone"),
         (Code::MarkedForDeletion, "MarkedForDeletion"),
         (Code::Nominated, "Nominated"),
         (Code::NodeDoNotDisrupt, "NodeDoNotDisrupt"),
