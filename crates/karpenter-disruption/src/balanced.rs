@@ -15,6 +15,7 @@ use karpenter_api::v1::ConsolidationPolicy;
 use crate::candidate::{self, Candidate};
 use crate::pass::Pass;
 use crate::pool;
+use crate::reason::{Code, Reason};
 
 /// `BalancedK`.
 pub const K: f64 = 2.0;
@@ -69,7 +70,7 @@ pub fn approve(
     pass: &Pass<'_>,
     candidates: &[&Candidate],
     replacement_cost: f64,
-) -> Result<(), String> {
+) -> Result<(), Reason> {
     let pools: BTreeSet<&str> = candidates.iter().map(|c| c.node_pool.as_str()).collect();
     for name in pools {
         let Some(p) = pass.snapshot.node_pool(name) else {
@@ -80,9 +81,12 @@ pub fn approve(
         }
         let s = score(pass, name, candidates, replacement_cost);
         if s < 1.0 / K {
-            return Err(format!(
-                "Balanced: nodepool {name} scores {s:.2} < {:.2} (savings do not justify the disruption)",
-                1.0 / K
+            return Err(Reason::new(
+                Code::BalancedThreshold,
+                format!(
+                    "Balanced: nodepool {name} scores {s:.2} < {:.2} (savings do not justify the disruption)",
+                    1.0 / K
+                ),
             ));
         }
     }

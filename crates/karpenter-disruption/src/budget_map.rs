@@ -12,6 +12,7 @@ use karpenter_api::v1::DisruptionReason;
 
 use crate::budget_window::active_until;
 use crate::budgets::{allowed_disruptions, budget_limit};
+use crate::reason::{Code, Reason};
 use crate::snapshot::Snapshot;
 use crate::time_fmt::hm_relative;
 
@@ -101,16 +102,22 @@ impl BudgetMap {
     }
 
     /// Why the pool cannot disrupt another node.
-    pub fn why_not(&self, pool: &str) -> String {
+    pub fn why_not(&self, pool: &str) -> Reason {
         match self.pools.get(pool) {
-            None => format!("nodepool {pool} does not exist"),
-            Some(p) if p.allowed == 0 && p.initial > 0 => format!(
-                "budget for {} in nodepool {pool} is used up by this pass ({} taken: {})",
-                self.reason.as_str(),
-                p.initial,
-                p.explanation
+            None => Reason::new(
+                Code::NodePoolNotFound,
+                format!("nodepool {pool} does not exist"),
             ),
-            Some(p) => p.explanation.clone(),
+            Some(p) if p.allowed == 0 && p.initial > 0 => Reason::new(
+                Code::BudgetExhausted,
+                format!(
+                    "budget for {} in nodepool {pool} is used up by this pass ({} taken: {})",
+                    self.reason.as_str(),
+                    p.initial,
+                    p.explanation
+                ),
+            ),
+            Some(p) => Reason::new(Code::BudgetExhausted, p.explanation.clone()),
         }
     }
 }

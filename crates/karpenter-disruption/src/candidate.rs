@@ -14,6 +14,7 @@ use crate::cost::{self, PodCostInput};
 use crate::do_not_disrupt::{self, PodProtection};
 use crate::pdb;
 use crate::pods;
+use crate::reason::{Code, Reason};
 use crate::snapshot::{NodeState, Snapshot};
 use crate::time_fmt::hms;
 
@@ -57,47 +58,68 @@ impl Candidate {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Excluded {
     pub index: usize,
-    pub reason: String,
+    pub reason: Reason,
 }
 
 /// Why the node itself (not its pods) cannot be disrupted at `now`.
-pub fn node_block(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> Option<String> {
+pub fn node_block(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> Option<Reason> {
     if node.node_claim.is_none() {
-        return Some("not managed by Karpenter (no NodeClaim)".to_owned());
+        return Some(Reason::new(
+            Code::Unmanaged,
+            "not managed by Karpenter (no NodeClaim)",
+        ));
     }
     let Some(pool) = node.node_pool() else {
-        return Some("node has no karpenter.sh/nodepool label".to_owned());
+        return Some(Reason::new(
+            Code::NoNodePoolLabel,
+            "node has no karpenter.sh/nodepool label",
+        ));
     };
     if node.queued {
-        return Some("already being disrupted (in the orchestration queue)".to_owned());
+        return Some(Reason::new(
+            Code::Queued,
+            "already being disrupted (in the orchestration queue)",
+        ));
     }
     if !node.initialized {
-        return Some("node is not initialized".to_owned());
+        return Some(Reason::new(Code::NotInitialized, "node is not initialized"));
     }
     if node.deleting {
-        return Some("node is being deleted".to_owned());
+        return Some(Reason::new(Code::Deleting, "node is being deleted"));
     }
     if node.marked_for_deletion {
-        return Some("node is already marked for deletion".to_owned());
+        return Some(Reason::new(
+            Code::MarkedForDeletion,
+            "node is already marked for deletion",
+        ));
     }
     if let Some(until) = node.nominated_until.filter(|u| *u > now) {
-        return Some(format!("nominated for pending pods until {}", hms(until)));
+        return Some(Reason::new(
+            Code::Nominated,
+            format!("nominated for pending pods until {}", hms(until)),
+        ));
     }
     if do_not_disrupt::node_protected(
         node.annotations
             .get(karpenter_api::labels::DO_NOT_DISRUPT)
             .map(String::as_str),
     ) {
-        return Some("node has karpenter.sh/do-not-disrupt=true".to_owned());
+        return Some(Reason::new(
+            Code::NodeDoNotDisrupt,
+            "node has karpenter.sh/do-not-disrupt=true",
+        ));
     }
     if snapshot.node_pool(pool).is_none() {
-        return Some(format!("nodepool {pool} does not exist"));
+        return Some(Reason::new(
+            Code::NodePoolNotFound,
+            format!("nodepool {pool} does not exist"),
+        ));
     }
     None
 }
 
 /// Why one of the node's pods blocks graceful disruption at `now`.
-pub fn pod_block(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> Option<String> {
+pub fn pod_block(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> Option<Reason> {
     for pod in &node.pods {
         if !pods::is_active(pod) || pods::is_mirror(pod) {
             continue;
@@ -106,14 +128,13 @@ pub fn pod_block(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> O
         if let PodProtection::Protected(why) =
             do_not_disrupt::pod_protection(value, pods::started(pod), now)
         {
-            return Some(format!(
-                "pod {} {}",
-                pods::key(pod),
-                why.trim_start_matches("pod ")
+            return Some(Reason::new(
+                Code::PodDoNotDisrupt,
+                format!("pod {} {}", pods::key(pod), why.trim_start_matches("pod ")),
             ));
         }
         if let Some(why) = pdb::eviction_block(&snapshot.pdbs, pod) {
-            return Some(why);
+            return Some(Reason::new(Code::PodDisruptionBudget, why));
         }
     }
     None
@@ -175,4 +196,142 @@ pub fn candidates(
         }
     }
     (out, excluded)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use karpenter_api::labels as l;
+    use karpenter_scheduling::builders::{PodBuilder, match_labels};
+
+    use super::*;
+    use crate::pdb::Pdb;
+    use crate::testing::{managed, now, pool};
+
+    fn snapshot(nodes: Vec<NodeState>) -> Snapshot {
+        Snapshot {
+            node_pools: vec![pool("general")],
+            nodes,
+            ..Default::default()
+        }
+    }
+
+    /// The code each excluded node carries, by node name.
+    fn excluded_codes(snapshot: &Snapshot, class: Class) -> BTreeMap<String, Code> {
+        let (_, excluded) = candidates(snapshot, class, now());
+        excluded
+            .into_iter()
+            .map(|e| (snapshot.nodes[e.index].name.clone(), e.reason.code))
+            .collect()
+    }
+
+    #[test]
+    fn nodes_left_out_for_node_level_causes_carry_the_matching_code() {
+        let mut unmanaged = NodeState::new("unmanaged", now());
+        unmanaged
+            .labels
+            .insert(l::NODEPOOL.into(), "general".into());
+        let mut unlabelled = managed("unlabelled", "general");
+        unlabelled.labels.remove(l::NODEPOOL);
+        let mut queued = managed("queued", "general");
+        queued.queued = true;
+        let mut uninitialized = managed("uninitialized", "general");
+        uninitialized.initialized = false;
+        let mut deleting = managed("deleting", "general");
+        deleting.deleting = true;
+        let mut marked = managed("marked", "general");
+        marked.marked_for_deletion = true;
+        let mut nominated = managed("nominated", "general");
+        nominated.nominated_until = Some(now() + chrono::Duration::minutes(1));
+        let mut protected = managed("protected", "general");
+        protected
+            .annotations
+            .insert(l::DO_NOT_DISRUPT.into(), "true".into());
+        let orphan = managed("orphan", "missing");
+        let eligible = managed("eligible", "general");
+        let snap = snapshot(vec![
+            unmanaged,
+            unlabelled,
+            queued,
+            uninitialized,
+            deleting,
+            marked,
+            nominated,
+            protected,
+            orphan,
+            eligible,
+        ]);
+        let want = BTreeMap::from([
+            ("unmanaged".to_owned(), Code::Unmanaged),
+            ("unlabelled".to_owned(), Code::NoNodePoolLabel),
+            ("queued".to_owned(), Code::Queued),
+            ("uninitialized".to_owned(), Code::NotInitialized),
+            ("deleting".to_owned(), Code::Deleting),
+            ("marked".to_owned(), Code::MarkedForDeletion),
+            ("nominated".to_owned(), Code::Nominated),
+            ("protected".to_owned(), Code::NodeDoNotDisrupt),
+            ("orphan".to_owned(), Code::NodePoolNotFound),
+        ]);
+        assert_eq!(excluded_codes(&snap, Class::Graceful), want);
+        assert_eq!(excluded_codes(&snap, Class::Eventual), want);
+    }
+
+    #[test]
+    fn pods_that_block_graceful_disruption_give_their_node_the_pod_codes() {
+        let mut annotated = PodBuilder::new("annotated").build();
+        annotated.metadata.annotations = Some(BTreeMap::from([(
+            l::DO_NOT_DISRUPT.to_owned(),
+            "true".to_owned(),
+        )]));
+        let guarded = PodBuilder::new("guarded").label("app", "web").build();
+        let mut with_annotated = managed("with-annotated", "general");
+        with_annotated.pods.push(annotated);
+        let mut with_guarded = managed("with-guarded", "general");
+        with_guarded.pods.push(guarded);
+        let mut snap = snapshot(vec![with_annotated, with_guarded]);
+        snap.pdbs.push(Pdb {
+            namespace: "default".into(),
+            name: "web".into(),
+            selector: match_labels(&[("app", "web")]),
+            disruptions_allowed: 0,
+            ..Default::default()
+        });
+        let (_, excluded) = candidates(&snap, Class::Graceful, now());
+        let reasons: Vec<(Code, &str)> = excluded
+            .iter()
+            .map(|e| (e.reason.code, e.reason.text.as_str()))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                (
+                    Code::PodDoNotDisrupt,
+                    "pod default/annotated has karpenter.sh/do-not-disrupt=true"
+                ),
+                (
+                    Code::PodDisruptionBudget,
+                    "blocked: PDB default/web allows 0 disruptions (pod default/guarded)"
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn pod_blocks_do_not_exclude_a_node_from_eventual_methods_when_its_drain_is_bounded() {
+        let mut annotated = PodBuilder::new("annotated").build();
+        annotated.metadata.annotations = Some(BTreeMap::from([(
+            l::DO_NOT_DISRUPT.to_owned(),
+            "true".to_owned(),
+        )]));
+        let mut node = managed("bounded", "general");
+        node.termination_grace_period = Some(std::time::Duration::from_secs(60));
+        node.pods.push(annotated);
+        let snap = snapshot(vec![node]);
+        assert_eq!(
+            excluded_codes(&snap, Class::Graceful).get("bounded"),
+            Some(&Code::PodDoNotDisrupt)
+        );
+        assert!(excluded_codes(&snap, Class::Eventual).is_empty());
+    }
 }

@@ -6,6 +6,7 @@ use karpenter_scheduling::NewNodeClaim;
 use serde::Serialize;
 
 use crate::candidate::Candidate;
+use crate::reason::Reasons;
 
 /// The disruption methods, in the order a pass tries them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -92,11 +93,12 @@ impl Command {
     }
 }
 
-/// A node the pass left alone, and why.
+/// A node the pass left alone, and why: every reason found, in order (most specific first).
+/// `reason` displays and serializes as the sentences joined with `"; "`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Considered {
     pub node: String,
-    pub reason: String,
+    pub reason: Reasons,
 }
 
 /// The result of one disruption pass.
@@ -108,10 +110,15 @@ pub struct Decision {
 
 impl Decision {
     /// Why `node` was not disrupted, if it was considered.
-    pub fn reason_for(&self, node: &str) -> Option<&str> {
+    pub fn reasons_for(&self, node: &str) -> Option<&Reasons> {
         self.considered
             .iter()
             .find(|c| c.node == node)
-            .map(|c| c.reason.as_str())
+            .map(|c| &c.reason)
+    }
+
+    /// Why `node` was not disrupted, as one sentence, if it was considered.
+    pub fn reason_for(&self, node: &str) -> Option<String> {
+        self.reasons_for(node).map(Reasons::text)
     }
 }

@@ -10,36 +10,52 @@ use crate::command::{Command, CommandCandidate, Method};
 use crate::consolidatable::consolidatable;
 use crate::pass::Pass;
 use crate::pool;
+use crate::reason::{Code, Reason};
 use crate::replacement;
 use crate::simulate::Outcome;
 
 /// Why the candidate cannot be consolidated, if it cannot.
-pub fn ineligible(pass: &Pass<'_>, c: &Candidate) -> Option<String> {
+pub fn ineligible(pass: &Pass<'_>, c: &Candidate) -> Option<Reason> {
     let snapshot = pass.snapshot;
     let p = snapshot.node_pool(&c.node_pool)?;
     if pool::is_static(p) {
-        return Some("static nodepools are not consolidated".to_owned());
+        return Some(Reason::new(
+            Code::StaticNodePool,
+            "static nodepools are not consolidated",
+        ));
     }
     if c.is_empty() {
-        return Some("empty (left to emptiness)".to_owned());
+        return Some(Reason::new(
+            Code::LeftToEmptiness,
+            "empty (left to emptiness)",
+        ));
     }
     if pool::policy(p) == ConsolidationPolicy::WhenEmpty {
-        return Some(format!(
-            "nodepool {} consolidates only empty nodes (WhenEmpty)",
-            c.node_pool
+        return Some(Reason::new(
+            Code::WhenEmptyPolicy,
+            format!(
+                "nodepool {} consolidates only empty nodes (WhenEmpty)",
+                c.node_pool
+            ),
         ));
     }
     if snapshot
         .instance_type(&c.node_pool, &c.instance_type)
         .is_none()
     {
-        return Some(format!(
-            "instance type {:?} is not offered to nodepool {}",
-            c.instance_type, c.node_pool
+        return Some(Reason::new(
+            Code::InstanceTypeNotOffered,
+            format!(
+                "instance type {:?} is not offered to nodepool {}",
+                c.instance_type, c.node_pool
+            ),
         ));
     }
     if c.capacity_type.is_empty() || c.zone.is_empty() {
-        return Some("node has no capacity-type or zone label".to_owned());
+        return Some(Reason::new(
+            Code::NodeLabelsMissing,
+            "node has no capacity-type or zone label",
+        ));
     }
     let node = snapshot.nodes.get(c.index)?;
     consolidatable(node, p, pass.now).err()
@@ -67,7 +83,7 @@ pub fn compute(
     pass: &mut Pass<'_>,
     candidates: &[&Candidate],
     method: Method,
-) -> Result<Command, String> {
+) -> Result<Command, Reason> {
     let snapshot = pass.snapshot;
     let multi = method == Method::MultiNodeConsolidation;
     let (outcome, _) = pass.sim.simulate(snapshot, candidates, true);
@@ -77,9 +93,12 @@ pub fn compute(
         Outcome::Unschedulable(why) => return Err(why),
         Outcome::Fits => Vec::new(),
         Outcome::NeedsNew(claims) if claims.len() > 1 => {
-            return Err(format!(
-                "rescheduling needs {} new nodes; consolidation replaces with at most one",
-                claims.len()
+            return Err(Reason::new(
+                Code::MultipleReplacements,
+                format!(
+                    "rescheduling needs {} new nodes; consolidation replaces with at most one",
+                    claims.len()
+                ),
             ));
         }
         Outcome::NeedsNew(claims) => claims,
@@ -90,10 +109,10 @@ pub fn compute(
             claim.instance_type_options =
                 replacement::filter_out_same_instance_type(claim, candidates);
             if claim.instance_type_options.is_empty() {
-                return Err(
-                    "the replacement is not cheaper than a candidate of the same instance type"
-                        .to_owned(),
-                );
+                return Err(Reason::new(
+                    Code::NotCheaper,
+                    "the replacement is not cheaper than a candidate of the same instance type",
+                ));
             }
         }
     }

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 
 use crate::command::{Considered, Decision};
 use crate::pass::Pass;
+use crate::reason::{Code, Reason, Reasons};
 use crate::snapshot::Snapshot;
 use crate::{drift, emptiness, multi_node, single_node, static_drift};
 
@@ -36,31 +37,152 @@ pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>) -> Decision {
         if chosen.contains(node.name.as_str()) {
             continue;
         }
-        let mut reasons: Vec<String> = Vec::new();
+        let mut reasons: Vec<Reason> = Vec::new();
         if let Some(e) = pass.graceful_excluded.iter().find(|e| e.index == i) {
-            reasons.push(e.reason.clone());
+            let mut reason = e.reason.clone();
             if !pass.eventual_excluded.iter().any(|e| e.index == i) {
-                reasons
-                    .push("(drift may still replace it: terminationGracePeriod is set)".to_owned());
+                // A qualifier of the block, not a cause of its own.
+                reason
+                    .text
+                    .push_str("; (drift may still replace it: terminationGracePeriod is set)");
             }
+            reasons.push(reason);
         }
         if let Some(notes) = pass.notes.get(&i) {
             reasons.extend(notes.iter().cloned());
         }
         match winner {
-            Some(m) => reasons.push(format!("{m} chose other nodes this pass")),
-            None if reasons.is_empty() => {
-                reasons.push("no method found a reason to disrupt it".to_owned());
-            }
+            Some(m) => reasons.push(Reason::new(
+                Code::OtherMethodChosen,
+                format!("{m} chose other nodes this pass"),
+            )),
+            None if reasons.is_empty() => reasons.push(Reason::new(
+                Code::NothingFound,
+                "no method found a reason to disrupt it",
+            )),
             None => {}
         }
         considered.push(Considered {
             node: node.name.clone(),
-            reason: reasons.join("; "),
+            reason: Reasons::new(reasons),
         });
     }
     Decision {
         commands,
         considered,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use karpenter_api::labels as l;
+    use karpenter_scheduling::builders::PodBuilder;
+
+    use super::*;
+    use crate::testing::{managed, now, pool_with};
+
+    fn busy(name: &str) -> crate::NodeState {
+        let mut node = managed(name, "general");
+        node.pods
+            .push(PodBuilder::new(&format!("{name}-pod")).build());
+        node
+    }
+
+    fn codes(decision: &Decision, node: &str) -> Vec<Code> {
+        decision
+            .reasons_for(node)
+            .map(|r| r.codes())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_node_left_alone_carries_one_code_per_method_that_passed_it_by() {
+        let snapshot = Snapshot {
+            node_pools: vec![pool_with(
+                "general",
+                serde_json::json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s"}),
+            )],
+            nodes: vec![busy("busy")],
+            ..Default::default()
+        };
+        let decision = decide(&snapshot, now());
+        assert!(decision.commands.is_empty());
+        assert_eq!(
+            codes(&decision, "busy"),
+            [Code::NotEmpty, Code::WhenEmptyPolicy]
+        );
+        assert_eq!(
+            decision.reason_for("busy").as_deref(),
+            Some(
+                "not empty (1 pods to reschedule); nodepool general consolidates only empty nodes (WhenEmpty)"
+            )
+        );
+    }
+
+    #[test]
+    fn nodes_beside_a_command_say_another_method_chose_other_nodes() {
+        let snapshot = Snapshot {
+            node_pools: vec![pool_with(
+                "general",
+                serde_json::json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s"}),
+            )],
+            nodes: vec![busy("busy"), managed("idle", "general")],
+            ..Default::default()
+        };
+        let decision = decide(&snapshot, now());
+        assert_eq!(
+            decision.commands.first().map(|c| c.candidate_names()),
+            Some(vec!["idle"])
+        );
+        assert_eq!(
+            codes(&decision, "busy"),
+            [Code::NotEmpty, Code::OtherMethodChosen]
+        );
+        assert_eq!(
+            decision.reason_for("busy").as_deref(),
+            Some("not empty (1 pods to reschedule); Emptiness chose other nodes this pass")
+        );
+    }
+
+    #[test]
+    fn a_blocked_node_keeps_its_block_code_when_drift_may_still_replace_it() {
+        let mut node = busy("guarded");
+        node.termination_grace_period = Some(std::time::Duration::from_secs(60));
+        if let Some(pod) = node.pods.first_mut() {
+            pod.metadata.annotations = Some(BTreeMap::from([(
+                l::DO_NOT_DISRUPT.to_owned(),
+                "true".to_owned(),
+            )]));
+        }
+        let snapshot = Snapshot {
+            node_pools: vec![pool_with("general", serde_json::json!({}))],
+            nodes: vec![node],
+            ..Default::default()
+        };
+        let decision = decide(&snapshot, now());
+        let reasons = decision.reasons_for("guarded").cloned().unwrap_or_default();
+        assert_eq!(reasons.first().map(|r| r.code), Some(Code::PodDoNotDisrupt));
+        assert_eq!(
+            reasons.first().map(|r| r.text.as_str()),
+            Some(
+                "pod default/guarded-pod has karpenter.sh/do-not-disrupt=true; (drift may still replace it: terminationGracePeriod is set)"
+            )
+        );
+    }
+
+    #[test]
+    fn a_node_excluded_from_every_method_carries_only_its_block_code() {
+        let mut node = managed("unmanaged", "general");
+        node.node_claim = None;
+        let snapshot = Snapshot {
+            node_pools: vec![pool_with("general", serde_json::json!({}))],
+            nodes: vec![node, managed("quiet", "missing")],
+            ..Default::default()
+        };
+        let decision = decide(&snapshot, now());
+        assert_eq!(codes(&decision, "unmanaged"), [Code::Unmanaged]);
+        assert_eq!(codes(&decision, "quiet"), [Code::NodePoolNotFound]);
     }
 }

@@ -39,14 +39,16 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         if budgets.allowed(&c.node_pool) == 0 {
             pass.note(
                 c.index,
-                format!("{prefix} but {}", budgets.why_not(&c.node_pool)),
+                budgets
+                    .why_not(&c.node_pool)
+                    .prefixed(&format!("{prefix} but ")),
             );
             continue;
         }
         let (outcome, _) = pass.sim.simulate(snapshot, &[&c], false);
         let replacements = match outcome {
             Outcome::Unschedulable(why) => {
-                pass.note(c.index, format!("{prefix} but {why}"));
+                pass.note(c.index, why.prefixed(&format!("{prefix} but ")));
                 continue;
             }
             Outcome::Fits => Vec::new(),

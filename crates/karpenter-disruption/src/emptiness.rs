@@ -10,6 +10,7 @@ use crate::command::{Command, CommandCandidate, Method};
 use crate::consolidatable::consolidatable;
 use crate::pass::Pass;
 use crate::pool;
+use crate::reason::{Code, Reason};
 
 pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     let snapshot = pass.snapshot;
@@ -22,19 +23,28 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         if !c.is_empty() {
             notes.push((
                 c.index,
-                format!("not empty ({} pods to reschedule)", c.reschedulable.len()),
+                Reason::new(
+                    Code::NotEmpty,
+                    format!("not empty ({} pods to reschedule)", c.reschedulable.len()),
+                ),
             ));
             continue;
         }
         if pool::is_static(p) {
-            notes.push((c.index, "static nodepools are not consolidated".to_owned()));
+            notes.push((
+                c.index,
+                Reason::new(
+                    Code::StaticNodePool,
+                    "static nodepools are not consolidated",
+                ),
+            ));
             continue;
         }
         let Some(node) = snapshot.nodes.get(c.index) else {
             continue;
         };
         if let Err(why) = consolidatable(node, p, pass.now) {
-            notes.push((c.index, format!("empty but {why}")));
+            notes.push((c.index, why.prefixed("empty but ")));
             continue;
         }
         empties.push(c.clone());
@@ -48,7 +58,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         } else {
             notes.push((
                 c.index,
-                format!("empty but {}", budgets.why_not(&c.node_pool)),
+                budgets.why_not(&c.node_pool).prefixed("empty but "),
             ));
         }
     }

@@ -4,8 +4,8 @@
 //! (node- and pod-level blocks), the eviction- and disruption-cost formulas, and the methods:
 //! emptiness, static drift, drift, multi- and single-node consolidation (with the Balanced policy), plus
 //! validation of a command after its delay and the (forceful, budget-free) expiration list.
-//! Every decision carries a reason a human can read; `karpenter explain` and events are built
-//! from those reasons.
+//! Every decision carries a [`Reason`]: a stable [`Code`] for events and metric labels, and a
+//! sentence a human reads (`karpenter explain`, `simulate --timeline`).
 //!
 //! [`Queue`] is the orchestration queue as a step machine (validation delay, replacements,
 //! deletion or abandonment), driven by the controller on the wall clock and by `simulate
@@ -43,11 +43,14 @@ pub mod pdb;
 pub mod pods;
 pub mod pool;
 pub mod queue;
+pub mod reason;
 pub mod replacement;
 pub mod simulate;
 pub mod single_node;
 pub mod snapshot;
 pub mod static_drift;
+#[cfg(test)]
+mod testing;
 pub mod time_fmt;
 pub mod validation;
 
@@ -56,5 +59,6 @@ pub use decide::decide;
 pub use expiration::{Expired, expired};
 pub use pdb::Pdb;
 pub use queue::{CommandId, Queue, Replacement, Step};
+pub use reason::{Code, Reason, Reasons};
 pub use snapshot::{DriftMark, Features, NodeState, Snapshot};
 pub use validation::{Rejection, validate};

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use crate::candidate::{self, Candidate, Class, Excluded};
+use crate::reason::{Code, Reason};
 use crate::simulate::Simulator;
 use crate::snapshot::Snapshot;
 
@@ -20,7 +21,7 @@ pub struct Pass<'a> {
     pub eventual_excluded: Vec<Excluded>,
     pub sim: Simulator,
     /// Node index -> reasons it was not disrupted (in method order).
-    pub notes: BTreeMap<usize, Vec<String>>,
+    pub notes: BTreeMap<usize, Vec<Reason>>,
 }
 
 impl<'a> Pass<'a> {
@@ -43,7 +44,10 @@ impl<'a> Pass<'a> {
                 if node.node_pool() == Some(pool.as_str()) {
                     pass.note(
                         index,
-                        format!("{error}; the NodePool takes no part in simulations"),
+                        Reason::new(
+                            Code::NodePoolInvalid,
+                            format!("{error}; the NodePool takes no part in simulations"),
+                        ),
                     );
                 }
             }
@@ -51,11 +55,10 @@ impl<'a> Pass<'a> {
         pass
     }
 
-    /// Records why a method did not disrupt the node (duplicates are dropped).
-    pub fn note(&mut self, index: usize, reason: impl Into<String>) {
-        let reason = reason.into();
+    /// Records why a method did not disrupt the node (a sentence already noted is dropped).
+    pub fn note(&mut self, index: usize, reason: Reason) {
         let notes = self.notes.entry(index).or_default();
-        if !notes.contains(&reason) {
+        if !notes.iter().any(|n| n.text == reason.text) {
             notes.push(reason);
         }
     }

@@ -22,6 +22,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::command::{Command, Method};
+use crate::reason::{Code, Reason};
 use crate::snapshot::Snapshot;
 use crate::validation::{Rejection, validate};
 
@@ -102,7 +103,10 @@ impl Queue {
     /// refuses to start it).
     pub fn submit(&mut self, command: Command, now: DateTime<Utc>) -> Step {
         if let Some(node) = command.candidates.iter().find(|c| self.is_queued(&c.node)) {
-            let rejection = Rejection::Churn(format!("{} is already being disrupted", node.node));
+            let rejection = Rejection::Churn(Reason::new(
+                Code::Queued,
+                format!("{} is already being disrupted", node.node),
+            ));
             return Step::Drop { command, rejection };
         }
         if matches!(command.method, Method::Drift | Method::StaticDrift) {
@@ -325,7 +329,7 @@ mod tests {
         queue.submit(command(Method::Emptiness, &["a"], 0), at(0));
         let step = queue.submit(command(Method::Drift, &["a", "b"], 1), at(1));
         assert!(
-            matches!(&step, Step::Drop { rejection: Rejection::Churn(why), .. } if why.contains("a is already")),
+            matches!(&step, Step::Drop { rejection: Rejection::Churn(why), .. } if why.code == Code::Queued && why.text.contains("a is already")),
             "{step:?}"
         );
     }

@@ -17,6 +17,7 @@ use karpenter_scheduling::{
 };
 
 use crate::candidate::Candidate;
+use crate::reason::{Code, Reason};
 use crate::snapshot::Snapshot;
 
 /// Single-node spot-to-spot consolidation needs this many cheaper spot options.
@@ -119,7 +120,7 @@ pub fn cheaper_replacement(
     claim: &NewNodeClaim,
     candidates: &[&Candidate],
     multi_node: bool,
-) -> Result<NewNodeClaim, String> {
+) -> Result<NewNodeClaim, Reason> {
     let catalog: BTreeMap<&str, &InstanceType> = snapshot
         .catalog(&claim.node_pool)
         .iter()
@@ -135,24 +136,30 @@ pub fn cheaper_replacement(
     let mut out = claim.clone();
     if all_spot && can_spot {
         if !snapshot.features.spot_to_spot_consolidation {
-            return Err(
-                "spot-to-spot consolidation is disabled (feature gate SpotToSpotConsolidation)"
-                    .to_owned(),
-            );
+            return Err(Reason::new(
+                Code::SpotToSpotDisabled,
+                "spot-to-spot consolidation is disabled (feature gate SpotToSpotConsolidation)",
+            ));
         }
         let spot = with_capacity_type(reqs, CAPACITY_TYPE_SPOT);
         let mut options = cheaper_options(&catalog, &claim.instance_type_options, &spot, total);
         if options.is_empty() {
-            return Err(format!(
-                "no cheaper spot replacement: {} >= current {total:.4}/h",
-                describe_cheapest(&catalog, &claim.instance_type_options, &spot)
+            return Err(Reason::new(
+                Code::NotCheaper,
+                format!(
+                    "no cheaper spot replacement: {} >= current {total:.4}/h",
+                    describe_cheapest(&catalog, &claim.instance_type_options, &spot)
+                ),
             ));
         }
         if !multi_node {
             if options.len() < MIN_SPOT_TO_SPOT_OPTIONS {
-                return Err(format!(
-                    "spot-to-spot consolidation needs {MIN_SPOT_TO_SPOT_OPTIONS} cheaper spot options, found {}",
-                    options.len()
+                return Err(Reason::new(
+                    Code::SpotToSpotTooFewOptions,
+                    format!(
+                        "spot-to-spot consolidation needs {MIN_SPOT_TO_SPOT_OPTIONS} cheaper spot options, found {}",
+                        options.len()
+                    ),
                 ));
             }
             options.truncate(MIN_SPOT_TO_SPOT_OPTIONS.max(min_values));
@@ -162,9 +169,12 @@ pub fn cheaper_replacement(
     } else {
         let options = cheaper_options(&catalog, &claim.instance_type_options, reqs, total);
         if options.is_empty() {
-            return Err(format!(
-                "no cheaper replacement: {} >= current {total:.4}/h",
-                describe_cheapest(&catalog, &claim.instance_type_options, reqs)
+            return Err(Reason::new(
+                Code::NotCheaper,
+                format!(
+                    "no cheaper replacement: {} >= current {total:.4}/h",
+                    describe_cheapest(&catalog, &claim.instance_type_options, reqs)
+                ),
             ));
         }
         out.instance_type_options = options;
@@ -182,16 +192,22 @@ pub fn cheaper_replacement(
                 })
                 .collect();
             if spot_options.is_empty() {
-                return Err("no cheaper replacement: the cheaper options have no spot offering, and an on-demand+spot replacement is restricted to spot".to_owned());
+                return Err(Reason::new(
+                    Code::NotCheaper,
+                    "no cheaper replacement: the cheaper options have no spot offering, and an on-demand+spot replacement is restricted to spot",
+                ));
             }
             out.requirements = spot;
             out.instance_type_options = spot_options;
         }
     }
     if min_values > out.instance_type_options.len() {
-        return Err(format!(
-            "only {} cheaper options, fewer than minValues {min_values}",
-            out.instance_type_options.len()
+        return Err(Reason::new(
+            Code::MinValuesNotMet,
+            format!(
+                "only {} cheaper options, fewer than minValues {min_values}",
+                out.instance_type_options.len()
+            ),
         ));
     }
     Ok(out)

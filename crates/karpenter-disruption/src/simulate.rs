@@ -16,6 +16,7 @@ use karpenter_scheduling::{ExistingNode, NewNodeClaim, SolveInput, SolveResult};
 use crate::candidate::Candidate;
 use crate::pods;
 use crate::pool;
+use crate::reason::{Code, Reason};
 use crate::snapshot::{NodeState, Snapshot};
 
 /// What a simulation found.
@@ -26,7 +27,7 @@ pub enum Outcome {
     /// Every candidate pod fits, with these new NodeClaims.
     NeedsNew(Vec<NewNodeClaim>),
     /// Some candidate pod cannot be placed; the reason names it.
-    Unschedulable(String),
+    Unschedulable(Reason),
 }
 
 /// Reusable solver input for one snapshot.
@@ -198,17 +199,20 @@ impl Simulator {
             .iter()
             .find(|u| watched.contains(&u.pod.uid))
         {
-            return Outcome::Unschedulable(format!(
-                "pod {} cannot be rescheduled: {}",
-                u.pod, u.reason
+            return Outcome::Unschedulable(Reason::new(
+                Code::Unschedulable,
+                format!("pod {} cannot be rescheduled: {}", u.pod, u.reason),
             ));
         }
         if let Some(p) = result.existing_placements.iter().find(|p| {
             watched.contains(&p.pod.uid) && !self.initialized.get(&p.node).copied().unwrap_or(true)
         }) {
-            return Outcome::Unschedulable(format!(
-                "pod {} would only fit on node {}, which is not initialized",
-                p.pod, p.node
+            return Outcome::Unschedulable(Reason::new(
+                Code::UninitializedDestination,
+                format!(
+                    "pod {} would only fit on node {}, which is not initialized",
+                    p.pod, p.node
+                ),
             ));
         }
         if result.new_node_claims.is_empty() {

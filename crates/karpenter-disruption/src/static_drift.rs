@@ -28,6 +28,7 @@ use crate::command::{Command, CommandCandidate, Method};
 use crate::drift_detect;
 use crate::pass::Pass;
 use crate::pool;
+use crate::reason::{Code, Reason};
 use crate::snapshot::{DriftMark, Snapshot};
 
 pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
@@ -59,17 +60,24 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         drifted.sort_by(|(a, am), (b, bm)| am.since.cmp(&bm.since).then(a.name.cmp(&b.name)));
         let replicas = node_pool.spec.replicas.unwrap_or(0);
         let counts = PoolCounts::of(snapshot, &pool_name);
-        let held = |pass: &mut Pass<'_>, why: String| {
+        let held = |pass: &mut Pass<'_>, why: Reason| {
             for (c, mark) in &drifted {
-                pass.note(c.index, format!("drifted ({}) but {why}", mark.reason));
+                pass.note(
+                    c.index,
+                    why.clone()
+                        .prefixed(&format!("drifted ({}) but ", mark.reason)),
+                );
             }
         };
         if counts.running + counts.pending_disruption > replicas {
             held(
                 pass,
-                format!(
-                    "static nodepool {pool_name} is still scaling down ({} running and {} pending disruption for {replicas} replicas)",
-                    counts.running, counts.pending_disruption
+                Reason::new(
+                    Code::StaticPoolScalingDown,
+                    format!(
+                        "static nodepool {pool_name} is still scaling down ({} running and {} pending disruption for {replicas} replicas)",
+                        counts.running, counts.pending_disruption
+                    ),
                 ),
             );
             continue;
@@ -85,9 +93,12 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         if count == 0 {
             held(
                 pass,
-                format!(
-                    "static nodepool {pool_name} is at its node limit ({} nodes) and cannot stage a replacement",
-                    counts.total
+                Reason::new(
+                    Code::StaticPoolAtNodeLimit,
+                    format!(
+                        "static nodepool {pool_name} is at its node limit ({} nodes) and cannot stage a replacement",
+                        counts.total
+                    ),
                 ),
             );
             continue;
@@ -118,13 +129,19 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         }
         for (c, mark) in drifted.iter().skip(taken) {
             let why = if room < max_drifts {
-                format!(
-                    "static nodepool {pool_name} has room under limits.nodes for {room} replacement(s) this pass"
+                Reason::new(
+                    Code::StaticPoolAtNodeLimit,
+                    format!(
+                        "static nodepool {pool_name} has room under limits.nodes for {room} replacement(s) this pass"
+                    ),
                 )
             } else {
                 budgets.why_not(&pool_name)
             };
-            pass.note(c.index, format!("drifted ({}) but {why}", mark.reason));
+            pass.note(
+                c.index,
+                why.prefixed(&format!("drifted ({}) but ", mark.reason)),
+            );
         }
     }
     commands
@@ -173,9 +190,10 @@ fn node_limit(node_pool: &NodePool) -> Option<i64> {
 /// requirements, labels and taints, every instance type of the pool that carries its
 /// DaemonSets, cheapest first. Found by asking the solver to place one pod that requests
 /// nothing and tolerates everything on this pool only; the pod is then dropped.
-fn template_claim(snapshot: &Snapshot, node_pool: &NodePool) -> Result<NewNodeClaim, String> {
+fn template_claim(snapshot: &Snapshot, node_pool: &NodePool) -> Result<NewNodeClaim, Reason> {
     let name = pool::name(node_pool).to_owned();
-    let converted = karpenter_scheduling::v1::node_pool(node_pool).map_err(|e| e.to_string())?;
+    let converted = karpenter_scheduling::v1::node_pool(node_pool)
+        .map_err(|e| Reason::new(Code::NodePoolInvalid, e.to_string()))?;
     let probe = Pod {
         metadata: ObjectMeta {
             name: Some(format!("static-drift-template-{name}")),
@@ -204,7 +222,12 @@ fn template_claim(snapshot: &Snapshot, node_pool: &NodePool) -> Result<NewNodeCl
         .new_node_claims
         .into_iter()
         .next()
-        .ok_or_else(|| format!("no instance type of static nodepool {name} fits its template"))?;
+        .ok_or_else(|| {
+            Reason::new(
+                Code::StaticPoolNoInstanceType,
+                format!("no instance type of static nodepool {name} fits its template"),
+            )
+        })?;
     claim.pods.clear();
     Ok(claim)
 }

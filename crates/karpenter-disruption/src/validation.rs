@@ -21,23 +21,43 @@ use crate::candidate::{Candidate, Excluded};
 use crate::command::{Command, CommandCandidate, Method};
 use crate::consolidation;
 use crate::pass::Pass;
+use crate::reason::{Code, Reason, Reasons};
 use crate::snapshot::Snapshot;
 
 /// Validation delay before a consolidation command executes.
 pub const COMMAND_VALIDATION_DELAY: std::time::Duration = std::time::Duration::from_secs(15);
 
-/// Why a command no longer holds.
+/// Why a command no longer holds: the kind (variant, [`Rejection::code`]) and the precise
+/// cause ([`Rejection::reason`]).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum Rejection {
     /// A candidate changed (pods, protection, nomination, deletion).
     #[error("churn: {0}")]
-    Churn(String),
+    Churn(Reason),
     /// The budget no longer allows the command.
     #[error("budget: {0}")]
-    Budget(String),
+    Budget(Reason),
     /// Re-simulation gives a different answer.
     #[error("scheduling: {0}")]
-    Scheduling(String),
+    Scheduling(Reason),
+}
+
+impl Rejection {
+    /// The stable code of the rejection's kind, for events and metric labels.
+    pub fn code(&self) -> Code {
+        match self {
+            Rejection::Churn(_) => Code::CandidateChanged,
+            Rejection::Budget(_) => Code::BudgetExhausted,
+            Rejection::Scheduling(_) => Code::DecisionChanged,
+        }
+    }
+
+    /// The precise cause (e.g. `Nominated` within churn, `NotCheaper` within scheduling).
+    pub fn reason(&self) -> &Reason {
+        match self {
+            Rejection::Churn(r) | Rejection::Budget(r) | Rejection::Scheduling(r) => r,
+        }
+    }
 }
 
 /// Re-checks `command` against a newer snapshot at `now`; returns the command to execute (for
@@ -61,7 +81,7 @@ pub fn validate(
             Some(c) => current.push(c.clone()),
             None => {
                 let why = why_not_candidate(snapshot, excluded, &cc.node);
-                return Err(Rejection::Churn(format!("{}: {why}", cc.node)));
+                return Err(Rejection::Churn(why.prefixed(&format!("{}: ", cc.node))));
             }
         }
     }
@@ -79,12 +99,14 @@ pub fn validate(
                 .map_err(Rejection::Scheduling)?;
             match (command.replacements.first(), again.replacements.first()) {
                 (None, None) => Ok(command.clone()),
-                (None, Some(_)) => Err(Rejection::Scheduling(
-                    "a delete now needs a replacement".to_owned(),
-                )),
-                (Some(_), None) => Err(Rejection::Scheduling(
-                    "a replacement is no longer needed (the decision changed to delete)".to_owned(),
-                )),
+                (None, Some(_)) => Err(Rejection::Scheduling(Reason::new(
+                    Code::DecisionChanged,
+                    "a delete now needs a replacement",
+                ))),
+                (Some(_), None) => Err(Rejection::Scheduling(Reason::new(
+                    Code::DecisionChanged,
+                    "a replacement is no longer needed (the decision changed to delete)",
+                ))),
                 (Some(before), Some(after)) => {
                     let now_opts: BTreeSet<&str> = after
                         .instance_type_options
@@ -100,9 +122,12 @@ pub fn validate(
                     if missing.is_empty() {
                         Ok(command.clone())
                     } else {
-                        Err(Rejection::Scheduling(format!(
-                            "replacement options changed: {} no longer viable",
-                            missing.join(", ")
+                        Err(Rejection::Scheduling(Reason::new(
+                            Code::DecisionChanged,
+                            format!(
+                                "replacement options changed: {} no longer viable",
+                                missing.join(", ")
+                            ),
                         )))
                     }
                 }
@@ -112,13 +137,16 @@ pub fn validate(
 }
 
 /// Why `node` is no longer a candidate: its exclusion reason, or that it is gone.
-fn why_not_candidate(snapshot: &Snapshot, excluded: &[Excluded], node: &str) -> String {
+fn why_not_candidate(snapshot: &Snapshot, excluded: &[Excluded], node: &str) -> Reason {
     snapshot
         .nodes
         .iter()
         .position(|n| n.name == node)
         .and_then(|i| excluded.iter().find(|e| e.index == i))
-        .map_or("node is gone".to_owned(), |e| e.reason.clone())
+        .map_or_else(
+            || Reason::new(Code::NodeGone, "node is gone"),
+            |e| e.reason.clone(),
+        )
 }
 
 /// Emptiness validation: drop what no longer holds, keep the rest.
@@ -128,23 +156,30 @@ fn validate_emptiness(
     now: DateTime<Utc>,
 ) -> Result<Command, Rejection> {
     let pass = Pass::new(snapshot, now);
-    let mut dropped: Vec<String> = Vec::new();
+    let mut dropped: Vec<Reason> = Vec::new();
     let mut still: Vec<(&CommandCandidate, &Candidate)> = Vec::new();
     for cc in &command.candidates {
         match pass.graceful.iter().find(|c| c.name == cc.node) {
             Some(c) if c.is_empty() => still.push((cc, c)),
-            Some(c) => dropped.push(format!("{} is no longer empty", c.name)),
+            Some(c) => dropped.push(Reason::new(
+                Code::NotEmpty,
+                format!("{} is no longer empty", c.name),
+            )),
             None => {
                 let why = why_not_candidate(snapshot, &pass.graceful_excluded, &cc.node);
-                dropped.push(format!("{}: {why}", cc.node));
+                dropped.push(why.prefixed(&format!("{}: ", cc.node)));
             }
         }
     }
     if still.is_empty() {
-        return Err(Rejection::Churn(format!(
-            "{} candidate(s) are no longer valid ({})",
-            command.candidates.len(),
-            dropped.join("; ")
+        // Several candidates, possibly for different causes: the kind is the code.
+        return Err(Rejection::Churn(Reason::new(
+            Code::CandidateChanged,
+            format!(
+                "{} candidate(s) are no longer valid ({})",
+                command.candidates.len(),
+                Reasons::new(dropped)
+            ),
         )));
     }
     let mut budgets = BudgetMap::build(snapshot, command.reason, now);
@@ -158,7 +193,14 @@ fn validate_emptiness(
         }
     }
     if kept.is_empty() {
-        return Err(Rejection::Budget(over_budget.join("; ")));
+        // Every survivor over its pool's budget: the first pool's cause stands for all.
+        let code = over_budget
+            .first()
+            .map_or(Code::BudgetExhausted, |r| r.code);
+        return Err(Rejection::Budget(Reason::new(
+            code,
+            Reasons::new(over_budget).text(),
+        )));
     }
     let mut validated = command.clone();
     if kept.len() < command.candidates.len() {
@@ -169,7 +211,7 @@ fn validate_emptiness(
             "{} empty node(s) still deleted after validation ({}); dropped: {}",
             kept.len(),
             names.join(", "),
-            dropped.join("; ")
+            Reasons::new(dropped)
         );
     }
     validated.candidates = kept;
@@ -183,4 +225,57 @@ pub fn budget_usage(command: &Command) -> BTreeMap<String, u32> {
         *out.entry(c.node_pool.clone()).or_insert(0) += 1;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::DriftMark;
+    use crate::testing::{managed, now, pool_with};
+
+    /// A pass that decides to drift node `a` (empty, but its pool never consolidates).
+    fn drifting() -> (Snapshot, Command) {
+        let mut node = managed("a", "general");
+        node.drifted = Some(DriftMark {
+            reason: "NodePoolDrifted".into(),
+            since: now(),
+        });
+        let snapshot = Snapshot {
+            node_pools: vec![pool_with(
+                "general",
+                serde_json::json!({"consolidateAfter": "Never"}),
+            )],
+            nodes: vec![node],
+            ..Default::default()
+        };
+        let decision = crate::decide(&snapshot, now());
+        let command = decision.commands.first().cloned().expect("a drift command");
+        assert_eq!(command.method, Method::Drift);
+        (snapshot, command)
+    }
+
+    #[test]
+    fn a_candidate_nominated_since_the_decision_is_churn_caused_by_the_nomination() {
+        let (mut snapshot, command) = drifting();
+        snapshot.nodes[0].nominated_until = Some(now() + chrono::Duration::minutes(1));
+        let rejection = validate(&command, &snapshot, now()).expect_err("rejected");
+        assert_eq!(rejection.code(), Code::CandidateChanged);
+        assert_eq!(rejection.reason().code, Code::Nominated);
+        assert!(
+            rejection
+                .to_string()
+                .starts_with("churn: a: nominated for pending pods until"),
+            "{rejection}"
+        );
+    }
+
+    #[test]
+    fn a_candidate_gone_since_the_decision_is_churn_caused_by_its_absence() {
+        let (mut snapshot, command) = drifting();
+        snapshot.nodes.clear();
+        let rejection = validate(&command, &snapshot, now()).expect_err("rejected");
+        assert_eq!(rejection.code(), Code::CandidateChanged);
+        assert_eq!(rejection.reason().code, Code::NodeGone);
+        assert_eq!(rejection.to_string(), "churn: a: node is gone");
+    }
 }

@@ -1,0 +1,380 @@
+//! Why a node is not disrupted, as a typed value: a stable [`Code`] (for events and metric
+//! labels) and the sentence a human reads (`karpenter explain`, `simulate --timeline`).
+//!
+//! A [`Reason`] displays as its sentence only, so output built from reasons reads as it always
+//! has; the code is for machines. [`Reasons`] is the list a pass collects for one node, shown
+//! joined with `"; "`.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+/// The cause of a reason: a small closed set with stable names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Code {
+    /// The node has no NodeClaim: Karpenter does not manage it.
+    Unmanaged,
+    /// The node has no `karpenter.sh/nodepool` label.
+    NoNodePoolLabel,
+    /// The node's NodePool does not exist.
+    NodePoolNotFound,
+    /// The NodePool cannot be converted for the solver (it launches no replacements).
+    NodePoolInvalid,
+    /// The node is already in the orchestration queue.
+    Queued,
+    /// The node is not initialized.
+    NotInitialized,
+    /// The node is being deleted.
+    Deleting,
+    /// The node no longer exists.
+    NodeGone,
+    /// The node is already marked for deletion.
+    MarkedForDeletion,
+    /// The node is nominated for pending pods.
+    Nominated,
+    /// The node has `karpenter.sh/do-not-disrupt=true`.
+    NodeDoNotDisrupt,
+    /// A pod on the node has an active `karpenter.sh/do-not-disrupt`.
+    PodDoNotDisrupt,
+    /// A PodDisruptionBudget forbids evicting a pod on the node.
+    PodDisruptionBudget,
+    /// The NodePool's disruption budget allows no more disruptions for this reason.
+    BudgetExhausted,
+    /// Static NodePools are not consolidated.
+    StaticNodePool,
+    /// The node is empty: emptiness, not consolidation, handles it.
+    LeftToEmptiness,
+    /// The node is not empty (emptiness skips it).
+    NotEmpty,
+    /// The NodePool's policy `WhenEmpty` consolidates only empty nodes.
+    WhenEmptyPolicy,
+    /// The NodePool has `consolidateAfter: Never`.
+    ConsolidationDisabled,
+    /// `consolidateAfter` has not elapsed since the last pod event (or initialization).
+    NotConsolidatable,
+    /// The node's instance type is not offered to its NodePool.
+    InstanceTypeNotOffered,
+    /// The node lacks a capacity-type or zone label.
+    NodeLabelsMissing,
+    /// A pod of the node fits nowhere else.
+    Unschedulable,
+    /// A pod of the node would fit only on a node that is not initialized.
+    UninitializedDestination,
+    /// Rescheduling needs more than the one new node consolidation may launch.
+    MultipleReplacements,
+    /// No replacement is cheaper than what it replaces.
+    NotCheaper,
+    /// Spot-to-spot consolidation is disabled (feature gate `SpotToSpotConsolidation`).
+    SpotToSpotDisabled,
+    /// Spot-to-spot consolidation found fewer cheaper spot options than it needs.
+    SpotToSpotTooFewOptions,
+    /// Fewer cheaper options than the requirements' `minValues`.
+    MinValuesNotMet,
+    /// A Balanced NodePool's score rejects the move.
+    BalancedThreshold,
+    /// A static NodePool is still scaling down.
+    StaticPoolScalingDown,
+    /// A static NodePool has no room under `limits.nodes` to stage a replacement.
+    StaticPoolAtNodeLimit,
+    /// No instance type of a static NodePool fits its template.
+    StaticPoolNoInstanceType,
+    /// Another method produced this pass's command, for other nodes.
+    OtherMethodChosen,
+    /// No method found a reason to disrupt the node.
+    NothingFound,
+    /// Validation: a candidate changed (pods, protection, nomination, deletion, queue).
+    CandidateChanged,
+    /// Validation: the re-simulation gives a different answer.
+    DecisionChanged,
+}
+
+impl Code {
+    /// Every code, in declaration order.
+    pub const ALL: [Code; 37] = [
+        Code::Unmanaged,
+        Code::NoNodePoolLabel,
+        Code::NodePoolNotFound,
+        Code::NodePoolInvalid,
+        Code::Queued,
+        Code::NotInitialized,
+        Code::Deleting,
+        Code::NodeGone,
+        Code::MarkedForDeletion,
+        Code::Nominated,
+        Code::NodeDoNotDisrupt,
+        Code::PodDoNotDisrupt,
+        Code::PodDisruptionBudget,
+        Code::BudgetExhausted,
+        Code::StaticNodePool,
+        Code::LeftToEmptiness,
+        Code::NotEmpty,
+        Code::WhenEmptyPolicy,
+        Code::ConsolidationDisabled,
+        Code::NotConsolidatable,
+        Code::InstanceTypeNotOffered,
+        Code::NodeLabelsMissing,
+        Code::Unschedulable,
+        Code::UninitializedDestination,
+        Code::MultipleReplacements,
+        Code::NotCheaper,
+        Code::SpotToSpotDisabled,
+        Code::SpotToSpotTooFewOptions,
+        Code::MinValuesNotMet,
+        Code::BalancedThreshold,
+        Code::StaticPoolScalingDown,
+        Code::StaticPoolAtNodeLimit,
+        Code::StaticPoolNoInstanceType,
+        Code::OtherMethodChosen,
+        Code::NothingFound,
+        Code::CandidateChanged,
+        Code::DecisionChanged,
+    ];
+
+    /// The stable name (CamelCase), for event reasons and metric labels. Never rename one.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Unmanaged => "Unmanaged",
+            Code::NoNodePoolLabel => "NoNodePoolLabel",
+            Code::NodePoolNotFound => "NodePoolNotFound",
+            Code::NodePoolInvalid => "NodePoolInvalid",
+            Code::Queued => "Queued",
+            Code::NotInitialized => "NotInitialized",
+            Code::Deleting => "Deleting",
+            Code::NodeGone => "NodeGone",
+            Code::MarkedForDeletion => "MarkedForDeletion",
+            Code::Nominated => "Nominated",
+            Code::NodeDoNotDisrupt => "NodeDoNotDisrupt",
+            Code::PodDoNotDisrupt => "PodDoNotDisrupt",
+            Code::PodDisruptionBudget => "PodDisruptionBudget",
+            Code::BudgetExhausted => "BudgetExhausted",
+            Code::StaticNodePool => "StaticNodePool",
+            Code::LeftToEmptiness => "LeftToEmptiness",
+            Code::NotEmpty => "NotEmpty",
+            Code::WhenEmptyPolicy => "WhenEmptyPolicy",
+            Code::ConsolidationDisabled => "ConsolidationDisabled",
+            Code::NotConsolidatable => "NotConsolidatable",
+            Code::InstanceTypeNotOffered => "InstanceTypeNotOffered",
+            Code::NodeLabelsMissing => "NodeLabelsMissing",
+            Code::Unschedulable => "Unschedulable",
+            Code::UninitializedDestination => "UninitializedDestination",
+            Code::MultipleReplacements => "MultipleReplacements",
+            Code::NotCheaper => "NotCheaper",
+            Code::SpotToSpotDisabled => "SpotToSpotDisabled",
+            Code::SpotToSpotTooFewOptions => "SpotToSpotTooFewOptions",
+            Code::MinValuesNotMet => "MinValuesNotMet",
+            Code::BalancedThreshold => "BalancedThreshold",
+            Code::StaticPoolScalingDown => "StaticPoolScalingDown",
+            Code::StaticPoolAtNodeLimit => "StaticPoolAtNodeLimit",
+            Code::StaticPoolNoInstanceType => "StaticPoolNoInstanceType",
+            Code::OtherMethodChosen => "OtherMethodChosen",
+            Code::NothingFound => "NothingFound",
+            Code::CandidateChanged => "CandidateChanged",
+            Code::DecisionChanged => "DecisionChanged",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// One reason: its code and its sentence. Displays as the sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reason {
+    pub code: Code,
+    pub text: String,
+}
+
+impl Reason {
+    pub fn new(code: Code, text: impl Into<String>) -> Self {
+        Reason {
+            code,
+            text: text.into(),
+        }
+    }
+
+    /// The same cause, its sentence led by `prefix` (e.g. `"empty but "`).
+    pub fn prefixed(self, prefix: &str) -> Self {
+        Reason {
+            code: self.code,
+            text: format!("{prefix}{}", self.text),
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// The reasons one node stayed, in the order they were found. Displays (and serializes) as
+/// the sentences joined with `"; "`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reasons(Vec<Reason>);
+
+impl Reasons {
+    pub fn new(reasons: Vec<Reason>) -> Self {
+        Reasons(reasons)
+    }
+
+    pub fn as_slice(&self) -> &[Reason] {
+        &self.0
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Reason> {
+        self.0.iter()
+    }
+
+    /// The codes, in order.
+    pub fn codes(&self) -> Vec<Code> {
+        self.0.iter().map(|r| r.code).collect()
+    }
+
+    /// The first (most specific) reason.
+    pub fn first(&self) -> Option<&Reason> {
+        self.0.first()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The sentences joined with `"; "`.
+    pub fn text(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for Reasons {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, r) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            f.write_str(&r.text)?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Reasons {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'a> IntoIterator for &'a Reasons {
+    type Item = &'a Reason;
+    type IntoIter = std::slice::Iter<'a, Reason>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// The published names. Changing one breaks dashboards and alerts: add, never rename.
+    const STABLE: [(Code, &str); 37] = [
+        (Code::Unmanaged, "Unmanaged"),
+        (Code::NoNodePoolLabel, "NoNodePoolLabel"),
+        (Code::NodePoolNotFound, "NodePoolNotFound"),
+        (Code::NodePoolInvalid, "NodePoolInvalid"),
+        (Code::Queued, "Queued"),
+        (Code::NotInitialized, "NotInitialized"),
+        (Code::Deleting, "Deleting"),
+        (Code::NodeGone, "NodeGone"),
+        (Code::MarkedForDeletion, "MarkedForDeletion"),
+        (Code::Nominated, "Nominated"),
+        (Code::NodeDoNotDisrupt, "NodeDoNotDisrupt"),
+        (Code::PodDoNotDisrupt, "PodDoNotDisrupt"),
+        (Code::PodDisruptionBudget, "PodDisruptionBudget"),
+        (Code::BudgetExhausted, "BudgetExhausted"),
+        (Code::StaticNodePool, "StaticNodePool"),
+        (Code::LeftToEmptiness, "LeftToEmptiness"),
+        (Code::NotEmpty, "NotEmpty"),
+        (Code::WhenEmptyPolicy, "WhenEmptyPolicy"),
+        (Code::ConsolidationDisabled, "ConsolidationDisabled"),
+        (Code::NotConsolidatable, "NotConsolidatable"),
+        (Code::InstanceTypeNotOffered, "InstanceTypeNotOffered"),
+        (Code::NodeLabelsMissing, "NodeLabelsMissing"),
+        (Code::Unschedulable, "Unschedulable"),
+        (Code::UninitializedDestination, "UninitializedDestination"),
+        (Code::MultipleReplacements, "MultipleReplacements"),
+        (Code::NotCheaper, "NotCheaper"),
+        (Code::SpotToSpotDisabled, "SpotToSpotDisabled"),
+        (Code::SpotToSpotTooFewOptions, "SpotToSpotTooFewOptions"),
+        (Code::MinValuesNotMet, "MinValuesNotMet"),
+        (Code::BalancedThreshold, "BalancedThreshold"),
+        (Code::StaticPoolScalingDown, "StaticPoolScalingDown"),
+        (Code::StaticPoolAtNodeLimit, "StaticPoolAtNodeLimit"),
+        (Code::StaticPoolNoInstanceType, "StaticPoolNoInstanceType"),
+        (Code::OtherMethodChosen, "OtherMethodChosen"),
+        (Code::NothingFound, "NothingFound"),
+        (Code::CandidateChanged, "CandidateChanged"),
+        (Code::DecisionChanged, "DecisionChanged"),
+    ];
+
+    #[test]
+    fn every_code_keeps_its_published_name() {
+        for (code, name) in STABLE {
+            assert_eq!(code.as_str(), name);
+            assert_eq!(code.to_string(), name);
+        }
+        let listed: Vec<Code> = STABLE.iter().map(|(c, _)| *c).collect();
+        assert_eq!(listed, Code::ALL, "the table covers every code, in order");
+    }
+
+    #[test]
+    fn no_two_codes_share_a_name() {
+        let names: BTreeSet<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names.len(), Code::ALL.len());
+    }
+
+    #[test]
+    fn names_are_camel_case_words_fit_for_event_reasons_and_metric_labels() {
+        for code in Code::ALL {
+            let name = code.as_str();
+            assert!(name.starts_with(|c: char| c.is_ascii_uppercase()), "{name}");
+            assert!(name.chars().all(|c| c.is_ascii_alphanumeric()), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_reason_displays_as_its_sentence_and_a_list_joins_them() {
+        let reasons = Reasons::new(vec![
+            Reason::new(Code::NotEmpty, "not empty (2 pods to reschedule)"),
+            Reason::new(Code::OtherMethodChosen, "Drift chose other nodes this pass"),
+        ]);
+        assert_eq!(
+            reasons.to_string(),
+            "not empty (2 pods to reschedule); Drift chose other nodes this pass"
+        );
+        assert_eq!(reasons.text(), reasons.to_string());
+        assert_eq!(reasons.codes(), [Code::NotEmpty, Code::OtherMethodChosen]);
+        assert_eq!(
+            serde_json::to_string(&reasons).ok().as_deref(),
+            Some("\"not empty (2 pods to reschedule); Drift chose other nodes this pass\"")
+        );
+    }
+
+    #[test]
+    fn a_prefix_keeps_the_code() {
+        let r = Reason::new(Code::BudgetExhausted, "budget is 0").prefixed("empty but ");
+        assert_eq!(r.code, Code::BudgetExhausted);
+        assert_eq!(r.to_string(), "empty but budget is 0");
+    }
+}
