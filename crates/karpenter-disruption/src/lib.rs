@@ -19,39 +19,39 @@
 //! `now` and the cluster snapshot come in as values, and commands go out as values for the
 //! controller (or the simulator) to execute.
 
-pub mod balanced;
-pub mod budget_map;
-pub mod budget_window;
-pub mod budgets;
-pub mod candidate;
+pub(crate) mod balanced;
+pub(crate) mod budget_map;
+pub(crate) mod budget_window;
+pub(crate) mod budgets;
+pub(crate) mod candidate;
 pub mod command;
-pub mod consolidatable;
-pub mod consolidation;
-pub mod cost;
-pub mod decide;
-pub mod do_not_disrupt;
-pub mod drift;
-pub mod drift_detect;
-pub mod emptiness;
-pub mod expiration;
+pub(crate) mod consolidatable;
+pub(crate) mod consolidation;
+pub(crate) mod cost;
+pub(crate) mod decide;
+pub(crate) mod do_not_disrupt;
+pub(crate) mod drift;
+pub(crate) mod drift_detect;
+pub(crate) mod emptiness;
+pub(crate) mod expiration;
 /// The consolidation benchmark cluster; with the `test-support` feature.
 #[cfg(feature = "test-support")]
 pub mod fixtures;
-pub mod multi_node;
-pub mod pass;
+pub(crate) mod multi_node;
+pub(crate) mod pass;
 pub mod pdb;
 pub mod pods;
-pub mod pool;
+pub(crate) mod pool;
 pub mod queue;
 pub mod reason;
-pub mod replacement;
-pub mod simulate;
-pub mod single_node;
+pub(crate) mod replacement;
+pub(crate) mod simulate;
+pub(crate) mod single_node;
 pub mod snapshot;
-pub mod static_drift;
+pub(crate) mod static_drift;
 #[cfg(test)]
 mod testing;
-pub mod time_fmt;
+pub(crate) mod time_fmt;
 pub mod validation;
 
 pub use command::{Command, CommandCandidate, Considered, Decision, Method};
