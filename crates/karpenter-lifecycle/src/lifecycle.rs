@@ -101,10 +101,6 @@ fn time(t: &Time) -> Option<DateTime<Utc>> {
     DateTime::from_timestamp(t.0.as_second(), 0)
 }
 
-fn api_time(now: DateTime<Utc>) -> Time {
-    Time(k8s_openapi::jiff::Timestamp::from_second(now.timestamp()).unwrap_or_default())
-}
-
 fn elapsed(since: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Duration {
     since
         .and_then(|since| (now - since).to_std().ok())
@@ -244,36 +240,9 @@ pub fn initialization_blocker(claim: &NodeClaim, node: &Node) -> Option<String> 
         .map(|(name, _)| format!("resource {name} is not registered on the node"))
 }
 
-/// Sets a condition, keeping its transition time when the status does not change.
-pub fn set_condition(
-    claim: &mut NodeClaim,
-    type_: &str,
-    status: &str,
-    reason: &str,
-    message: &str,
-    now: DateTime<Utc>,
-) {
-    let generation = claim.metadata.generation;
-    let conditions = claim
-        .status
-        .get_or_insert_with(Default::default)
-        .conditions
-        .get_or_insert_with(Vec::new);
-    let transition = conditions
-        .iter()
-        .find(|c| c.type_ == type_ && c.status == status)
-        .map_or_else(|| api_time(now), |c| c.last_transition_time.clone());
-    conditions.retain(|c| c.type_ != type_);
-    conditions.push(Condition {
-        type_: type_.to_owned(),
-        status: status.to_owned(),
-        reason: reason.to_owned(),
-        message: message.to_owned(),
-        last_transition_time: transition,
-        observed_generation: generation,
-    });
-    conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
-}
+/// Sets a NodeClaim condition (status `True`/`False`/`Unknown`), keeping its transition time
+/// while the status holds: the index's one condition writer.
+pub use karpenter_state::conditions::set_node_claim_condition as set_condition;
 
 /// The NodeClaim after the cloud launched `instance` for it: the provider's labels under the
 /// NodeClaim's own (the NodeClaim's win), annotations merged, provider id, image id,

@@ -19,19 +19,22 @@ fn status(value: bool) -> String {
     if value { "True" } else { "False" }.to_owned()
 }
 
-/// Sets condition `type_` of a NodeClaim to `value` with `reason`; the transition time is `at`
-/// when the status changes (or the condition is new), else unchanged.
+/// Sets condition `type_` of a NodeClaim to `status` (`True`, `False`, `Unknown`) with
+/// `reason` and `message`; the transition time is `at` when the status changes (or the
+/// condition is new), else unchanged. The one NodeClaim condition writer: the controller's
+/// lifecycle steps and the simulator both use it.
 pub fn set_node_claim_condition(
     claim: &mut NodeClaim,
     type_: &str,
-    value: bool,
+    status: &str,
     reason: &str,
+    message: &str,
     at: DateTime<Utc>,
 ) {
     let Some(time) = api_time(at) else {
         return;
     };
-    let status_text = status(value);
+    let generation = claim.metadata.generation;
     let conditions = claim
         .status
         .get_or_insert_with(Default::default)
@@ -39,19 +42,21 @@ pub fn set_node_claim_condition(
         .get_or_insert_with(Vec::new);
     match conditions.iter_mut().find(|c| c.type_ == type_) {
         Some(existing) => {
-            if existing.status != status_text {
-                existing.status = status_text;
+            if existing.status != status {
+                status.clone_into(&mut existing.status);
                 existing.last_transition_time = time;
             }
             reason.clone_into(&mut existing.reason);
+            message.clone_into(&mut existing.message);
+            existing.observed_generation = generation;
         }
         None => conditions.push(Condition {
             type_: type_.to_owned(),
-            status: status_text,
+            status: status.to_owned(),
             reason: reason.to_owned(),
-            message: String::new(),
+            message: message.to_owned(),
             last_transition_time: time,
-            observed_generation: None,
+            observed_generation: generation,
         }),
     }
 }
@@ -143,7 +148,14 @@ mod tests {
     #[test]
     fn a_new_node_claim_condition_transitions_at_the_given_time() {
         let mut claim = claim();
-        set_node_claim_condition(&mut claim, "Initialized", true, "Initialized", at(60, 0));
+        set_node_claim_condition(
+            &mut claim,
+            "Initialized",
+            "True",
+            "Initialized",
+            "",
+            at(60, 0),
+        );
         assert_eq!(
             transition(&claim, "Initialized"),
             Some((
@@ -156,13 +168,34 @@ mod tests {
     #[test]
     fn setting_the_same_status_again_keeps_the_transition_time() {
         let mut claim = claim();
-        set_node_claim_condition(&mut claim, "Initialized", true, "Initialized", at(60, 0));
-        set_node_claim_condition(&mut claim, "Initialized", true, "Initialized", at(90, 0));
+        set_node_claim_condition(
+            &mut claim,
+            "Initialized",
+            "True",
+            "Initialized",
+            "",
+            at(60, 0),
+        );
+        set_node_claim_condition(
+            &mut claim,
+            "Initialized",
+            "True",
+            "Initialized",
+            "",
+            at(90, 0),
+        );
         assert_eq!(
             transition(&claim, "Initialized").map(|(_, t)| t.0.as_second()),
             Some(1_767_225_660)
         );
-        set_node_claim_condition(&mut claim, "Initialized", false, "NotReady", at(120, 0));
+        set_node_claim_condition(
+            &mut claim,
+            "Initialized",
+            "False",
+            "NotReady",
+            "",
+            at(120, 0),
+        );
         assert_eq!(
             transition(&claim, "Initialized").map(|(s, t)| (s, t.0.as_second())),
             Some(("False".to_owned(), 1_767_225_720))

@@ -72,6 +72,32 @@ impl<C> std::fmt::Debug for Lifecycle<C> {
     }
 }
 
+/// Removes our finalizer from an object (a missing object is fine: it is gone already).
+async fn release<K>(
+    api: &Api<K>,
+    name: &str,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Result<(), kube::Error>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let finalizers: Vec<&String> = meta
+        .finalizers
+        .iter()
+        .flatten()
+        .filter(|f| *f != labels::TERMINATION_FINALIZER)
+        .collect();
+    let patch = json!({"metadata": {"finalizers": finalizers}});
+    match api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
 fn label<'a>(claim: &'a NodeClaim, key: &str) -> &'a str {
     claim
         .metadata
@@ -353,30 +379,13 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
             let node_name = node.metadata.name.clone().unwrap_or_default();
             // Draining is the termination controller's; until it exists the Node goes with
             // its NodeClaim.
-            let finalizers: Vec<String> = node
-                .metadata
-                .finalizers
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|f| f != labels::TERMINATION_FINALIZER)
-                .collect();
-            let patch = json!({"metadata": {"finalizers": finalizers}});
-            match self
-                .nodes()
-                .patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch))
+            release(&self.nodes(), &node_name, &node.metadata)
                 .await
-            {
-                Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
-                Err(source) => {
-                    return Err(StepError::Api {
-                        step: "finalizing",
-                        claim: name,
-                        source,
-                    });
-                }
-            }
+                .map_err(|source| StepError::Api {
+                    step: "finalizing",
+                    claim: name.clone(),
+                    source,
+                })?;
         }
         if claim
             .status
@@ -395,30 +404,13 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                 }
             }
         }
-        let finalizers: Vec<String> = claim
-            .metadata
-            .finalizers
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|f| f != labels::TERMINATION_FINALIZER)
-            .collect();
-        let patch = json!({"metadata": {"finalizers": finalizers}});
-        match self
-            .claims()
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        release(&self.claims(), &name, &claim.metadata)
             .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => {}
-            Err(source) => {
-                return Err(StepError::Api {
-                    step: "removing the finalizer",
-                    claim: name,
-                    source,
-                });
-            }
-        }
+            .map_err(|source| StepError::Api {
+                step: "removing the finalizer",
+                claim: name.clone(),
+                source,
+            })?;
         self.metrics.nodeclaim_terminated(
             label(claim, labels::NODEPOOL),
             label(claim, labels::CAPACITY_TYPE),

@@ -126,15 +126,17 @@ fn node_claim(
     set_node_claim_condition(
         &mut claim,
         conditions::LAUNCHED,
-        true,
+        "True",
         "Launched",
+        "",
         instant(at),
     );
     set_node_claim_condition(
         &mut claim,
         conditions::REGISTERED,
-        true,
+        "True",
         "Registered",
+        "",
         instant(at),
     );
     claim
@@ -181,8 +183,9 @@ impl SimCluster {
             set_node_claim_condition(
                 &mut claim,
                 conditions::INITIALIZED,
-                true,
+                "True",
                 "Initialized",
+                "",
                 instant(Duration::ZERO),
             );
             self.index.apply(Object::NodeClaim(claim));
@@ -260,8 +263,9 @@ impl SimCluster {
                 set_node_claim_condition(
                     &mut claim,
                     conditions::INITIALIZED,
-                    true,
+                    "True",
                     "Initialized",
+                    "",
                     instant(at),
                 );
                 self.index.apply(Object::NodeClaim(claim));
