@@ -4,8 +4,9 @@
 //! Each test runs its own controller in-process (no leader election, servers on free loopback
 //! ports) and is serialized with the other controller tests, since a controller acts on the
 //! whole cluster. Its NodePool carries a taint only the test's pods tolerate, so other tests'
-//! pending pods are never provisioned for. Cleanup deletes the NodeClaims while the controller
-//! still runs (it finalizes them), then the NodePool, then stops the controller. The
+//! pending pods are never provisioned for. Cleanup deletes the workload and the NodePool (so
+//! nothing provisions again), then the NodeClaims while the controller still runs (it
+//! finalizes them), and stops the controller last. The
 //! controller's log goes to the test output, so a failure shows what it did.
 
 use std::collections::BTreeMap;
@@ -224,9 +225,16 @@ impl Harness {
         .expect("pods run on the launched nodes");
     }
 
-    /// Deletes the pool's NodeClaims and waits until the controller has finalized them, then
-    /// the NodePool and the scope; stops the controller last.
+    /// Deletes the workload and the NodePool first (so nothing provisions again), then the
+    /// pool's NodeClaims, waits until the controller has finalized them, cleans up the scope
+    /// and stops the controller last.
     async fn finish(self) {
+        let _ = Api::<Deployment>::namespaced(self.client.clone(), self.scope.namespace())
+            .delete_collection(&DeleteParams::default(), &ListParams::default())
+            .await;
+        let _ = Api::<NodePool>::all(self.client.clone())
+            .delete(&self.pool, &DeleteParams::default())
+            .await;
         let claims: Api<NodeClaim> = Api::all(self.client.clone());
         let _ = claims
             .delete_collection(&DeleteParams::default(), &self.pool_selector())
@@ -238,9 +246,6 @@ impl Harness {
         )
         .await
         .expect("NodeClaims are finalized by the controller");
-        let _ = Api::<NodePool>::all(self.client.clone())
-            .delete(&self.pool, &DeleteParams::default())
-            .await;
         self.scope.cleanup().await.expect("cleaning up the scope");
         self.cancel.cancel();
         self.task
