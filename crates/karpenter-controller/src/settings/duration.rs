@@ -5,78 +5,13 @@
 
 use std::time::Duration;
 
-/// Units accepted by Go's `time.ParseDuration`, in nanoseconds.
-/// Longer spellings first so that `ms` is not read as `m` + `s`.
-const UNITS: &[(&str, u128)] = &[
-    ("ns", 1),
-    ("us", 1_000),
-    ("µs", 1_000),
-    ("μs", 1_000),
-    ("ms", 1_000_000),
-    ("s", 1_000_000_000),
-    ("m", 60_000_000_000),
-    ("h", 3_600_000_000_000),
-];
-
-/// Parses a Go duration string. The error says what is wrong and what is allowed.
+/// Parses a Go duration string with the workspace's one parser
+/// ([`karpenter_api::duration::parse_go_duration`]); the error says what is wrong and what is
+/// allowed.
 pub fn parse_go_duration(input: &str) -> Result<Duration, String> {
     let allowed = "a Go duration such as 10s, 1m30s, 1.5h or 300ms (units ns, us, ms, s, m, h)";
-    let text = input.strip_prefix('+').unwrap_or(input);
-    if text.starts_with('-') {
-        return Err(format!(
-            "a negative duration is not allowed; expected {allowed}"
-        ));
-    }
-    if text == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if text.is_empty() {
-        return Err(format!("empty; expected {allowed}"));
-    }
-    let mut rest = text;
-    let mut total_nanos: u128 = 0;
-    while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, after) = rest.split_at(number_len);
-        if number.is_empty() || number == "." || number.matches('.').count() > 1 {
-            return Err(format!("{input:?} is not {allowed}"));
-        }
-        let Some(&(unit, scale)) = UNITS.iter().find(|(unit, _)| after.starts_with(unit)) else {
-            return Err(format!(
-                "{input:?} has a missing or unknown unit; expected {allowed}"
-            ));
-        };
-        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-        let whole: u128 = if whole.is_empty() {
-            0
-        } else {
-            whole
-                .parse()
-                .map_err(|_| format!("{input:?} is out of range"))?
-        };
-        let mut nanos = whole
-            .checked_mul(scale)
-            .ok_or_else(|| format!("{input:?} is out of range"))?;
-        // Fractions: keep at most the digits that can still matter at nanosecond scale.
-        let mut divisor: u128 = 1;
-        let mut fraction_value: u128 = 0;
-        for digit in fraction.chars().take(20) {
-            let d = u128::from(digit.to_digit(10).unwrap_or(0));
-            fraction_value = fraction_value * 10 + d;
-            divisor *= 10;
-        }
-        nanos += fraction_value * scale / divisor;
-        total_nanos = total_nanos
-            .checked_add(nanos)
-            .ok_or_else(|| format!("{input:?} is out of range"))?;
-        rest = &after[unit.len()..];
-    }
-    let secs = u64::try_from(total_nanos / 1_000_000_000)
-        .map_err(|_| format!("{input:?} is out of range"))?;
-    let sub = u32::try_from(total_nanos % 1_000_000_000).unwrap_or(0);
-    Ok(Duration::new(secs, sub))
+    karpenter_api::duration::parse_go_duration(input.strip_prefix('+').unwrap_or(input))
+        .map_err(|e| format!("{e}; expected {allowed}"))
 }
 
 /// Formats a duration the way Go prints it for whole units (`10s`, `1m30s`, `15m0s`, `500ms`).

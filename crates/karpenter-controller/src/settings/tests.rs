@@ -203,12 +203,12 @@ fn a_bad_value_names_the_flag_the_env_and_what_is_allowed() {
         (
             &[],
             &[("BATCH_MAX_DURATION", "10")],
-            "for --batch-max-duration (env BATCH_MAX_DURATION): \"10\" has a missing or unknown unit",
+            "for --batch-max-duration (env BATCH_MAX_DURATION): invalid duration \"10\": missing unit",
         ),
         (
             &[],
             &[("BATCH_IDLE_DURATION", "-1s")],
-            "a negative duration is not allowed",
+            "negative durations are not allowed",
         ),
         (
             &[],
