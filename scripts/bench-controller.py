@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Helper of scripts/bench-controller (standard library only): talks to the API server of the
+running scripts/testenv with its admin token.
+
+  bench-controller.py run   --state DIR --case scaleout|antiaffinity --pods N --timeout S
+      creates namespace `bench` and the case's Deployment, watches its pods until all N are bound
+      (spec.nodeName set), then prints one JSON object: total seconds from the Deployment's
+      creation to the last pod seen bound (local clock, ms), p50/p99 of the per-pod bind latency
+      (metadata.creationTimestamp -> PodScheduled lastTransitionTime: API timestamps, 1 s
+      resolution), NodeClaims and Nodes at that moment, and the pods still unbound on timeout.
+  bench-controller.py report FILE...
+      prints the side-by-side table of result files (one JSON object per side and case).
+"""
+import argparse
+import json
+import math
+import os
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.request
+from datetime import datetime, timezone
+
+NAMESPACE = "bench"
+LABEL = "app=bench"
+
+
+class Api:
+    def __init__(self, state):
+        self.base = "https://127.0.0.1:%s" % open(os.path.join(state, "ports/apiserver")).read().strip()
+        self.token = open(os.path.join(state, "admin.token")).read().strip()
+        self.ctx = ssl.create_default_context(cafile=os.path.join(state, "pki/ca.crt"))
+
+    def request(self, method, path, body=None, timeout=30):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base + path, data=data, method=method)
+        req.add_header("Authorization", "Bearer " + self.token)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        return urllib.request.urlopen(req, context=self.ctx, timeout=timeout)
+
+    def get(self, path):
+        with self.request("GET", path) as r:
+            return json.load(r)
+
+    def post(self, path, body):
+        try:
+            with self.request("POST", path, body) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:
+            if e.code == 409:
+                return None
+            raise SystemExit("POST %s: HTTP %d %s" % (path, e.code, e.read().decode()[:500]))
+
+    def count(self, path):
+        """Items of a list, paged; None if the resource does not exist."""
+        n, cont = 0, ""
+        while True:
+            try:
+                page = self.get(path + "?limit=500" + ("&continue=" + cont if cont else ""))
+            except urllib.error.HTTPError as e:
+                if e.code == 404:
+                    return None
+                raise
+            n += len(page.get("items", []))
+            cont = page.get("metadata", {}).get("continue")
+            if not cont:
+                return n
+
+
+def deployment(case, pods):
+    # scaleout: upstream's basic scale-out shape (one Deployment, mid-size requests) with
+    # 1 vCPU / 1536Mi per pod; antiaffinity: 500m / 512Mi, required hostname anti-affinity
+    # (a node each).
+    labels = {"app": "bench"}
+    if case == "scaleout":
+        requests = {"cpu": "1", "memory": "1536Mi"}
+        affinity = None
+    else:
+        requests = {"cpu": "500m", "memory": "512Mi"}
+        affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]}}
+    spec = {
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": requests}}],
+    }
+    if affinity:
+        spec["affinity"] = affinity
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "bench-" + case, "namespace": NAMESPACE, "labels": labels},
+        "spec": {
+            "replicas": pods,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
+
+
+def ts(s):
+    return datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+def percentile(values, p):
+    if not values:
+        return None
+    v = sorted(values)
+    return v[max(0, math.ceil(p / 100 * len(v)) - 1)]
+
+
+def scheduled_at(pod):
+    for c in pod.get("status", {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "True":
+            return c.get("lastTransitionTime")
+    return None
+
+
+def cmd_run(args):
+    api = Api(args.state)
+    api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                    "metadata": {"name": NAMESPACE}})
+    deadline = time.time() + args.timeout
+    # Wait for the default ServiceAccount of the namespace (pods are refused without it).
+    while True:
+        try:
+            api.get("/api/v1/namespaces/%s/serviceaccounts/default" % NAMESPACE)
+            break
+        except urllib.error.HTTPError:
+            if time.time() > deadline:
+                raise SystemExit("no default ServiceAccount in namespace %s" % NAMESPACE)
+            time.sleep(0.2)
+
+    pods = {}      # name -> latest object
+    bound = {}     # name -> local time first seen bound
+    started = time.time()
+    created = api.post("/apis/apps/v1/namespaces/%s/deployments" % NAMESPACE,
+                       deployment(args.case, args.pods))
+    if created is None:
+        raise SystemExit("Deployment already exists: run on a fresh testenv")
+    last_progress = time.time()
+    rv = None
+    while len(bound) < args.pods and time.time() < deadline:
+        if rv is None:
+            lst = api.get("/api/v1/namespaces/%s/pods?labelSelector=%s" % (NAMESPACE, LABEL))
+            rv = lst["metadata"]["resourceVersion"]
+            events = [("ADDED", p) for p in lst["items"]]
+        else:
+            events = []
+        for kind, pod in events:
+            handle(pods, bound, kind, pod)
+        if len(bound) >= args.pods:
+            break
+        left = max(1, int(deadline - time.time()))
+        path = ("/api/v1/namespaces/%s/pods?watch=1&allowWatchBookmarks=true&labelSelector=%s"
+                "&resourceVersion=%s&timeoutSeconds=%d" % (NAMESPACE, LABEL, rv, min(left, 300)))
+        try:
+            with api.request("GET", path, timeout=min(left, 300) + 10) as r:
+                for line in r:
+                    ev = json.loads(line)
+                    if ev["type"] == "ERROR":
+                        rv = None  # e.g. 410 Gone: relist
+                        break
+                    rv = ev["object"]["metadata"].get("resourceVersion", rv)
+                    if ev["type"] != "BOOKMARK":
+                        before = len(bound)
+                        handle(pods, bound, ev["type"], ev["object"])
+                        if len(bound) != before:
+                            last_progress = time.time()
+                    if len(bound) >= args.pods or time.time() > deadline:
+                        break
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
+            print("bench-controller.py: watch ended (%s), resuming" % e, file=sys.stderr)
+    done = time.time()
+    # The final objects: PodScheduled times are set by the scheduler's bind.
+    lst = api.get("/api/v1/namespaces/%s/pods?labelSelector=%s" % (NAMESPACE, LABEL))
+    latencies = []
+    unbound = []
+    for pod in lst["items"]:
+        at = scheduled_at(pod)
+        if pod["spec"].get("nodeName") and at:
+            latencies.append(ts(at) - ts(pod["metadata"]["creationTimestamp"]))
+        else:
+            unbound.append(pod["metadata"]["name"])
+    complete = len(bound) >= args.pods
+    result = {
+        "case": args.case,
+        "pods": args.pods,
+        "complete": complete,
+        "bound": len(latencies),
+        "seconds_to_all_bound": round(bound_max(bound) - started, 3) if complete else None,
+        "seconds_waited": round(done - started, 3),
+        "seconds_since_last_bind": round(done - last_progress, 3),
+        "bind_latency_p50_s": percentile(latencies, 50),
+        "bind_latency_p99_s": percentile(latencies, 99),
+        "bind_latency_max_s": max(latencies) if latencies else None,
+        "nodeclaims": api.count("/apis/karpenter.sh/v1/nodeclaims"),
+        "nodes": api.count("/api/v1/nodes"),
+        "unbound_sample": unbound[:5],
+    }
+    json.dump(result, sys.stdout)
+    print()
+
+
+def bound_max(bound):
+    return max(bound.values())
+
+
+def handle(pods, bound, kind, pod):
+    name = pod["metadata"]["name"]
+    if kind == "DELETED":
+        pods.pop(name, None)
+        return
+    pods[name] = pod
+    if pod["spec"].get("nodeName") and name not in bound:
+        bound[name] = time.time()
+
+
+ROWS = [
+    ("pods bound", lambda r: "%s/%s" % (r.get("bound"), r.get("pods"))),
+    ("time to all bound (s)", lambda r: fmt(r.get("seconds_to_all_bound"), 1)
+     if r.get("complete") else "not all (%.0f s)" % r.get("seconds_waited", 0)),
+    ("bind latency p50 (s)", lambda r: fmt(r.get("bind_latency_p50_s"), 0)),
+    ("bind latency p99 (s)", lambda r: fmt(r.get("bind_latency_p99_s"), 0)),
+    ("NodeClaims", lambda r: fmt(r.get("nodeclaims"), 0)),
+    ("nodes", lambda r: fmt(r.get("nodes"), 0)),
+    ("controller peak RSS (MiB)", lambda r: fmt(r["vmhwm_kib"] / 1024, 1) if r.get("vmhwm_kib") else "-"),
+    ("controller CPU (s)", lambda r: fmt(r.get("cpu_seconds"), 2)),
+]
+
+
+def fmt(v, digits):
+    if v is None:
+        return "-"
+    return ("%." + str(digits) + "f") % v
+
+
+def cmd_report(args):
+    results = []
+    for f in args.files:
+        with open(f) as fh:
+            results.append(json.load(fh))
+    if args.json:
+        json.dump(results, sys.stdout, indent=2)
+        print()
+        return
+    cases = []
+    for r in results:
+        if r["case"] not in cases:
+            cases.append(r["case"])
+    for case in cases:
+        cols = [r for r in results if r["case"] == case]
+        pods = cols[0].get("pods")
+        print("%s (%s pods)" % (case, pods))
+        header = ["metric"] + [r["side"] for r in cols]
+        table = [[name] + [get(r) if "error" not in r else "failed" for r in cols]
+                 for name, get in ROWS]
+        if len(cols) == 2 and all("error" not in r for r in cols):
+            header.append("ours/upstream")
+            for row, (name, _) in zip(table, ROWS):
+                row.append(ratio(cols, name))
+        widths = [max(len(x[i]) for x in [header] + table) for i in range(len(header))]
+        print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
+        print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+        for row in table:
+            print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
+        for r in cols:
+            if "error" in r:
+                print("  %s: %s" % (r["side"], r["error"]))
+        print()
+
+
+def ratio(cols, name):
+    key = {"time to all bound (s)": "seconds_to_all_bound", "controller peak RSS (MiB)": "vmhwm_kib",
+           "controller CPU (s)": "cpu_seconds"}.get(name)
+    if key is None:
+        return ""
+    a, b = cols[0].get(key), cols[1].get(key)
+    if cols[0]["side"] != "ours":
+        a, b = b, a
+    if not a or not b:
+        return "-"
+    return "%.2f" % (a / b)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--state", required=True)
+    r.add_argument("--case", choices=["scaleout", "antiaffinity"], required=True)
+    r.add_argument("--pods", type=int, required=True)
+    r.add_argument("--timeout", type=float, default=900)
+    r.set_defaults(fn=cmd_run)
+    rep = sub.add_parser("report")
+    rep.add_argument("--json", action="store_true")
+    rep.add_argument("files", nargs="+")
+    rep.set_defaults(fn=cmd_report)
+    args = p.parse_args()
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()
