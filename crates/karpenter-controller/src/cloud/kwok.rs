@@ -168,7 +168,7 @@ impl KwokCloud {
             Err(poisoned) => poisoned.into_inner(),
         };
         if said.insert(key) {
-            tracing::info!(message = %message(), "kwok cloud provider");
+            tracing::info!(cloud_provider = "kwok", "{}", message());
         }
     }
 

@@ -80,6 +80,38 @@ impl ClusterCache {
         self.changed();
     }
 
+    /// A watch event older than what the controller itself already wrote into the index
+    /// (read-your-writes): applying it would step a NodeClaim or Node back and repeat a
+    /// lifecycle step. Resource versions are compared as the etcd revisions they are; one that
+    /// is not a number is never stale.
+    fn is_stale(&self, object: &Object) -> bool {
+        let version = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            meta.resource_version.as_deref()?.parse::<u64>().ok()
+        };
+        let cluster = self.lock();
+        let (incoming, stored) = match object {
+            Object::NodeClaim(claim) => (
+                version(&claim.metadata),
+                claim
+                    .metadata
+                    .name
+                    .as_deref()
+                    .and_then(|n| cluster.node_claim(n))
+                    .and_then(|c| version(&c.metadata)),
+            ),
+            Object::Node(node) => (
+                version(&node.metadata),
+                node.metadata
+                    .name
+                    .as_deref()
+                    .and_then(|n| cluster.node(n))
+                    .and_then(|n| version(&n.metadata)),
+            ),
+            _ => return false,
+        };
+        matches!((incoming, stored), (Some(incoming), Some(stored)) if incoming < stored)
+    }
+
     /// Removes an object the controller itself just deleted.
     pub fn delete(&self, object: &ObjectRef) {
         self.lock().delete(object);
@@ -172,7 +204,12 @@ impl ClusterCache {
                     Some(Err(error)) => {
                         tracing::warn!(kind = ?kind, %error, "watch failed; retrying with backoff");
                     }
-                    Some(Ok(Event::Apply(object))) => cache.apply(wrap(object)),
+                    Some(Ok(Event::Apply(object))) => {
+                        let object = wrap(object);
+                        if !cache.is_stale(&object) {
+                            cache.apply(object);
+                        }
+                    }
                     Some(Ok(Event::Delete(object))) => {
                         let reference = wrap(object).reference();
                         cache.delete(&reference);
