@@ -13,15 +13,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_api::labels;
 use karpenter_api::v1::{NodeClaim, NodePool};
 use karpenter_cloud::CloudProvider;
 use karpenter_lifecycle::{Batcher, limits, nodeclaim};
 use karpenter_scheduling::{
-    InstanceType, MinValuesPolicy, NewNodeClaim, PreferencePolicy, ResourceList, SolveOptions,
-    SolveResult,
+    InstanceType, MinValuesPolicy, PreferencePolicy, ResourceList, SolveOptions, SolveResult,
 };
 use karpenter_state::Object;
 use kube::Client;
@@ -33,9 +31,6 @@ use super::cache::ClusterCache;
 use super::events::Events;
 use super::metrics::ControllerMetrics;
 use crate::settings::{self, Settings};
-
-/// NodeClaims created at once.
-const CREATE_CONCURRENCY: usize = 32;
 
 /// How long an existing node stays nominated for the pods placed on it (upstream: the larger
 /// of two batch max durations and 10 s).
@@ -227,10 +222,6 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                 )
             })
             .collect();
-        // Limits are checked against the usage before this batch (upstream checks each create
-        // against current usage; the solver already kept the batch within what was left), then
-        // the NodeClaims are created concurrently, as upstream's parallel CreateNodeClaims.
-        let mut admitted = Vec::new();
         for claim in &result.new_node_claims {
             let Some(pool) = by_name.get(&claim.node_pool) else {
                 continue;
@@ -245,18 +236,34 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                     .await;
                 continue;
             }
-            admitted.push((claim, pool));
+            let shaped = nodeclaim::node_claim(claim, pool);
+            match self.create(&shaped).await {
+                Ok(created) => {
+                    let name = created.metadata.name.clone().unwrap_or_default();
+                    self.metrics.nodeclaim_created(
+                        "provisioning",
+                        &claim.node_pool,
+                        claim.min_values_relaxed,
+                    );
+                    self.cache.apply(Object::NodeClaim(created));
+                    for pod in &claim.pods {
+                        if let Some(p) = pods_by_key.get(&pod.to_string()) {
+                            self.events
+                                .normal_pod(
+                                    p,
+                                    "Nominated",
+                                    &format!("Pod should schedule on: nodeclaim/{name}"),
+                                )
+                                .await;
+                        }
+                    }
+                    outcome.created.push(name);
+                }
+                Err(error) => {
+                    tracing::error!(nodepool = %claim.node_pool, %error, "creating a NodeClaim failed")
+                }
+            }
         }
-        let mut creations = Vec::with_capacity(admitted.len());
-        for (claim, pool) in admitted {
-            creations.push(self.create_and_nominate(claim, pool, &pods_by_key));
-        }
-        let created: Vec<Option<String>> = futures::stream::iter(creations)
-            .buffer_unordered(CREATE_CONCURRENCY)
-            .collect()
-            .await;
-        outcome.created = created.into_iter().flatten().collect();
-        outcome.created.sort();
         let until = chrono::Utc::now()
             + chrono::Duration::from_std(nomination_window(&self.settings)).unwrap_or_default();
         for placement in &result.existing_placements {
@@ -293,40 +300,6 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             karpenter_scheduling::Quantity::from_units(i128::from(usage.nodes)),
         );
         limits::exceeded(&limits, &used)
-    }
-
-    /// Creates one NodeClaim, records it and nominates its pods; its name, or `None` (logged)
-    /// when the API refused it.
-    async fn create_and_nominate(
-        &self,
-        claim: &NewNodeClaim,
-        pool: &NodePool,
-        pods_by_key: &BTreeMap<String, &Pod>,
-    ) -> Option<String> {
-        let shaped = nodeclaim::node_claim(claim, pool);
-        let created = match self.create(&shaped).await {
-            Ok(created) => created,
-            Err(error) => {
-                tracing::error!(nodepool = %claim.node_pool, %error, "creating a NodeClaim failed");
-                return None;
-            }
-        };
-        let name = created.metadata.name.clone().unwrap_or_default();
-        self.metrics
-            .nodeclaim_created("provisioning", &claim.node_pool, claim.min_values_relaxed);
-        self.cache.apply(Object::NodeClaim(created));
-        for pod in &claim.pods {
-            if let Some(p) = pods_by_key.get(&pod.to_string()) {
-                self.events
-                    .normal_pod(
-                        p,
-                        "Nominated",
-                        &format!("Pod should schedule on: nodeclaim/{name}"),
-                    )
-                    .await;
-            }
-        }
-        Some(name)
     }
 
     async fn create(&self, claim: &NodeClaim) -> Result<NodeClaim, kube::Error> {
