@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Node, Taint};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_api::v1::nodeclaim::conditions;
@@ -97,9 +97,7 @@ pub fn is_true(claim: &NodeClaim, type_: &str) -> bool {
     condition(claim, type_).is_some_and(|c| c.status == "True")
 }
 
-fn time(t: &Time) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp(t.0.as_second(), 0)
-}
+use karpenter_state::conditions::from_api_time as time;
 
 fn elapsed(since: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Duration {
     since

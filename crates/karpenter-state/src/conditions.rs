@@ -15,6 +15,16 @@ pub fn api_time(at: DateTime<Utc>) -> Option<Time> {
     Timestamp::new(at.timestamp(), nanos).ok().map(Time)
 }
 
+/// An API timestamp as the decisions' clock type (the inverse of [`api_time`]). The API
+/// server stores seconds; an object built in memory (the simulator's) may carry a fraction,
+/// which is kept.
+pub fn from_api_time(t: &Time) -> Option<DateTime<Utc>> {
+    let seconds = DateTime::from_timestamp(t.0.as_second(), 0)?;
+    seconds.checked_add_signed(chrono::Duration::nanoseconds(i64::from(
+        t.0.subsec_nanosecond(),
+    )))
+}
+
 fn status(value: bool) -> String {
     if value { "True" } else { "False" }.to_owned()
 }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karpenter_api::labels;
 use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_api::v1::{NodeClaim, Operator};
@@ -40,14 +40,7 @@ fn resources(list: Option<&BTreeMap<String, Quantity>>) -> ResourceList {
         .unwrap_or_default()
 }
 
-/// An API timestamp as the decisions' clock type. The API server stores seconds; an object
-/// built in memory (the simulator's) may carry a fraction, which is kept.
-fn time(t: &Time) -> Option<DateTime<Utc>> {
-    let seconds = DateTime::from_timestamp(t.0.as_second(), 0)?;
-    seconds.checked_add_signed(chrono::Duration::nanoseconds(i64::from(
-        t.0.subsec_nanosecond(),
-    )))
-}
+use crate::conditions::from_api_time as time;
 
 fn condition<'c>(conditions: Option<&'c [Condition]>, type_: &str) -> Option<&'c Condition> {
     conditions?.iter().find(|c| c.type_ == type_)
