@@ -17,6 +17,8 @@
 //! - **Conditions** ([`conditions`]): setting a NodeClaim's or Node's condition as its owning
 //!   controller does (the transition time moves only with the status), for writers that build
 //!   objects in memory (the simulator's timeline, tests).
+//! - **What is kept** ([`slim`]): the fields some decision reads; the controller slims every
+//!   object before it is stored, so a large cluster's index stays small.
 //! - **Derived views**: the pods waiting for capacity ([`provisionable::is_provisionable`]),
 //!   each NodePool's usage against its limits ([`Cluster::node_pool_usage`]), the solver
 //!   input ([`Cluster::solve_input`]) and the disruption snapshot
@@ -34,6 +36,7 @@ pub mod conditions;
 pub mod node;
 pub mod object;
 pub mod provisionable;
+pub mod slim;
 
 pub use cluster::{Cluster, NodePoolUsage};
 pub use node::StateNode;

@@ -21,7 +21,7 @@
 //! - **Delete** deletes the Node; **get** and **list** read Nodes with `kwok://` provider ids.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Taint};
@@ -121,7 +121,7 @@ pub struct KwokCloud {
     pricing: PricingOptions,
     options: KwokOptions,
     /// The catalog resolved per distinct node-class options.
-    resolved: Mutex<Vec<(CatalogOptions, Vec<InstanceTypeInfo>)>>,
+    resolved: Mutex<Vec<(CatalogOptions, Arc<Vec<InstanceTypeInfo>>)>>,
     unavailable: Mutex<HashMap<OfferingRef, Instant>>,
     /// Node classes whose ignored fields (or absence) were already logged.
     said: Mutex<BTreeSet<String>>,
@@ -241,7 +241,7 @@ impl KwokCloud {
             }
             return Ok(Vec::new());
         };
-        let mut infos = {
+        let resolved: Arc<Vec<InstanceTypeInfo>> = {
             let mut cache = match self.resolved.lock() {
                 Ok(cache) => cache,
                 Err(poisoned) => poisoned.into_inner(),
@@ -249,35 +249,44 @@ impl KwokCloud {
             match cache.iter().find(|(o, _)| *o == options) {
                 Some((_, infos)) => infos.clone(),
                 None => {
-                    let infos = self.catalog.instance_types(&options).map_err(|e| {
+                    let infos = Arc::new(self.catalog.instance_types(&options).map_err(|e| {
                         CloudError::Provider {
                             operation: "instance types",
                             message: e.to_string(),
                             retryable: false,
                         }
-                    })?;
+                    })?);
                     cache.push((options, infos.clone()));
                     infos
                 }
             }
         };
+        // Only a copy with unavailable offerings marked when some are (most batches: none).
         let unavailable = self.unavailable_now();
-        for info in &mut infos {
-            for offering in &mut info.offerings {
-                let reference = OfferingRef {
-                    instance_type: info.name.clone(),
-                    zone: offering.zone.clone(),
-                    capacity_type: offering.capacity_type,
-                };
-                if unavailable.contains(&reference) {
-                    offering.available = false;
+        let marked;
+        let infos: &[InstanceTypeInfo] = if unavailable.is_empty() {
+            &resolved
+        } else {
+            let mut copy = resolved.as_ref().clone();
+            for reference in &unavailable {
+                for info in copy
+                    .iter_mut()
+                    .filter(|i| i.name == reference.instance_type)
+                {
+                    for offering in info.offerings.iter_mut().filter(|o| {
+                        o.zone == reference.zone && o.capacity_type == reference.capacity_type
+                    }) {
+                        offering.available = false;
+                    }
                 }
             }
-        }
+            marked = copy;
+            &marked
+        };
         let requirements = karpenter_scheduling::v1::node_pool(pool)
             .map(|p| p.requirements)
             .unwrap_or_default();
-        Ok(narrow(&infos, &requirements).infos)
+        Ok(narrow(infos, &requirements).infos)
     }
 
     fn node_for(

@@ -1,16 +1,25 @@
 //! Kubernetes events with upstream's reasons, through kube's [`Recorder`] (which aggregates
 //! repeats of the same event into a series instead of writing a new object each time).
-//! A failure to publish is logged, never fatal: events are for people.
+//!
+//! Publishing never waits for the API server: events go through a bounded queue to one
+//! writer task (as client-go's broadcaster does for upstream), so a batch that nominates
+//! 1,000 pods creates its NodeClaims without 1,000 round trips in between. When the queue is
+//! full the event is dropped and counted in the log. A failure to publish is logged, never
+//! fatal: events are for people.
 
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use karpenter_api::v1::{NodeClaim, NodePool};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
+use tokio::sync::mpsc;
+
+/// Events waiting for the writer task, at most.
+const QUEUE: usize = 2048;
 
 /// The controller's event recorder.
 #[derive(Clone)]
 pub struct Events {
-    recorder: Recorder,
+    queue: mpsc::Sender<(ObjectReference, Event)>,
 }
 
 impl std::fmt::Debug for Events {
@@ -25,9 +34,16 @@ impl Events {
             controller: "karpenter".to_owned(),
             instance: std::env::var("POD_NAME").ok(),
         };
-        Events {
-            recorder: Recorder::new(client, reporter),
-        }
+        let recorder = Recorder::new(client, reporter);
+        let (queue, mut pending) = mpsc::channel::<(ObjectReference, Event)>(QUEUE);
+        tokio::spawn(async move {
+            while let Some((reference, event)) = pending.recv().await {
+                if let Err(error) = recorder.publish(&event, &reference).await {
+                    tracing::warn!(%error, reason = %event.reason, "publishing an event failed");
+                }
+            }
+        });
+        Events { queue }
     }
 
     async fn publish(
@@ -52,8 +68,11 @@ impl Events {
             action: reason.to_owned(),
             secondary: None,
         };
-        if let Err(error) = self.recorder.publish(&event, &reference).await {
-            tracing::warn!(%error, reason, "publishing an event failed");
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.queue.try_send((reference, event)) {
+            tracing::warn!(
+                reason,
+                "event queue full ({QUEUE} waiting); an event was dropped"
+            );
         }
     }
 

@@ -117,7 +117,7 @@ async fn run_with<C: CloudProvider + 'static>(
     let synced_cache = cache.clone();
     let cancel = ctx.cancel.clone();
     tasks.spawn(async move {
-        let mut changes = synced_cache.subscribe();
+        let mut changes = synced_cache.changes(std::time::Duration::from_millis(500));
         loop {
             let synced = synced_cache.synced();
             metrics.cluster_state_synced.set(i64::from(synced));

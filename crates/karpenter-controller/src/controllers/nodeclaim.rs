@@ -30,6 +30,9 @@ use super::cache::ClusterCache;
 use super::events::Events;
 use super::metrics::ControllerMetrics;
 
+/// The loop looks at every NodeClaim at most this often on changes.
+const SCAN_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The loop runs at least this often.
 pub const RESYNC: Duration = Duration::from_secs(2);
 /// Steps in flight at once.
@@ -113,7 +116,7 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
         let this = Arc::new(self);
         let busy: Arc<Mutex<HashSet<String>>> = Arc::new(Mutex::new(HashSet::new()));
         let permits = Arc::new(Semaphore::new(CONCURRENCY));
-        let mut changes = this.cache.subscribe();
+        let mut changes = this.cache.changes(SCAN_INTERVAL);
         loop {
             if this.cache.synced() {
                 for (claim, node, step) in this.pending_steps() {

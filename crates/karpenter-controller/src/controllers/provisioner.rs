@@ -38,6 +38,10 @@ pub fn nomination_window(settings: &Settings) -> Duration {
     (settings.batch_max_duration * 2).max(Duration::from_secs(10))
 }
 
+/// The provisioning loop looks for pods to provision at most this often (each look scans every
+/// pod the index holds; the batch windows are 1 s and 10 s, so 100 ms is invisible).
+const SCAN_INTERVAL: Duration = Duration::from_millis(100);
+
 /// The provisioning loop.
 pub struct Provisioner<C> {
     pub cache: ClusterCache,
@@ -70,7 +74,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             self.settings.batch_idle_duration,
             self.settings.batch_max_duration,
         );
-        let mut changes = self.cache.subscribe();
+        let mut changes = self.cache.changes(SCAN_INTERVAL);
         loop {
             let now = Instant::now();
             let triggers: Vec<String> = {
@@ -192,16 +196,18 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             solver_pools.push(converted);
             by_name.insert(name, pool);
         }
-        let input = self.cache.lock().solve_input(
-            pods.clone(),
-            solver_pools,
-            instance_types,
-            self.solve_options(),
-        );
-        let result: SolveResult =
-            tokio::task::spawn_blocking(move || karpenter_scheduling::solve(&input))
-                .await
-                .map_err(ProvisionError::Solver)?;
+        let input =
+            self.cache
+                .lock()
+                .solve_input(pods, solver_pools, instance_types, self.solve_options());
+        // The input comes back with the result: its pods are the batch's (no second copy).
+        let (result, input): (SolveResult, _) = tokio::task::spawn_blocking(move || {
+            let result = karpenter_scheduling::solve(&input);
+            (result, input)
+        })
+        .await
+        .map_err(ProvisionError::Solver)?;
+        let pods = input.pods;
         self.metrics
             .scheduling_duration
             .observe(started.elapsed().as_secs_f64());
