@@ -101,11 +101,9 @@ fn a_slimmed_pod_is_placed_exactly_as_the_full_pod() {
         .map(|(name, claim)| {
             let mut pod = full_pod(name, claim);
             if claim.is_empty()
-                && let Some(spec) = pod.spec.as_mut()
+                && let Some(volumes) = pod.spec.as_mut().and_then(|s| s.volumes.as_mut())
             {
-                spec.volumes
-                    .as_mut()
-                    .map(|v| v.retain(|v| v.persistent_volume_claim.is_none()));
+                volumes.retain(|v| v.persistent_volume_claim.is_none());
             }
             pod
         })
