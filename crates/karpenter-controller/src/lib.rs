@@ -49,6 +49,7 @@ pub use client::{ClientError, Clients};
 pub use http::{Metrics, Readiness};
 pub use leader::{LeaderError, LeaderState, Leadership, LeaseConfig, LeaseTimings};
 pub use run::{
-    BoundRuntime, ControllerContext, ControllerError, DRAIN_TIMEOUT, RunError, Runtime, run,
+    BoundRuntime, ControllerContext, ControllerError, DRAIN_TIMEOUT, Leading, RunError, Runtime,
+    run,
 };
 pub use settings::{Settings, SettingsError};

@@ -1,5 +1,6 @@
-//! The run loop: servers, leader election, then the caller's controllers
-//! while (and only while) we lead; a drain in order on shutdown.
+//! The run loop: servers, leader election, and the caller's controllers: started at once so
+//! a standby warms its caches (and reports ready) before it leads, acting only once
+//! [`ControllerContext::leading`] says so; a drain in order on shutdown.
 //!
 //! Order on the way down (SIGTERM, or the caller's token): the controllers are
 //! cancelled and awaited, the Lease is released (a standby takes over at
@@ -72,6 +73,31 @@ pub struct ControllerContext {
     pub readiness: Readiness,
     /// Return promptly once this trips.
     pub cancel: CancellationToken,
+    /// Whether this replica leads: watch caches may start at once, anything that writes to
+    /// the cluster waits for [`Leading::wait`].
+    pub leading: Leading,
+}
+
+/// Tells the controllers when this replica starts leading (it never stops leading while they
+/// run: a lost Lease cancels them).
+#[derive(Debug, Clone)]
+pub struct Leading(tokio::sync::watch::Receiver<bool>);
+
+impl Leading {
+    /// Already leading (tests and controllers run without election).
+    pub fn now() -> Self {
+        Leading(tokio::sync::watch::channel(true).1)
+    }
+
+    /// Waits until this replica leads; false if the run loop went away first.
+    pub async fn wait(&mut self) -> bool {
+        self.0.wait_for(|leading| *leading).await.is_ok()
+    }
+
+    /// Leading right now.
+    pub fn is_leading(&self) -> bool {
+        *self.0.borrow()
+    }
 }
 
 /// Everything the run loop needs, before binding.
@@ -222,28 +248,35 @@ where
     F: FnOnce(ControllerContext) -> Fut,
     Fut: Future<Output = Result<(), ControllerError>> + Send + 'static,
 {
-    let leading = tokio::select! {
-        () = shutdown.cancelled() => return Ok(()),
-        leading = leadership.wait_until_leading() => leading,
-    };
-    if !leading {
-        // The election ended before we led (it only ends by cancel or loss).
-        return Ok(());
-    }
-    tracing::info!("leading: starting controllers");
     let cancel = CancellationToken::new();
+    let (lead_tx, lead_rx) = tokio::sync::watch::channel(false);
     let context = ControllerContext {
         settings: runtime.settings.clone(),
         clients: runtime.clients.clone(),
         metrics: runtime.metrics.clone(),
         readiness: runtime.readiness.clone(),
         cancel: cancel.clone(),
+        leading: Leading(lead_rx),
     };
+    // The controllers start now (a standby's caches warm up); they act once we lead.
     let mut task = tokio::spawn(controllers(context));
-    let lost = tokio::select! {
+    let leading = tokio::select! {
         joined = &mut task => return finished(joined),
-        () = shutdown.cancelled() => None,
-        state = leadership.wait_until_not_leading() => Some(state),
+        () = shutdown.cancelled() => false,
+        leading = leadership.wait_until_leading() => leading,
+    };
+    // Not leading: shut down, or the election ended before we led (it only ends by cancel
+    // or loss).
+    let lost = if leading {
+        tracing::info!("leading: starting controllers");
+        let _ = lead_tx.send(true);
+        tokio::select! {
+            joined = &mut task => return finished(joined),
+            () = shutdown.cancelled() => None,
+            state = leadership.wait_until_not_leading() => Some(state),
+        }
+    } else {
+        None
     };
     cancel.cancel();
     let drained = match tokio::time::timeout(DRAIN_TIMEOUT, &mut task).await {

@@ -79,9 +79,41 @@ async fn run_with<C: CloudProvider + 'static>(
     metrics: ControllerMetrics,
     cloud: Arc<C>,
 ) -> Result<(), ControllerError> {
+    let mut tasks = JoinSet::new();
+    // A standby keeps its caches warm and reports ready once they are synced; it writes
+    // nothing until it leads.
+    let readiness = ctx.readiness.clone();
+    let synced_cache = cache.clone();
+    let cancel = ctx.cancel.clone();
+    let state_metrics = metrics.clone();
+    tasks.spawn(async move {
+        let mut changes = synced_cache.changes(std::time::Duration::from_millis(500));
+        loop {
+            let synced = synced_cache.synced();
+            state_metrics.cluster_state_synced.set(i64::from(synced));
+            state_metrics
+                .cluster_state_node_count
+                .set(i64::try_from(synced_cache.lock().nodes().count()).unwrap_or(i64::MAX));
+            if synced {
+                readiness.set_ready(true);
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                _ = changes.changed() => {}
+            }
+        }
+    });
+    let mut leading = ctx.leading.clone();
+    let led = tokio::select! {
+        () = ctx.cancel.cancelled() => false,
+        led = leading.wait() => led,
+    };
+    if !led {
+        while tasks.join_next().await.is_some() {}
+        return Ok(());
+    }
     let client = ctx.clients.main.clone();
     let events = Events::new(client.clone());
-    let mut tasks = JoinSet::new();
     tasks.spawn(
         provisioner::Provisioner {
             cache: cache.clone(),
@@ -113,26 +145,6 @@ async fn run_with<C: CloudProvider + 'static>(
         metrics.clone(),
         ctx.cancel.clone(),
     ));
-    let readiness = ctx.readiness.clone();
-    let synced_cache = cache.clone();
-    let cancel = ctx.cancel.clone();
-    tasks.spawn(async move {
-        let mut changes = synced_cache.changes(std::time::Duration::from_millis(500));
-        loop {
-            let synced = synced_cache.synced();
-            metrics.cluster_state_synced.set(i64::from(synced));
-            metrics
-                .cluster_state_node_count
-                .set(i64::try_from(synced_cache.lock().nodes().count()).unwrap_or(i64::MAX));
-            if synced {
-                readiness.set_ready(true);
-            }
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                _ = changes.changed() => {}
-            }
-        }
-    });
     while tasks.join_next().await.is_some() {}
     Ok(())
 }

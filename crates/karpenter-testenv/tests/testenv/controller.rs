@@ -22,12 +22,11 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use karpenter_api::v1::{NodeClaim, NodePool};
 use karpenter_controller::cloud::kwok::{KwokOptions, OfferingPattern};
-use karpenter_controller::{Clients, Runtime, Settings};
+use karpenter_controller::{Clients, LeaseConfig, LeaseTimings, Runtime, Settings};
 use karpenter_testenv::{KubeEnv, TestScope, manifests, wait_for};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// One controller test at a time.
@@ -50,17 +49,116 @@ fn init_logs() {
         .try_init();
 }
 
-/// A running controller and the test's scope.
+/// One controller "process": its own thread and tokio runtime, so a crash can stop every task
+/// it spawned at once (elector, watchers, controllers) without any of them cleaning up.
+struct Controller {
+    cancel: CancellationToken,
+    crash: tokio::sync::oneshot::Sender<()>,
+    /// `Some(result)` when the run loop returned, `None` after a crash.
+    done: tokio::sync::oneshot::Receiver<Option<Result<(), karpenter_controller::RunError>>>,
+    health: SocketAddr,
+}
+
+/// How a test's controllers run.
+#[derive(Clone)]
+struct ControllerSpec {
+    args: Vec<String>,
+    kwok: KwokOptions,
+}
+
+/// The running controllers and the test's scope.
 struct Harness {
+    env: KubeEnv,
     client: Client,
     scope: TestScope,
     pool: String,
-    cancel: CancellationToken,
-    task: JoinHandle<Result<(), karpenter_controller::RunError>>,
+    /// Every NodePool the test made (the first is `pool`).
+    pools: std::sync::Mutex<Vec<String>>,
+    spec: ControllerSpec,
+    controllers: Vec<Controller>,
     _serial: tokio::sync::MutexGuard<'static, ()>,
 }
 
+/// Starts a controller: unelected when `identity` is `None`, else electing on a Lease in the
+/// scope's namespace under that identity (upstream's timings: 15 s duration, 2 s retry).
+async fn spawn_controller(
+    env: &KubeEnv,
+    scope: &TestScope,
+    spec: &ControllerSpec,
+    identity: Option<&str>,
+) -> Controller {
+    let mut argv = vec!["karpenter".to_owned()];
+    if identity.is_none() {
+        argv.push("--disable-leader-election".to_owned());
+    }
+    argv.extend(spec.args.iter().cloned());
+    let settings = Settings::parse_from(argv, Vec::<(String, String)>::new()).expect("settings");
+    let kubeconfig = Kubeconfig::read_from(env.kubeconfig_path()).expect("reading the kubeconfig");
+    let lease = identity.map(|identity| LeaseConfig {
+        namespace: scope.namespace().to_owned(),
+        name: LEASE.to_owned(),
+        identity: identity.to_owned(),
+        timings: LeaseTimings::default(),
+    });
+    let kwok = spec.kwok.clone();
+    let cancel = CancellationToken::new();
+    let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+    let (crash, crashed) = tokio::sync::oneshot::channel::<()>();
+    let (done_tx, done) = tokio::sync::oneshot::channel();
+    let token = cancel.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime for the controller");
+        let outcome = runtime.block_on(async move {
+            let config =
+                kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                    .await
+                    .expect("loading the kubeconfig");
+            let clients = Clients::from_config(config, &settings).expect("building the clients");
+            let bound = Runtime::new(settings, clients)
+                .with_lease(lease)
+                .with_addresses(loopback(), loopback())
+                .bind()
+                .await
+                .expect("binding the servers");
+            let _ = bound_tx.send(bound.health_addr().expect("health address"));
+            tokio::select! {
+                result = bound.run(token, move |ctx| {
+                    karpenter_controller::controllers::run_kwok(ctx, kwok)
+                }) => Some(result),
+                _ = crashed => None,
+            }
+        });
+        // A crash: every task of this "process" is dropped where it stands.
+        runtime.shutdown_background();
+        let _ = done_tx.send(outcome);
+    });
+    let health = bound_rx.await.expect("the controller binds its servers");
+    Controller {
+        cancel,
+        crash,
+        done,
+        health,
+    }
+}
+
+/// The Lease the replicas of a test elect on (in the test's namespace).
+const LEASE: &str = "karpenter-leader-election";
+
 async fn start(test: &str, args: &[&str], kwok: KwokOptions) -> Harness {
+    let h = prepare(test, args, kwok).await;
+    let controller = spawn_controller(&h.env, &h.scope, &h.spec, None).await;
+    Harness {
+        controllers: vec![controller],
+        ..h
+    }
+}
+
+/// The scope, CRDs and settings, no controller yet.
+async fn prepare(test: &str, args: &[&str], kwok: KwokOptions) -> Harness {
     let serial = SERIAL.lock().await;
     init_logs();
     let env = KubeEnv::connect()
@@ -70,30 +168,18 @@ async fn start(test: &str, args: &[&str], kwok: KwokOptions) -> Harness {
         .await
         .expect("applying charts/karpenter/crds");
     let scope = env.scope(test).await.expect("creating the test scope");
-    let mut argv = vec!["karpenter", "--disable-leader-election"];
-    argv.extend_from_slice(args);
-    let settings = Settings::parse_from(argv, Vec::<(String, String)>::new()).expect("settings");
-    let kubeconfig = Kubeconfig::read_from(env.kubeconfig_path()).expect("reading the kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("loading the kubeconfig");
-    let clients = Clients::from_config(config, &settings).expect("building the clients");
-    let bound = Runtime::new(settings, clients)
-        .with_lease(None)
-        .with_addresses(loopback(), loopback())
-        .bind()
-        .await
-        .expect("binding the servers");
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn(bound.run(cancel.clone(), move |ctx| {
-        karpenter_controller::controllers::run_kwok(ctx, kwok)
-    }));
+    let pool = scope.name("pool");
     Harness {
         client: env.client(),
-        pool: scope.name("pool"),
+        env,
+        pools: std::sync::Mutex::new(vec![pool.clone()]),
+        pool,
         scope,
-        cancel,
-        task,
+        spec: ControllerSpec {
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            kwok,
+        },
+        controllers: Vec::new(),
         _serial: serial,
     }
 }
@@ -101,6 +187,33 @@ async fn start(test: &str, args: &[&str], kwok: KwokOptions) -> Harness {
 impl Harness {
     /// A NodePool only this test's pods tolerate, whose nodes carry the scope label.
     async fn node_pool(&self, limits: Option<serde_json::Value>, requirements: serde_json::Value) {
+        self.create_node_pool(&self.pool, None, limits, requirements)
+            .await;
+    }
+
+    /// Another NodePool of the test, with a weight.
+    async fn weighted_node_pool(
+        &self,
+        base: &str,
+        weight: i32,
+        requirements: serde_json::Value,
+    ) -> String {
+        let name = self.scope.name(base);
+        if let Ok(mut pools) = self.pools.lock() {
+            pools.push(name.clone());
+        }
+        self.create_node_pool(&name, Some(weight), None, requirements)
+            .await;
+        name
+    }
+
+    async fn create_node_pool(
+        &self,
+        name: &str,
+        weight: Option<i32>,
+        limits: Option<serde_json::Value>,
+        requirements: serde_json::Value,
+    ) {
         let mut spec = serde_json::json!({
             "template": {
                 "metadata": {"labels": self.scope.labels()},
@@ -116,10 +229,13 @@ impl Harness {
         if let Some(limits) = limits {
             spec["limits"] = limits;
         }
+        if let Some(weight) = weight {
+            spec["weight"] = serde_json::json!(weight);
+        }
         let pool: NodePool = serde_json::from_value(serde_json::json!({
             "apiVersion": "karpenter.sh/v1",
             "kind": "NodePool",
-            "metadata": {"name": self.pool, "labels": self.scope.labels()},
+            "metadata": {"name": name, "labels": self.scope.labels()},
             "spec": spec,
         }))
         .expect("the test NodePool parses");
@@ -127,6 +243,25 @@ impl Harness {
             .create(&PostParams::default(), &pool)
             .await
             .expect("creating the NodePool");
+    }
+
+    fn toleration(&self) -> Toleration {
+        Toleration {
+            key: Some(TAINT_KEY.to_owned()),
+            operator: Some("Equal".to_owned()),
+            value: Some(self.scope.id().to_owned()),
+            effect: Some("NoSchedule".to_owned()),
+            ..Toleration::default()
+        }
+    }
+
+    /// Stops a controller as a crash would: every task it runs dropped mid-flight, nothing
+    /// released or cleaned up.
+    async fn crash(&mut self, index: usize) {
+        let controller = self.controllers.remove(index);
+        let _ = controller.crash.send(());
+        let outcome = controller.done.await.expect("the controller thread ends");
+        assert!(outcome.is_none(), "crashed, not stopped: {outcome:?}");
     }
 
     fn deployment(&self, name: &str, replicas: i32, cpu: &str) -> Deployment {
@@ -146,13 +281,7 @@ impl Harness {
                     }),
                     spec: Some(PodSpec {
                         node_selector: Some(self.scope.node_selector()),
-                        tolerations: Some(vec![Toleration {
-                            key: Some(TAINT_KEY.to_owned()),
-                            operator: Some("Equal".to_owned()),
-                            value: Some(self.scope.id().to_owned()),
-                            effect: Some("NoSchedule".to_owned()),
-                            ..Toleration::default()
-                        }]),
+                        tolerations: Some(vec![self.toleration()]),
                         containers: vec![Container {
                             name: "app".into(),
                             image: Some("registry.invalid/pause:3.10".into()),
@@ -184,8 +313,10 @@ impl Harness {
             .expect("creating the Deployment");
     }
 
+    /// Objects of any of the test's NodePools.
     fn pool_selector(&self) -> ListParams {
-        ListParams::default().labels(&format!("karpenter.sh/nodepool={}", self.pool))
+        let pools = self.pools.lock().map(|p| p.join(",")).unwrap_or_default();
+        ListParams::default().labels(&format!("karpenter.sh/nodepool in ({pools})"))
     }
 
     async fn node_claims(&self) -> Vec<NodeClaim> {
@@ -232,9 +363,12 @@ impl Harness {
         let _ = Api::<Deployment>::namespaced(self.client.clone(), self.scope.namespace())
             .delete_collection(&DeleteParams::default(), &ListParams::default())
             .await;
-        let _ = Api::<NodePool>::all(self.client.clone())
-            .delete(&self.pool, &DeleteParams::default())
-            .await;
+        let pools = self.pools.lock().map(|p| p.clone()).unwrap_or_default();
+        for pool in &pools {
+            let _ = Api::<NodePool>::all(self.client.clone())
+                .delete(pool, &DeleteParams::default())
+                .await;
+        }
         let claims: Api<NodeClaim> = Api::all(self.client.clone());
         let _ = claims
             .delete_collection(&DeleteParams::default(), &self.pool_selector())
@@ -247,11 +381,14 @@ impl Harness {
         .await
         .expect("NodeClaims are finalized by the controller");
         self.scope.cleanup().await.expect("cleaning up the scope");
-        self.cancel.cancel();
-        self.task
-            .await
-            .expect("the controller task")
-            .expect("the controller stops cleanly");
+        for controller in self.controllers {
+            controller.cancel.cancel();
+            let outcome = controller.done.await.expect("the controller thread ends");
+            assert!(
+                matches!(outcome, Some(Ok(()))),
+                "the controller stops cleanly: {outcome:?}"
+            );
+        }
     }
 }
 
@@ -279,6 +416,27 @@ async fn a_deployment_of_fifty_pods_gets_nodes_that_register_initialize_and_run_
     h.create_deployment("web", 50, "500m").await;
     h.wait_running(50, Duration::from_secs(180)).await;
 
+    // Pods run once a node is registered; initialization is the next step.
+    let initialized = |claim: &NodeClaim| {
+        claim
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == "Initialized" && c.status == "True")
+            })
+    };
+    wait_for(
+        "every NodeClaim initialized",
+        Duration::from_secs(60),
+        || async {
+            let claims = h.node_claims().await;
+            Ok((!claims.is_empty() && claims.iter().all(initialized)).then_some(()))
+        },
+    )
+    .await
+    .expect("the NodeClaims initialize");
     let claims = h.node_claims().await;
     assert!(!claims.is_empty(), "NodeClaims were created");
     for claim in &claims {
@@ -465,5 +623,236 @@ async fn a_node_claim_whose_node_never_registers_is_deleted_after_the_registrati
     )
     .await
     .expect("the NodeClaim that never registered is deleted");
+    h.finish().await;
+}
+
+/// On-demand instances of one type only, so node counts are known in advance.
+fn only(instance_types: &[&str]) -> serde_json::Value {
+    serde_json::json!([
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": instance_types}
+    ])
+}
+
+fn claim_label(claim: &NodeClaim, key: &str) -> String {
+    claim
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(key))
+        .cloned()
+        .unwrap_or_default()
+}
+
+impl Harness {
+    async fn nodes(&self) -> Vec<Node> {
+        Api::<Node>::all(self.client.clone())
+            .list(&self.pool_selector())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+    }
+
+    /// Exactly `expected` NodeClaims, each with its one Node, and no Node without a NodeClaim.
+    async fn assert_one_node_per_claim(&self, expected: usize, why: &str) {
+        let claims = self.node_claims().await;
+        let names: Vec<_> = claims.iter().map(|c| c.metadata.name.clone()).collect();
+        assert_eq!(claims.len(), expected, "{why}: NodeClaims {names:?}");
+        let ids: std::collections::BTreeSet<String> = claims
+            .iter()
+            .filter_map(|c| c.status.as_ref()?.provider_id.clone())
+            .collect();
+        let nodes = self.nodes().await;
+        assert_eq!(nodes.len(), expected, "{why}: one Node per NodeClaim");
+        for node in &nodes {
+            let id = node.spec.as_ref().and_then(|s| s.provider_id.clone());
+            assert!(
+                id.as_ref().is_some_and(|id| ids.contains(id)),
+                "{why}: node {:?} ({id:?}) belongs to a NodeClaim of {ids:?}",
+                node.metadata.name
+            );
+        }
+    }
+
+    async fn scale(&self, name: &str, replicas: i32) {
+        Api::<Deployment>::namespaced(self.client.clone(), self.scope.namespace())
+            .patch(
+                name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(serde_json::json!({"spec": {"replicas": replicas}})),
+            )
+            .await
+            .expect("scaling the Deployment");
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn the_heavier_nodepool_is_used_even_when_a_lighter_one_is_cheaper() {
+    let h = start("provision-weights", &[], KwokOptions::default()).await;
+    h.node_pool(None, only(&["c5.large"])).await;
+    let heavy = h
+        .weighted_node_pool("heavy", 50, only(&["m5.xlarge"]))
+        .await;
+    h.create_deployment("weighted", 2, "500m").await;
+    h.wait_running(2, Duration::from_secs(120)).await;
+    let claims = h.node_claims().await;
+    assert!(!claims.is_empty(), "NodeClaims were created");
+    for claim in &claims {
+        assert_eq!(claim_label(claim, "karpenter.sh/nodepool"), heavy);
+        assert_eq!(
+            claim_label(claim, "node.kubernetes.io/instance-type"),
+            "m5.xlarge"
+        );
+    }
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn daemonset_overhead_is_counted_when_the_instance_type_is_chosen() {
+    use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec};
+    let h = start("provision-daemonset", &[], KwokOptions::default()).await;
+    // c5.large has 1930m allocatable: the pod (1 CPU) fits alone, not beside the agent (1 CPU).
+    h.node_pool(None, only(&["c5.large", "c5.xlarge"])).await;
+    let labels = BTreeMap::from([("app".to_owned(), "agent".to_owned())]);
+    let agent = DaemonSet {
+        metadata: h.scope.namespaced_meta("agent"),
+        spec: DaemonSetSpec {
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    node_selector: Some(h.scope.node_selector()),
+                    tolerations: Some(vec![h.toleration()]),
+                    containers: vec![Container {
+                        name: "agent".into(),
+                        image: Some("registry.invalid/agent:1".into()),
+                        resources: Some(ResourceRequirements {
+                            requests: Some(BTreeMap::from([
+                                ("cpu".to_owned(), Quantity("1".into())),
+                                ("memory".to_owned(), Quantity("256Mi".into())),
+                            ])),
+                            ..ResourceRequirements::default()
+                        }),
+                        ..Container::default()
+                    }],
+                    ..PodSpec::default()
+                }),
+            },
+            ..DaemonSetSpec::default()
+        },
+        status: None,
+    };
+    Api::<DaemonSet>::namespaced(h.client.clone(), h.scope.namespace())
+        .create(&PostParams::default(), &agent)
+        .await
+        .expect("creating the DaemonSet");
+    h.create_deployment("app", 1, "1").await;
+    // The app pod and the agent's pod on the new node.
+    h.wait_running(2, Duration::from_secs(120)).await;
+    let types: Vec<String> = h
+        .node_claims()
+        .await
+        .iter()
+        .map(|c| claim_label(c, "node.kubernetes.io/instance-type"))
+        .collect();
+    assert_eq!(types, ["c5.xlarge"], "room for the pod and the agent");
+    let _ = Api::<DaemonSet>::namespaced(h.client.clone(), h.scope.namespace())
+        .delete("agent", &DeleteParams::default())
+        .await;
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_controller_crashed_mid_provisioning_and_restarted_makes_no_duplicate_and_leaks_no_node()
+{
+    let mut h = start("provision-restart", &[], KwokOptions::default()).await;
+    // Two 1.5-CPU pods per c5.xlarge (3920m allocatable): 10 pods need exactly 5 nodes.
+    h.node_pool(None, only(&["c5.xlarge"])).await;
+    h.create_deployment("restart", 10, "1500m").await;
+    wait_for("a first NodeClaim", Duration::from_secs(60), || async {
+        Ok((!h.node_claims().await.is_empty()).then_some(()))
+    })
+    .await
+    .expect("provisioning starts");
+    h.crash(0).await;
+    let at_crash = h.node_claims().await;
+    let launched = at_crash
+        .iter()
+        .filter(|c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.provider_id.as_ref())
+                .is_some()
+        })
+        .count();
+    tracing::info!(
+        nodeclaims = at_crash.len(),
+        launched,
+        "the controller crashed; starting another"
+    );
+    let controller = spawn_controller(&h.env, &h.scope, &h.spec, None).await;
+    h.controllers.push(controller);
+    h.wait_running(10, Duration::from_secs(180)).await;
+    h.assert_one_node_per_claim(5, "after a restart mid-provisioning")
+        .await;
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn of_two_replicas_one_leads_the_standby_is_ready_and_takes_over_when_the_leader_crashes() {
+    let mut h = prepare("replicas", &[], KwokOptions::default()).await;
+    for identity in ["replica-a", "replica-b"] {
+        let controller = spawn_controller(&h.env, &h.scope, &h.spec, Some(identity)).await;
+        h.controllers.push(controller);
+    }
+    for controller in &h.controllers {
+        let health = controller.health;
+        wait_for(
+            "both replicas ready",
+            Duration::from_secs(60),
+            || async move {
+                let status = super::leader_election::http_status(health, "/readyz").await;
+                Ok((status == 200).then_some(()))
+            },
+        )
+        .await
+        .expect("the leader and the warm standby are ready");
+    }
+    h.node_pool(None, only(&["c5.xlarge"])).await;
+    h.create_deployment("replicated", 6, "1500m").await;
+    h.wait_running(6, Duration::from_secs(180)).await;
+    h.assert_one_node_per_claim(3, "two replicas, one acting")
+        .await;
+
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(h.client.clone(), h.scope.namespace());
+    let holder = |lease: k8s_openapi::api::coordination::v1::Lease| {
+        lease
+            .spec
+            .and_then(|s| s.holder_identity)
+            .unwrap_or_default()
+    };
+    let leader = holder(leases.get(LEASE).await.expect("the Lease"));
+    let (index, standby) = match leader.as_str() {
+        "replica-a" => (0, "replica-b"),
+        "replica-b" => (1, "replica-a"),
+        other => panic!("the Lease is held by {other:?}, not by a replica"),
+    };
+    h.crash(index).await;
+    h.scale("replicated", 10).await;
+    // The standby leads once the crashed leader's Lease expires (15 s), then provisions.
+    h.wait_running(10, Duration::from_secs(180)).await;
+    assert_eq!(holder(leases.get(LEASE).await.expect("the Lease")), standby);
+    h.assert_one_node_per_claim(5, "after the takeover").await;
     h.finish().await;
 }

@@ -162,7 +162,7 @@ async fn clients(env: &KubeEnv, settings: &Settings) -> Clients {
     Clients::from_config(config, settings).expect("building the clients")
 }
 
-async fn http_status(addr: SocketAddr, path: &str) -> u16 {
+pub(crate) async fn http_status(addr: SocketAddr, path: &str) -> u16 {
     let mut stream = tokio::net::TcpStream::connect(addr)
         .await
         .expect("connecting");
@@ -183,7 +183,8 @@ fn loopback() -> SocketAddr {
 
 #[tokio::test]
 #[ignore = "needs a control plane: run scripts/test-integration"]
-async fn the_run_loop_starts_controllers_only_once_leading_and_releases_the_lease_on_shutdown() {
+async fn a_standby_warms_up_and_is_ready_acts_only_once_leading_and_releases_the_lease_on_shutdown()
+{
     let env = KubeEnv::connect()
         .await
         .expect("connecting to the test environment");
@@ -213,51 +214,51 @@ async fn the_run_loop_starts_controllers_only_once_leading_and_releases_the_leas
     let health = bound.health_addr().expect("health address");
     let metrics = bound.metrics_addr().expect("metrics address");
 
-    // The controller records who held the Lease when it started, then runs until cancelled.
+    // The controllers start at once: their caches warm up and they report ready while
+    // another replica leads. They record who held the Lease when they were told to lead, then
+    // run until cancelled.
     let seen_holder: Arc<Mutex<Option<Option<String>>>> = Arc::default();
     let seen = seen_holder.clone();
     let lease_api = Api::<Lease>::namespaced(env.client(), &ns);
     let api = lease_api.clone();
     let shutdown = CancellationToken::new();
-    let run = tokio::spawn(bound.run(shutdown.clone(), move |ctx| async move {
+    let run = tokio::spawn(bound.run(shutdown.clone(), move |mut ctx| async move {
+        ctx.readiness.set_ready(true);
+        if !ctx.leading.wait().await {
+            return Ok(());
+        }
         let now = holder(&api, "karpenter-leader-election").await;
         *seen.lock().map_err(|_| "poisoned")? = Some(now);
-        ctx.readiness.set_ready(true);
         ctx.cancel.cancelled().await;
         Ok(())
     }));
 
     assert_eq!(http_status(health, "/healthz").await, 200);
-    assert_eq!(
-        http_status(health, "/readyz").await,
-        503,
-        "not ready before the controllers start"
-    );
+    wait_for("a warm standby ready", Duration::from_secs(10), || async {
+        Ok((http_status(health, "/readyz").await == 200).then_some(()))
+    })
+    .await
+    .expect("a standby whose caches are warm is ready (a rolling update can proceed)");
     assert_eq!(http_status(metrics, "/metrics").await, 200);
     assert!(
         seen_holder.lock().expect("lock").is_none(),
-        "controllers started while another replica leads"
+        "controllers acted while another replica leads"
     );
 
     other_stop.cancel();
     other.join().await.expect("the other replica releases");
     wait_for(
-        "the controllers to start",
+        "the controllers to lead",
         Duration::from_secs(30),
         || async { Ok(seen_holder.lock().expect("lock").clone()) },
     )
     .await
-    .expect("the controllers start once we lead");
+    .expect("the controllers are told to lead once we hold the Lease");
     assert_eq!(
         seen_holder.lock().expect("lock").clone(),
         Some(Some("us".to_string())),
-        "the Lease was ours when the controllers started"
+        "the Lease was ours when the controllers were told to lead"
     );
-    wait_for("readyz", Duration::from_secs(10), || async {
-        Ok((http_status(health, "/readyz").await == 200).then_some(()))
-    })
-    .await
-    .expect("readyz follows the controllers' readiness");
 
     shutdown.cancel();
     tokio::time::timeout(Duration::from_secs(30), run)
@@ -298,12 +299,16 @@ async fn when_another_holder_takes_the_lease_the_controllers_stop_and_the_run_fa
     let bound = runtime.bind().await.expect("binding the servers");
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel();
-    let run = tokio::spawn(bound.run(CancellationToken::new(), move |ctx| async move {
-        let _ = started_tx.send(());
-        ctx.cancel.cancelled().await;
-        let _ = stopped_tx.send(());
-        Ok(())
-    }));
+    let run = tokio::spawn(
+        bound.run(CancellationToken::new(), move |mut ctx| async move {
+            if ctx.leading.wait().await {
+                let _ = started_tx.send(());
+            }
+            ctx.cancel.cancelled().await;
+            let _ = stopped_tx.send(());
+            Ok(())
+        }),
+    );
     tokio::time::timeout(Duration::from_secs(30), started_rx)
         .await
         .expect("the controllers start within 30 s")
