@@ -200,6 +200,18 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             self.cache
                 .lock()
                 .solve_input(pods, solver_pools, instance_types, self.solve_options());
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            for node in &input.existing_nodes {
+                tracing::debug!(
+                    node = %node.name,
+                    initialized = node.initialized,
+                    deleting = node.deleting,
+                    pods = node.pods.len(),
+                    taints = ?node.taints.iter().map(|t| format!("{}:{}", t.key, t.effect)).collect::<Vec<_>>(),
+                    "existing node in the solver's input"
+                );
+            }
+        }
         // The input comes back with the result: its pods are the batch's (no second copy).
         let (result, input): (SolveResult, _) = tokio::task::spawn_blocking(move || {
             let result = karpenter_scheduling::solve(&input);
