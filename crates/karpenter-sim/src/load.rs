@@ -116,10 +116,9 @@ impl Manifests {
                 problems.push(Problem {
                     file: source.file.to_string(),
                     document: None,
-                    position: err.line.map(|line| Position {
-                        line,
-                        column: err.column.unwrap_or(1),
-                    }),
+                    position: err
+                        .line
+                        .map(|line| Position::new(line, err.column.unwrap_or(1))),
                     object: None,
                     field: None,
                     message: format!("invalid YAML: {}", err.message),
@@ -135,7 +134,7 @@ impl Manifests {
                 id: DocumentIdentity::of(doc),
             };
             if let Err(problem) = self.add_document(&at, doc, seen, problems) {
-                problems.push(problem);
+                problems.push(*problem);
             }
         }
     }
@@ -146,10 +145,10 @@ impl Manifests {
         doc: &serde_json::Value,
         seen: &mut Seen<'a>,
         problems: &mut Vec<Problem>,
-    ) -> Result<(), Problem> {
+    ) -> Result<(), Box<Problem>> {
         let id = &at.id;
         if let TypeMeta::Wrong { field, message } = check_type_meta(&id.api_version, &id.kind) {
-            return Err(at.field_problem(field, message));
+            return Err(Box::new(at.field_problem(field, message)));
         }
         if !id.kind.ends_with("List") {
             if let Some(problem) = seen.check(at, doc) {
@@ -229,7 +228,7 @@ impl Manifests {
                         id: DocumentIdentity::of(item),
                     };
                     if let Err(problem) = self.add_document(&inner, item, seen, problems) {
-                        problems.push(problem);
+                        problems.push(*problem);
                     }
                 }
             }
@@ -423,9 +422,9 @@ impl At<'_> {
         }
     }
 
-    fn typed<T: DeserializeOwned>(&self, doc: &serde_json::Value) -> Result<T, Problem> {
+    fn typed<T: DeserializeOwned>(&self, doc: &serde_json::Value) -> Result<T, Box<Problem>> {
         karpenter_api::yaml::from_value(doc)
-            .map_err(|error| self.field_problem(&error.path, error.message))
+            .map_err(|error| Box::new(self.field_problem(&error.path, error.message)))
     }
 }
 

@@ -50,13 +50,13 @@ pub fn check_type_meta(api_version: &str, kind: &str) -> TypeMeta {
         ));
     }
     // The kind belongs to the other group: the apiVersion is wrong.
-    if let Some((right_group, _)) = V1_KINDS.iter().find(|(_, k)| *k == kind) {
-        if *right_group != group || version != "v1" {
-            return TypeMeta::Wrong {
-                field: "apiVersion",
-                message: format!("{kind} needs apiVersion {right_group}/v1, found {api_version:?}"),
-            };
-        }
+    if let Some((right_group, _)) = V1_KINDS.iter().find(|(_, k)| *k == kind)
+        && (*right_group != group || version != "v1")
+    {
+        return TypeMeta::Wrong {
+            field: "apiVersion",
+            message: format!("{kind} needs apiVersion {right_group}/v1, found {api_version:?}"),
+        };
     }
     let known: Vec<&str> = V1_KINDS
         .iter()

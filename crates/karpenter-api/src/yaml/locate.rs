@@ -9,11 +9,22 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 
-/// A 1-based line and column.
+/// A 1-based line and column (`u32`, so that errors carrying one stay small; a larger line
+/// number saturates).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Position {
-    pub line: u64,
-    pub column: u64,
+    pub line: u32,
+    pub column: u32,
+}
+
+impl Position {
+    /// From the parser's 64-bit line and column.
+    pub fn new(line: u64, column: u64) -> Self {
+        Self {
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            column: u32::try_from(column).unwrap_or(u32::MAX),
+        }
+    }
 }
 
 impl fmt::Display for Position {
@@ -131,10 +142,7 @@ impl<'de> Deserialize<'de> for Node {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let spanned = Spanned::<Children>::deserialize(deserializer)?;
         Ok(Node {
-            at: Position {
-                line: spanned.referenced.line(),
-                column: spanned.referenced.column(),
-            },
+            at: Position::new(spanned.referenced.line(), spanned.referenced.column()),
             children: spanned.value,
         })
     }
