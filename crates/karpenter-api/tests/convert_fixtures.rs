@@ -28,6 +28,7 @@ fn convert_fixture(name: &str, options: &Options) -> Conversion {
         .map(|(i, value)| Input {
             file: name.to_owned(),
             document: i + 1,
+            position: None,
             value,
         })
         .collect();
@@ -130,6 +131,7 @@ fn converting_through_v1beta1_gives_the_same_v1_as_converting_directly() {
             .map(|(i, value)| Input {
                 file: "beta.yaml".to_owned(),
                 document: i + 1,
+                position: None,
                 value,
             })
             .collect();

@@ -13,6 +13,7 @@ fn run(yaml: &str, options: &Options) -> Result<Conversion, Vec<ConvertError>> {
         .map(|(i, value)| Input {
             file: "case.yaml".to_owned(),
             document: i + 1,
+            position: None,
             value,
         })
         .collect();
@@ -402,7 +403,7 @@ fn launch_template_name_is_an_error_naming_file_document_object_and_field() {
     let errors = run(&yaml, &Options::default()).expect_err("error");
     assert_eq!(errors.len(), 1);
     let text = errors[0].to_string();
-    assert!(text.starts_with("case.yaml:1: AWSNodeTemplate/default: spec.launchTemplateName: launchTemplateName is not supported"), "{text}");
+    assert!(text.starts_with("case.yaml: document 1: AWSNodeTemplate/default: spec.launchTemplateName: launchTemplateName is not supported"), "{text}");
 }
 
 #[test]

@@ -73,6 +73,7 @@ pub mod overhead;
 pub mod pool_types;
 pub mod pricing;
 pub mod provider;
+pub mod regions;
 pub mod resources;
 pub mod shape;
 #[cfg(feature = "scheduling")]

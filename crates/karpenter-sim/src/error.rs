@@ -11,6 +11,8 @@ pub struct Problem {
     pub file: String,
     /// 1-based document index within the file; `None` for a problem with the whole file.
     pub document: Option<usize>,
+    /// Line and column of the field (or the object) in the file, when known.
+    pub position: Option<karpenter_api::yaml::Position>,
     /// `Kind/name` of the object, when known.
     pub object: Option<String>,
     /// Field path (`spec.template.spec.requirements[0].operator`), when known.
@@ -21,8 +23,10 @@ pub struct Problem {
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.file)?;
-        if let Some(document) = self.document {
-            write!(f, ":{document}")?;
+        match (self.position, self.document) {
+            (Some(position), _) => write!(f, ":{position}")?,
+            (None, Some(document)) => write!(f, ": document {document}")?,
+            (None, None) => {}
         }
         if let Some(object) = &self.object {
             write!(f, ": {object}")?;
@@ -53,7 +57,7 @@ impl fmt::Display for Problems {
 /// Reading manifests failed; nothing was simulated.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}")]
     Read {
         path: PathBuf,
         #[source]
@@ -61,6 +65,10 @@ pub enum LoadError {
     },
     #[error("{path}: no manifest files (*.yaml, *.yml, *.json) found")]
     NoManifests { path: PathBuf },
+    #[error(
+        "the workloads make {pods} pods, more than simulate's ceiling of {max} pods in one run"
+    )]
+    TooManyPods { pods: usize, max: usize },
     /// Malformed YAML, invalid Karpenter objects or objects that do not fit their kind.
     #[error("{0}")]
     Invalid(Problems),

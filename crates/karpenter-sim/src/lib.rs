@@ -31,6 +31,7 @@
 pub mod daemonsets;
 pub mod error;
 pub mod html;
+pub mod limits;
 pub mod load;
 pub mod lower_bound;
 pub mod nodegroup;

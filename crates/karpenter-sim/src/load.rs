@@ -7,6 +7,8 @@
 //! every file is reported, and nothing is simulated when there is any. Kinds the simulator does
 //! not use (Services, ConfigMaps, ...) are listed as ignored.
 
+use std::cell::OnceCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -14,11 +16,15 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use karpenter_api::v1::{EC2NodeClass, NodePool};
-use karpenter_api::validation::{DocumentIdentity, Outcome, validate_document};
+use karpenter_api::validation::{
+    DocumentIdentity, Outcome, TypeMeta, check_type_meta, validate_document,
+};
+use karpenter_api::yaml::{Position, SourceMap};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::{LoadError, Problem, Problems};
+use crate::limits;
 use crate::workload::Workload;
 
 /// An object the simulator does not use, and why.
@@ -26,6 +32,9 @@ use crate::workload::Workload;
 pub struct Ignored {
     pub file: String,
     pub document: usize,
+    /// Line and column of the object in the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<Position>,
     /// `apiVersion kind/name`.
     pub object: String,
     pub reason: String,
@@ -64,10 +73,24 @@ impl Manifests {
     pub fn load_texts<'a>(
         texts: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Self, LoadError> {
+        let sources: Vec<Source<'a>> = texts
+            .into_iter()
+            .map(|(file, text)| Source {
+                file,
+                text,
+                map: OnceCell::new(),
+            })
+            .collect();
         let mut manifests = Manifests::default();
         let mut problems = Vec::new();
-        for (file, text) in texts {
-            manifests.add_text(file, text, &mut problems);
+        let mut seen = Seen::default();
+        for source in &sources {
+            manifests.add_text(source, &mut seen, &mut problems);
+        }
+        if problems.is_empty()
+            && let Some(error) = limits::total_pods(&manifests.workloads)
+        {
+            return Err(error);
         }
         if problems.is_empty() {
             Ok(manifests)
@@ -81,46 +104,75 @@ impl Manifests {
         Self::load_texts([(file, text)])
     }
 
-    fn add_text(&mut self, file: &str, text: &str, problems: &mut Vec<Problem>) {
-        let docs = match karpenter_api::yaml::parse_documents(text) {
+    fn add_text<'a>(
+        &mut self,
+        source: &'a Source<'a>,
+        seen: &mut Seen<'a>,
+        problems: &mut Vec<Problem>,
+    ) {
+        let docs = match karpenter_api::yaml::parse_documents(source.text) {
             Ok(docs) => docs,
             Err(err) => {
                 problems.push(Problem {
-                    file: file.to_string(),
+                    file: source.file.to_string(),
                     document: None,
+                    position: err
+                        .line
+                        .map(|line| Position::new(line, err.column.unwrap_or(1))),
                     object: None,
                     field: None,
-                    message: format!("invalid YAML: {}", err.describe()),
+                    message: format!("invalid YAML: {}", err.message),
                 });
                 return;
             }
         };
         for (index, doc) in docs.iter().enumerate() {
             let at = At {
-                file,
-                document: index + 1,
+                source,
+                document: index,
+                prefix: String::new(),
                 id: DocumentIdentity::of(doc),
             };
-            if let Err(problem) = self.add_document(&at, doc, problems) {
-                problems.push(problem);
+            if let Err(problem) = self.add_document(&at, doc, seen, problems) {
+                problems.push(*problem);
             }
         }
     }
 
-    fn add_document(
+    fn add_document<'a>(
         &mut self,
-        at: &At<'_>,
+        at: &At<'a>,
         doc: &serde_json::Value,
+        seen: &mut Seen<'a>,
         problems: &mut Vec<Problem>,
-    ) -> Result<(), Problem> {
+    ) -> Result<(), Box<Problem>> {
         let id = &at.id;
+        if let TypeMeta::Wrong { field, message } = check_type_meta(&id.api_version, &id.kind) {
+            return Err(Box::new(at.field_problem(field, message)));
+        }
+        if !id.kind.ends_with("List") {
+            if let Some(problem) = seen.check(at, doc) {
+                problems.push(problem);
+                return Ok(());
+            }
+            let before = problems.len();
+            problems.extend(
+                limits::check(doc)
+                    .into_iter()
+                    .map(|(field, message)| at.field_problem(&field, message)),
+            );
+            if problems.len() > before {
+                return Ok(());
+            }
+        }
         match (id.api_version.as_str(), id.kind.as_str()) {
             ("karpenter.sh/v1", "NodePool") | ("karpenter.k8s.aws/v1", "EC2NodeClass") => {
                 if let Outcome::Invalid(errors) = validate_document(doc) {
-                    problems.extend(errors.into_iter().map(|error| Problem {
-                        field: Some(error.path),
-                        ..at.problem(error.message)
-                    }));
+                    problems.extend(
+                        errors
+                            .into_iter()
+                            .map(|error| at.field_problem(&error.path, error.message)),
+                    );
                     return Ok(());
                 }
                 if id.kind == "NodePool" {
@@ -160,25 +212,30 @@ impl Manifests {
             ("v1", "Namespace") => self.namespaces.push(at.typed(doc)?),
             ("v1", "Node") => self.nodes.push(at.typed(doc)?),
             ("storage.k8s.io/v1", "StorageClass") => self.storage_classes.push(at.typed(doc)?),
-            ("v1", "List") => {
+            (_, kind)
+                if kind.ends_with("List") && doc.get("items").is_some_and(|i| i.is_array()) =>
+            {
                 let items = doc
                     .get("items")
                     .and_then(serde_json::Value::as_array)
-                    .cloned()
+                    .map(Vec::as_slice)
                     .unwrap_or_default();
-                for item in &items {
+                for (i, item) in items.iter().enumerate() {
                     let inner = At {
+                        source: at.source,
+                        document: at.document,
+                        prefix: format!("{}items[{i}].", at.prefix),
                         id: DocumentIdentity::of(item),
-                        ..*at
                     };
-                    if let Err(problem) = self.add_document(&inner, item, problems) {
-                        problems.push(problem);
+                    if let Err(problem) = self.add_document(&inner, item, seen, problems) {
+                        problems.push(*problem);
                     }
                 }
             }
             (api_version, kind) => self.ignored.push(Ignored {
-                file: at.file.to_string(),
-                document: at.document,
+                file: at.source.file.to_string(),
+                document: at.document + 1,
+                position: at.position(""),
                 object: at.describe(),
                 reason: ignore_reason(api_version, kind),
             }),
@@ -190,11 +247,7 @@ impl Manifests {
 /// Reads files and directories (directories recursively: `*.yaml`, `*.yml`, `*.json`, in name
 /// order, timeline files excluded) into `(file name, text)` pairs.
 pub fn read_manifest_files(paths: &[PathBuf]) -> Result<Vec<(String, String)>, LoadError> {
-    let mut files = Vec::new();
-    for path in paths {
-        collect_files(path, &mut files)?;
-    }
-    files
+    manifest_paths(paths)?
         .into_iter()
         .map(|file| {
             std::fs::read_to_string(&file)
@@ -204,27 +257,120 @@ pub fn read_manifest_files(paths: &[PathBuf]) -> Result<Vec<(String, String)>, L
         .collect()
 }
 
+/// The manifest files named by files and directories (directories recursively: `*.yaml`,
+/// `*.yml`, `*.json`, in name order, timeline files excluded); a directory without any is an
+/// error.
+pub fn manifest_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
+    let mut files = Vec::new();
+    for path in paths {
+        collect_files(path, &mut files)?;
+    }
+    Ok(files)
+}
+
 fn ignore_reason(api_version: &str, kind: &str) -> String {
     if api_version.is_empty() || kind.is_empty() {
         return "not a Kubernetes object (apiVersion and kind are required)".to_string();
     }
-    let group = api_version.split('/').next().unwrap_or_default();
-    if (group == "karpenter.sh" || group == "karpenter.k8s.aws")
-        && matches!(
-            kind,
-            "NodePool" | "EC2NodeClass" | "Provisioner" | "AWSNodeTemplate" | "EC2NodeClassList"
-        )
-    {
-        return format!("{api_version} is not v1: convert it with `karpenter convert`");
+    match check_type_meta(api_version, kind) {
+        TypeMeta::Legacy(reason) => reason,
+        _ => "kind not used by the simulation".to_string(),
     }
-    "kind not used by the simulation".to_string()
 }
 
-/// Where a document is, for problems and typed parsing.
-#[derive(Debug)]
-struct At<'a> {
+/// One input file; its source map (positions of values) is read only when a message needs it.
+struct Source<'a> {
     file: &'a str,
+    text: &'a str,
+    map: OnceCell<SourceMap>,
+}
+
+impl Source<'_> {
+    fn map(&self) -> &SourceMap {
+        self.map.get_or_init(|| SourceMap::new(self.text))
+    }
+}
+
+/// The objects loaded so far by kind, namespace and name, to refuse a second object of the
+/// same name (eleven NodePools called `default` from a folder of examples).
+#[derive(Default)]
+struct Seen<'a> {
+    objects: HashMap<(String, String, String), (&'a Source<'a>, usize, String)>,
+}
+
+impl<'a> Seen<'a> {
+    /// A problem when an object of this kind and name was loaded before.
+    fn check(&mut self, at: &At<'a>, doc: &serde_json::Value) -> Option<Problem> {
+        let id = &at.id;
+        if id.name.is_empty() || !USED_KINDS.contains(&id.kind.as_str()) {
+            return None;
+        }
+        let namespace = if CLUSTER_SCOPED.contains(&id.kind.as_str()) {
+            String::new()
+        } else {
+            doc.pointer("/metadata/namespace")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("default")
+                .to_string()
+        };
+        let key = (id.kind.clone(), namespace, id.name.clone());
+        match self.objects.get(&key) {
+            Some((source, document, prefix)) => {
+                let first = At {
+                    source,
+                    document: *document,
+                    prefix: prefix.clone(),
+                    id: id.clone(),
+                };
+                Some(at.problem(format!(
+                    "defined twice: first at {}; names must be unique (rename one, or give \
+                     only one of the files)",
+                    first.location()
+                )))
+            }
+            None => {
+                self.objects
+                    .insert(key, (at.source, at.document, at.prefix.clone()));
+                None
+            }
+        }
+    }
+}
+
+/// Kinds the simulation uses (and whose names must be unique).
+const USED_KINDS: &[&str] = &[
+    "NodePool",
+    "EC2NodeClass",
+    "Deployment",
+    "StatefulSet",
+    "ReplicaSet",
+    "DaemonSet",
+    "Job",
+    "CronJob",
+    "Pod",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "Namespace",
+    "Node",
+];
+
+const CLUSTER_SCOPED: &[&str] = &[
+    "NodePool",
+    "EC2NodeClass",
+    "PersistentVolume",
+    "StorageClass",
+    "Namespace",
+    "Node",
+];
+
+/// Where a document (or a `List` item) is, for problems and typed parsing.
+struct At<'a> {
+    source: &'a Source<'a>,
+    /// 0-based index of the non-empty document.
     document: usize,
+    /// `items[3].` for an item of a `List`, empty otherwise.
+    prefix: String,
     id: DocumentIdentity,
 }
 
@@ -242,21 +388,43 @@ impl At<'_> {
         }
     }
 
+    /// The position of a field of the object (its deepest existing parent when missing).
+    fn position(&self, field: &str) -> Option<Position> {
+        self.source
+            .map()
+            .locate(self.document, &format!("{}{field}", self.prefix))
+    }
+
+    /// `file:line:column` of the object.
+    fn location(&self) -> String {
+        match self.position("") {
+            Some(position) => format!("{}:{position}", self.source.file),
+            None => format!("{}: document {}", self.source.file, self.document + 1),
+        }
+    }
+
     fn problem(&self, message: impl Into<String>) -> Problem {
         Problem {
-            file: self.file.to_string(),
-            document: Some(self.document),
+            file: self.source.file.to_string(),
+            document: Some(self.document + 1),
+            position: self.position(""),
             object: Some(self.describe()),
             field: None,
             message: message.into(),
         }
     }
 
-    fn typed<T: DeserializeOwned>(&self, doc: &serde_json::Value) -> Result<T, Problem> {
-        karpenter_api::yaml::from_value(doc).map_err(|error| Problem {
-            field: Some(error.path),
-            ..self.problem(error.message)
-        })
+    fn field_problem(&self, field: &str, message: impl Into<String>) -> Problem {
+        Problem {
+            position: self.position(field),
+            field: Some(field.to_string()),
+            ..self.problem(message)
+        }
+    }
+
+    fn typed<T: DeserializeOwned>(&self, doc: &serde_json::Value) -> Result<T, Box<Problem>> {
+        karpenter_api::yaml::from_value(doc)
+            .map_err(|error| Box::new(self.field_problem(&error.path, error.message)))
     }
 }
 

@@ -78,9 +78,12 @@ pub struct Plan {
     pub notes: Vec<String>,
 }
 
-/// Computes the plan for the scenario's pending pods.
-pub fn plan(scenario: &Scenario) -> Plan {
-    let result = scenario.solve(&scenario.pending, &scenario.existing_nodes);
+/// Computes the plan for the scenario's pending pods (lent to the solver, not copied).
+pub fn plan(scenario: &mut Scenario) -> Plan {
+    let pending = std::mem::take(&mut scenario.pending);
+    let (result, pending) = scenario.solve_returning(pending, &scenario.existing_nodes);
+    scenario.pending = pending;
+    let scenario = &*scenario;
     let mut nodes = Vec::new();
     let mut notes = scenario.notes.clone();
     let mut placed_cpu = 0i64;

@@ -139,16 +139,29 @@ pub fn plan_table(plan: &Plan) -> String {
             )
         })
     };
-    let _ = writeln!(
-        out,
-        "Lower bound: {}/hour = max({:.2} vCPU x {}, {:.2} GiB x {}), bound by {}",
-        dollars(plan.lower_bound_per_hour),
-        bound.cpu_requests,
-        unit(&bound.cheapest_per_vcpu_hour, "vCPU"),
-        bound.memory_requests_gib,
-        unit(&bound.cheapest_per_gib_hour, "GiB"),
-        bound.bound_by
-    );
+    if bound.cheapest_per_vcpu_hour.is_none() || bound.cheapest_per_gib_hour.is_none() {
+        let _ = writeln!(
+            out,
+            "Lower bound: none (no NodePool allows an instance type with a price)"
+        );
+    } else if bound.cpu_requests == 0.0 && bound.memory_requests_gib == 0.0 {
+        let _ = writeln!(
+            out,
+            "Lower bound: {}/hour (no pod is placed on a new node)",
+            dollars(0.0)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "Lower bound: {}/hour = max({:.2} vCPU x {}, {:.2} GiB x {}), bound by {}",
+            dollars(plan.lower_bound_per_hour),
+            bound.cpu_requests,
+            unit(&bound.cheapest_per_vcpu_hour, "vCPU"),
+            bound.memory_requests_gib,
+            unit(&bound.cheapest_per_gib_hour, "GiB"),
+            bound.bound_by
+        );
+    }
     if let Some(ratio) = plan.ratio_to_lower_bound {
         let _ = writeln!(out, "Plan / lower bound: {ratio:.2}x");
     }
@@ -199,11 +212,11 @@ pub fn plan_table(plan: &Plan) -> String {
         out.push('\n');
         let _ = writeln!(out, "Ignored objects ({}):", plan.ignored.len());
         for ignored in &plan.ignored {
-            let _ = writeln!(
-                out,
-                "  {}:{}: {}: {}",
-                ignored.file, ignored.document, ignored.object, ignored.reason
-            );
+            let at = match ignored.position {
+                Some(position) => format!("{}:{position}", ignored.file),
+                None => format!("{}: document {}", ignored.file, ignored.document),
+            };
+            let _ = writeln!(out, "  {at}: {}: {}", ignored.object, ignored.reason);
         }
     }
     if !plan.notes.is_empty() {

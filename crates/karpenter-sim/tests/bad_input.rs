@@ -32,10 +32,8 @@ spec:
 "#,
     );
     assert!(
-        found
-            .iter()
-            .any(|p| p
-                .starts_with("bad.yaml:2: NodePool/broken: spec.template.spec.requirements[0]")),
+        found.iter().any(|p| p
+            .starts_with("bad.yaml:16:19: NodePool/broken: spec.template.spec.requirements[0]")),
         "{found:?}"
     );
 }
@@ -45,10 +43,9 @@ fn malformed_yaml_reports_line_and_column() {
     let found = problems("apiVersion: v1\nkind: Pod\nmetadata: {name: [unclosed\n");
     assert_eq!(found.len(), 1);
     assert!(
-        found[0].starts_with("bad.yaml: invalid YAML: line "),
+        found[0].starts_with("bad.yaml:3:18: invalid YAML: unclosed bracket"),
         "{found:?}"
     );
-    assert!(found[0].contains("column"), "{found:?}");
 }
 
 #[test]
@@ -67,7 +64,7 @@ spec:
     assert!(
         found
             .iter()
-            .any(|p| p.starts_with("bad.yaml:1: Deployment/web: spec.replicas:")),
+            .any(|p| p.starts_with("bad.yaml:6:13: Deployment/web: spec.replicas:")),
         "{found:?}"
     );
 }

@@ -131,8 +131,8 @@ fn mutated_example_manifests_load_validate_and_plan_or_fail_cleanly() {
                     return true;
                 }
                 match Scenario::prepare(&manifests, &catalog, &pricing) {
-                    Ok(scenario) => {
-                        let _ = karpenter_sim::plan(&scenario);
+                    Ok(mut scenario) => {
+                        let _ = karpenter_sim::plan(&mut scenario);
                         true
                     }
                     Err(_) => false,
@@ -170,6 +170,7 @@ fn mutated_legacy_manifests_convert_or_fail_cleanly() {
                     .map(|(i, value)| Input {
                         file: "mutant.yaml".to_owned(),
                         document: i + 1,
+                        position: None,
                         value,
                     })
                     .collect();

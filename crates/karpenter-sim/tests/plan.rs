@@ -18,7 +18,7 @@ fn plan_with(text: &str, pricing: &PricingOptions) -> Plan {
         Err(e) => panic!("catalog: {e}"),
     };
     match Scenario::prepare(&manifests, &catalog, pricing) {
-        Ok(scenario) => karpenter_sim::plan(&scenario),
+        Ok(mut scenario) => karpenter_sim::plan(&mut scenario),
         Err(e) => panic!("prepares: {e}"),
     }
 }

@@ -19,7 +19,7 @@ fn the_shop_example_schedules_every_expanded_pod_and_costs_more_than_the_lower_b
         Ok(c) => c,
         Err(e) => panic!("catalog: {e}"),
     };
-    let scenario = match Scenario::prepare(&manifests, &catalog, &PricingOptions::default()) {
+    let mut scenario = match Scenario::prepare(&manifests, &catalog, &PricingOptions::default()) {
         Ok(s) => s,
         Err(e) => panic!("prepares: {e}"),
     };
@@ -28,7 +28,7 @@ fn the_shop_example_schedules_every_expanded_pod_and_costs_more_than_the_lower_b
         .iter()
         .map(|w| w.expand().pods.len())
         .sum();
-    let plan = karpenter_sim::plan(&scenario);
+    let plan = karpenter_sim::plan(&mut scenario);
     assert!(plan.unschedulable.is_empty(), "{:?}", plan.unschedulable);
     assert_eq!(plan.pods_on_new_nodes, expanded);
     assert!(expanded > 50);

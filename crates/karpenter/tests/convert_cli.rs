@@ -85,7 +85,7 @@ fn warnings_go_to_stderr_naming_file_object_and_field() {
     );
     let err = stderr(&out);
     assert!(
-        err.contains("seed002-v1alpha5.yaml:2: EC2NodeClass/apps: spec.role: placeholder"),
+        err.contains("seed002-v1alpha5.yaml:31:1: EC2NodeClass/apps: spec.role: placeholder"),
         "{err}"
     );
     assert!(!stdout(&out).contains("warning:"));
@@ -99,7 +99,7 @@ fn launch_template_name_exits_1_with_a_clear_error_and_no_output() {
     assert!(stdout(&out).is_empty());
     let err = stderr(&out);
     assert!(
-        err.contains("<stdin>:1: AWSNodeTemplate/lt: spec.launchTemplateName: launchTemplateName is not supported"),
+        err.contains("<stdin>:1:1: AWSNodeTemplate/lt: spec.launchTemplateName: launchTemplateName is not supported"),
         "{err}"
     );
 }
@@ -108,11 +108,7 @@ fn launch_template_name_exits_1_with_a_clear_error_and_no_output() {
 fn malformed_yaml_exits_1_with_line_and_column() {
     let out = karpenter(&["convert", "-f", "-"], Some("a: [unclosed\n"));
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert!(
-        stderr(&out).contains("<stdin>: invalid YAML: line"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("<stdin>:1:"), "{}", stderr(&out));
 }
 
 #[test]
@@ -157,4 +153,19 @@ fn kubelet_settings_move_to_a_node_class_given_in_another_file() {
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
     assert_eq!(value["items"][1]["kind"], "EC2NodeClass");
     assert_eq!(value["items"][1]["spec"]["kubelet"]["maxPods"], 42);
+}
+
+#[test]
+fn current_objects_pass_through_with_unknown_fields_warned_and_alias_families_lower_cased() {
+    let input = "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: d}\nspec:\n  instanceProfil: p\n  amiSelectorTerms: [{alias: AL2023@latest}]\n  subnetSelectorTerms: [{tags: {a: b}}]\n  securityGroupSelectorTerms: [{tags: {a: b}}]\n";
+    let out = karpenter(&["convert", "-f", "-"], Some(input));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let err = stderr(&out);
+    for expected in [
+        "<stdin>:1:1: EC2NodeClass/d: spec.instanceProfil: unknown field \"instanceProfil\" (did you mean \"instanceProfile\"?)",
+        "<stdin>:1:1: EC2NodeClass/d: spec.amiSelectorTerms[0].alias: \"AL2023@latest\" lower-cased to \"al2023@latest\"",
+    ] {
+        assert!(err.contains(expected), "{expected}\n{err}");
+    }
+    assert!(stdout(&out).contains("al2023@latest"), "{}", stdout(&out));
 }

@@ -112,7 +112,9 @@ fn an_invalid_nodepool_fails_with_file_object_and_field() {
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
     assert!(
-        err.contains("bad-nodepool.yaml:1: NodePool/broken: spec.template.spec.requirements[0]"),
+        err.contains(
+            "bad-nodepool.yaml:9:67: NodePool/broken: spec.template.spec.requirements[0].values"
+        ),
         "{err}"
     );
     assert!(stdout(&output).is_empty());
@@ -123,7 +125,11 @@ fn malformed_yaml_fails_with_line_and_column() {
     let path = temp_file("malformed.yaml", "kind: Pod\nmetadata: {name: [x\n");
     let output = karpenter(&["simulate", "-f", &path.display().to_string()], None);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("line "), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("malformed.yaml:2:"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -222,4 +228,20 @@ spec:
         None,
     );
     assert_eq!(shop.status.code(), Some(0), "{}", stderr(&shop));
+}
+
+#[test]
+fn the_lower_bound_line_says_so_when_no_pod_is_placed() {
+    let path = temp_file(
+        "unplaceable.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: giant}\nspec:\n  containers:\n    - name: a\n      resources: {requests: {cpu: \"100000\"}}\n",
+    );
+    let output = karpenter(&["simulate", "-f", &path.display().to_string()], None);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = stdout(&output);
+    assert!(
+        text.contains("Lower bound: $0.0000/hour (no pod is placed on a new node)"),
+        "{text}"
+    );
+    assert!(!text.contains("x ,"), "{text}");
 }

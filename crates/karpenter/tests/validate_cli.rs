@@ -28,7 +28,7 @@ fn the_seed_ec2nodeclass_with_role_and_instance_profile_is_rejected_naming_both_
     let text = stdout(&out);
     assert!(
         text.contains(&format!(
-            "{file}:1: EC2NodeClass/mynodeclass: spec.role: must specify exactly one of"
+            "{file}:21:9: EC2NodeClass/mynodeclass: spec.role: must specify exactly one of"
         )),
         "{text}"
     );
@@ -45,11 +45,13 @@ fn stdin_documents_are_numbered_and_unknown_kinds_are_skipped() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let text = stdout(&out);
     assert!(
-        text.contains("<stdin>:1: skipped: v1 ConfigMap is not validated"),
+        text.contains("<stdin>:1:1: skipped: v1 ConfigMap is not validated"),
         "{text}"
     );
     assert!(
-        text.contains("<stdin>:2: NodePool/bad: spec.weight: must be between 1 and 100, found 0"),
+        text.contains(
+            "<stdin>:11:11: NodePool/bad: spec.weight: must be between 1 and 100, found 0"
+        ),
         "{text}"
     );
 }
@@ -62,7 +64,8 @@ fn malformed_yaml_is_reported_with_line_and_column() {
     );
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let text = stdout(&out);
-    assert!(text.starts_with("<stdin>: invalid YAML: line "), "{text}");
+    assert!(text.starts_with("<stdin>:2:"), "{text}");
+    assert!(text.contains(": invalid YAML: "), "{text}");
 }
 
 #[test]

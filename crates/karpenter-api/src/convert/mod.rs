@@ -22,6 +22,7 @@ mod nodeclass;
 mod nodepool;
 mod provisioner;
 mod requirements;
+mod review;
 mod selectors;
 
 use std::fmt;
@@ -57,7 +58,19 @@ pub struct Input {
     pub file: String,
     /// 1-based document index within the file.
     pub document: usize,
+    /// Where the object starts in the file, when known (messages then say `file:line:column`).
+    pub position: Option<crate::yaml::Position>,
     pub value: Value,
+}
+
+impl Input {
+    /// `file:line:column`, or `file: document N` when the position is not known.
+    pub fn source(&self) -> String {
+        match self.position {
+            Some(position) => format!("{}:{position}", self.file),
+            None => format!("{}: document {}", self.file, self.document),
+        }
+    }
 }
 
 /// How much a note matters.
@@ -152,10 +165,10 @@ impl Conversion {
 
 /// A document could not be converted.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{document}: {object}: {}{message}", if field.is_empty() { String::new() } else { format!("{field}: ") })]
+#[error("{at}: {object}: {}{message}", if field.is_empty() { String::new() } else { format!("{field}: ") })]
 pub struct ConvertError {
-    pub file: String,
-    pub document: usize,
+    /// Where the input object is: `file:line:column` (see [`Input::source`]).
+    pub at: String,
     /// `Kind/name` of the input object.
     pub object: String,
     /// Field path in the input object.
@@ -238,12 +251,11 @@ pub fn convert(inputs: &[Input], options: &Options) -> Result<Conversion, Vec<Co
     let mut moves = Vec::new();
     for input in inputs.iter().flat_map(expand_list) {
         let input = &input;
-        let source = format!("{}:{}", input.file, input.document);
+        let source = input.source();
         let api_version = text(&input.value, "/apiVersion");
         let kind = text(&input.value, "/kind");
         let fail = |field: String, message: String| ConvertError {
-            file: input.file.clone(),
-            document: input.document,
+            at: source.clone(),
             object: object_name(&input.value),
             field,
             message,
@@ -263,11 +275,11 @@ pub fn convert(inputs: &[Input], options: &Options) -> Result<Conversion, Vec<Co
                     });
                 }
             }
-            Ok(Outcome::PassedThrough(value)) => conversion.objects.push(ConvertedObject {
+            Ok(Outcome::PassedThrough(value, notes)) => conversion.objects.push(ConvertedObject {
                 source: source.clone(),
                 converted_from: None,
                 value,
-                notes: Vec::new(),
+                notes: notes.0,
             }),
             Ok(Outcome::Skipped(message)) => conversion.skipped.push(Warning {
                 source: source.clone(),
@@ -294,6 +306,7 @@ fn expand_list(input: &Input) -> Vec<Input> {
             .map(|item| Input {
                 file: input.file.clone(),
                 document: input.document,
+                position: input.position,
                 value: item.clone(),
             })
             .collect(),
@@ -303,7 +316,8 @@ fn expand_list(input: &Input) -> Vec<Input> {
 
 enum Outcome {
     Produced(Vec<Produced>),
-    PassedThrough(Value),
+    /// A current object, unchanged but for fixes the API server would otherwise refuse it for.
+    PassedThrough(Value, Notes),
     Skipped(String),
 }
 
@@ -344,7 +358,12 @@ fn convert_one(
                 format!("{api_version} cannot be converted down to v1beta1"),
             ));
         }
-        return Ok(Outcome::PassedThrough(metadata::clean_value(value)));
+        let mut value = metadata::clean_value(value);
+        let mut notes = Notes::default();
+        if current {
+            review::current(&mut value, &mut notes);
+        }
+        return Ok(Outcome::PassedThrough(value, notes));
     };
     let produced = match legacy {
         LegacyKind::MachineV1alpha5 => {
@@ -389,7 +408,10 @@ fn convert_one(
         LegacyKind::NodePoolV1beta1
         | LegacyKind::Ec2NodeClassV1beta1
         | LegacyKind::NodeClaimV1beta1 => {
-            return Ok(Outcome::PassedThrough(metadata::clean_value(value)));
+            return Ok(Outcome::PassedThrough(
+                metadata::clean_value(value),
+                Notes::default(),
+            ));
         }
     };
     Ok(Outcome::Produced(produced))

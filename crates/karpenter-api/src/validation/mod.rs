@@ -10,6 +10,10 @@ mod kubelet;
 mod nodepool;
 mod rules;
 mod schema;
+mod type_meta;
+
+pub use schema::did_you_mean;
+pub use type_meta::{GROUPS, TypeMeta, check_type_meta};
 
 use std::fmt;
 
@@ -153,10 +157,18 @@ impl DocumentIdentity {
 pub fn validate_document(doc: &serde_json::Value) -> Outcome {
     let id = DocumentIdentity::of(doc);
     let Some(kind) = KnownKind::from_type_meta(&id.api_version, &id.kind) else {
-        let reason = if id.kind.is_empty() || id.api_version.is_empty() {
-            "not a Kubernetes object (apiVersion and kind are required)".to_owned()
-        } else {
-            format!("{} {} is not validated", id.api_version, id.kind)
+        let reason = match check_type_meta(&id.api_version, &id.kind) {
+            TypeMeta::Wrong { field, message } => {
+                return Outcome::Invalid(vec![FieldError {
+                    path: field.to_owned(),
+                    message,
+                }]);
+            }
+            TypeMeta::Legacy(reason) => reason,
+            TypeMeta::Fine if id.kind.is_empty() || id.api_version.is_empty() => {
+                "not a Kubernetes object (apiVersion and kind are required)".to_owned()
+            }
+            TypeMeta::Fine => format!("{} {} is not validated", id.api_version, id.kind),
         };
         return Outcome::Skipped { reason };
     };

@@ -290,7 +290,7 @@ fn unknown_field(schema: &Value, key: &str, path: &Path, at: Vec<Step>, report: 
 }
 
 /// The known name closest to `key`, when it is close enough to be a typo.
-pub(crate) fn did_you_mean<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+pub fn did_you_mean<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
     let lower = key.to_ascii_lowercase();
     known
         .iter()

@@ -140,6 +140,13 @@ pub fn parse(file: &str, text: &str) -> Result<Timeline, TimelineError> {
         let namespace = |ns: Option<String>| ns.unwrap_or_else(|| "default".to_string());
         let mut actions = Vec::new();
         if let Some(s) = event.scale {
+            if s.replicas > crate::limits::MAX_PODS {
+                return Err(event_error(format!(
+                    "scale: replicas: {} is more than simulate's ceiling of {} pods",
+                    s.replicas,
+                    crate::limits::MAX_PODS
+                )));
+            }
             actions.push(Action::Scale {
                 workload: s.workload,
                 namespace: namespace(s.namespace),

@@ -765,7 +765,7 @@ impl<'a> Runner<'a> {
             return;
         }
         let pods: Vec<Pod> = self.pending.iter().map(|p| p.pod.clone()).collect();
-        let result = self.scenario.solve(&pods, &self.cluster.existing());
+        let result = self.scenario.solve(pods, &self.cluster.existing());
         let mut by_key: BTreeMap<String, PendingPod> = self
             .pending
             .drain(..)

@@ -1,18 +1,18 @@
 //! `karpenter convert`: migrate v1alpha5/v1alpha1 and v1beta1 manifests to v1 (or v1beta1).
 //!
-//! Reads every `-f` file (`-` for stdin) as multi-document YAML, converts all documents
-//! together (so a Provisioner's kubelet settings can move onto the EC2NodeClass converted from
-//! its AWSNodeTemplate, even from another file), writes the result on stdout and every warning
-//! on stderr as `file:document: Kind/name: field: message`. Any error (unreadable file, bad
-//! YAML, an object that cannot be converted) prints every problem, writes nothing on stdout
-//! and exits 1.
+//! Reads every `-f` file, directory or `-` (stdin) as multi-document YAML, converts all
+//! documents together (so a Provisioner's kubelet settings can move onto the EC2NodeClass
+//! converted from its AWSNodeTemplate, even from another file), writes the result on stdout
+//! and every warning on stderr as `file:line:column: Kind/name: field: message`. Bad YAML or
+//! an object that cannot be converted prints every problem, writes nothing on stdout and exits
+//! 1; an unreadable file exits 2.
 
-use std::io::Read;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use karpenter_api::convert::{self, Input, Options, Target};
+use karpenter_api::yaml::SourceMap;
+
+use super::input::Files;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum ToVersion {
@@ -28,9 +28,8 @@ enum OutputFormat {
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Manifest files (multi-document YAML); `-` reads standard input.
-    #[arg(short = 'f', long = "filename", value_name = "FILE", required = true)]
-    files: Vec<PathBuf>,
+    #[command(flatten)]
+    files: Files,
     /// API version to convert to.
     #[arg(long = "to", value_enum, default_value = "v1")]
     to: ToVersion,
@@ -43,39 +42,31 @@ pub struct Args {
     node_role: Option<String>,
 }
 
-fn read_input(file: &PathBuf) -> anyhow::Result<(String, String)> {
-    if file.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("reading standard input")?;
-        return Ok(("<stdin>".to_owned(), text));
-    }
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    Ok((file.display().to_string(), text))
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut inputs = Vec::new();
     let mut failed = false;
-    for file in &args.files {
-        let (name, text) = match read_input(file) {
-            Ok(read) => read,
-            Err(err) => {
-                eprintln!("error: {err:#}");
-                failed = true;
-                continue;
+    for file in args.files.read()? {
+        match karpenter_api::yaml::parse_documents(&file.text) {
+            Ok(docs) => {
+                let map = SourceMap::new(&file.text);
+                inputs.extend(docs.into_iter().enumerate().flat_map(|(i, value)| {
+                    items(value)
+                        .into_iter()
+                        .map(|(prefix, value)| Input {
+                            file: file.name.clone(),
+                            document: i + 1,
+                            position: map.locate(i, &prefix),
+                            value,
+                        })
+                        .collect::<Vec<_>>()
+                }));
             }
-        };
-        match karpenter_api::yaml::parse_documents(&text) {
-            Ok(docs) => inputs.extend(docs.into_iter().enumerate().map(|(i, value)| Input {
-                file: name.clone(),
-                document: i + 1,
-                value,
-            })),
             Err(err) => {
-                eprintln!("error: {name}: invalid YAML: {}", err.describe());
+                eprintln!(
+                    "error: {}: invalid YAML: {}",
+                    err.position_in(&file.name),
+                    err.message
+                );
                 failed = true;
             }
         }
@@ -115,4 +106,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         warnings.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// A `List` document (`kubectl get -o yaml`) stands for its items, each with its path.
+fn items(value: serde_json::Value) -> Vec<(String, serde_json::Value)> {
+    let is_list = value
+        .get("kind")
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|kind| kind.ends_with("List"));
+    match value {
+        serde_json::Value::Object(mut map)
+            if is_list && map.get("items").is_some_and(serde_json::Value::is_array) =>
+        {
+            let Some(serde_json::Value::Array(items)) = map.remove("items") else {
+                return Vec::new();
+            };
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| (format!("items[{i}]"), item))
+                .collect()
+        }
+        other => vec![(String::new(), other)],
+    }
 }

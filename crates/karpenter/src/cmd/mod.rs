@@ -6,5 +6,6 @@ pub mod controller;
 pub mod convert;
 pub mod crds;
 pub mod iam;
+pub mod input;
 pub mod simulate;
 pub mod validate;

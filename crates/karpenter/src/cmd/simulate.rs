@@ -6,7 +6,6 @@
 //! malformed YAML, invalid NodePools or EC2NodeClasses, bad options) exit 2 with every problem
 //! named by file, document, object and field.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -23,15 +22,8 @@ pub enum Output {
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Manifest files or directories (multi-document YAML; directories are read recursively,
-    /// `*.yaml`, `*.yml`, `*.json`); `-` reads standard input.
-    #[arg(
-        short = 'f',
-        long = "filename",
-        value_name = "FILE|DIR",
-        required = true
-    )]
-    files: Vec<PathBuf>,
+    #[command(flatten)]
+    files: super::input::Files,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     output: Output,
@@ -64,7 +56,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let manifests = load(&args.files)?;
+    karpenter_cloud::regions::check_region(&args.region)?;
+    let texts = args.files.read()?;
+    let manifests =
+        Manifests::load_texts(texts.iter().map(|t| (t.name.as_str(), t.text.as_str())))?;
     let mut catalog = match &args.catalog {
         Some(path) => Catalog::from_file(path).context("reading the catalog")?,
         None => Catalog::embedded().context("reading the embedded catalog")?,
@@ -76,7 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         region: args.region.clone(),
         spot_discount: args.spot_discount,
     };
-    let scenario = Scenario::prepare(&manifests, &catalog, &pricing)?;
+    let mut scenario = Scenario::prepare(&manifests, &catalog, &pricing)?;
     if let Some(path) = &args.timeline {
         return run_timeline(
             path,
@@ -87,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.report.as_deref(),
         );
     }
-    let mut plan = karpenter_sim::plan(&scenario);
+    let mut plan = karpenter_sim::plan(&mut scenario);
     if let Some(instance_type) = &args.compare_nodegroup {
         plan.compare_nodegroup = Some(karpenter_sim::nodegroup::compare(
             instance_type,
@@ -184,24 +179,4 @@ impl Progress {
             eprintln!();
         }
     }
-}
-
-fn load(files: &[PathBuf]) -> anyhow::Result<Manifests> {
-    let mut texts = Vec::new();
-    for file in files {
-        if file.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("reading standard input")?;
-            texts.push(("<stdin>".to_string(), text));
-        } else {
-            texts.extend(karpenter_sim::load::read_manifest_files(
-                std::slice::from_ref(file),
-            )?);
-        }
-    }
-    Ok(Manifests::load_texts(
-        texts.iter().map(|(n, t)| (n.as_str(), t.as_str())),
-    )?)
 }

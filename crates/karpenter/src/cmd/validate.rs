@@ -1,21 +1,22 @@
 //! `karpenter validate`: check manifests against the v1 validation rules.
 //!
-//! Prints one line per problem (`FILE:DOC: Kind/name: field.path: message`), one line per
-//! skipped document, and a summary on stderr. Exit 0 when every Karpenter object is valid,
-//! 1 when any is invalid or a file cannot be read as YAML.
+//! Prints one line per problem (`FILE:LINE:COLUMN: Kind/name: field.path: message`, the
+//! position of the field's value, or of the object when the field is missing), one line per
+//! skipped document, and a summary on stderr. `List` documents (`kubectl get -o yaml`) are
+//! checked item by item. Exit 0 when every Karpenter object is valid, 1 when any is invalid or
+//! a file is not YAML, 2 when a file cannot be read.
 
-use std::io::Read;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use karpenter_api::validation::{DocumentIdentity, Outcome, validate_document};
+use karpenter_api::yaml::SourceMap;
+
+use super::input::Files;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Manifest files (multi-document YAML); `-` reads standard input.
-    #[arg(short = 'f', long = "filename", value_name = "FILE", required = true)]
-    files: Vec<PathBuf>,
+    #[command(flatten)]
+    files: Files,
 }
 
 /// Counts of what was found, for the summary line.
@@ -29,9 +30,8 @@ struct Tally {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut tally = Tally::default();
-    for file in &args.files {
-        let (name, text) = read_input(file)?;
-        check_file(&name, &text, &mut tally);
+    for input in args.files.read()? {
+        check_file(&input.name, &input.text, &mut tally);
     }
     eprintln!(
         "{} valid, {} invalid, {} skipped{}",
@@ -39,7 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         tally.invalid,
         tally.skipped,
         if tally.unreadable > 0 {
-            format!(", {} unreadable file(s)", tally.unreadable)
+            format!(", {} file(s) not YAML", tally.unreadable)
         } else {
             String::new()
         }
@@ -51,47 +51,59 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn read_input(file: &PathBuf) -> anyhow::Result<(String, String)> {
-    if file.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("reading standard input")?;
-        return Ok(("<stdin>".to_owned(), text));
-    }
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    Ok((file.display().to_string(), text))
-}
-
 fn check_file(name: &str, text: &str, tally: &mut Tally) {
     let docs = match karpenter_api::yaml::parse_documents(text) {
         Ok(docs) => docs,
         Err(err) => {
-            println!("{name}: invalid YAML: {}", err.describe());
+            println!("{}: invalid YAML: {}", err.position_in(name), err.message);
             tally.unreadable += 1;
             return;
         }
     };
+    let map = SourceMap::new(text);
+    let at = |document: usize, path: &str| match map.locate(document, path) {
+        Some(position) => format!("{name}:{position}"),
+        None => format!("{name}:document {}", document + 1),
+    };
     for (index, doc) in docs.iter().enumerate() {
-        let id = DocumentIdentity::of(doc);
-        let object = if id.name.is_empty() {
-            id.kind.clone()
-        } else {
-            format!("{}/{}", id.kind, id.name)
-        };
-        match validate_document(doc) {
-            Outcome::Valid => tally.valid += 1,
-            Outcome::Invalid(errors) => {
-                tally.invalid += 1;
-                for error in errors {
-                    println!("{name}:{}: {object}: {error}", index + 1);
+        for (prefix, object) in list_items(doc) {
+            let id = DocumentIdentity::of(object);
+            let described = if id.name.is_empty() {
+                id.kind.clone()
+            } else {
+                format!("{}/{}", id.kind, id.name)
+            };
+            match validate_document(object) {
+                Outcome::Valid => tally.valid += 1,
+                Outcome::Invalid(errors) => {
+                    tally.invalid += 1;
+                    for error in errors {
+                        let path = format!("{prefix}{}", error.path);
+                        println!("{}: {described}: {error}", at(index, &path));
+                    }
+                }
+                Outcome::Skipped { reason } => {
+                    tally.skipped += 1;
+                    println!("{}: skipped: {reason}", at(index, &prefix));
                 }
             }
-            Outcome::Skipped { reason } => {
-                tally.skipped += 1;
-                println!("{name}:{}: skipped: {reason}", index + 1);
-            }
         }
+    }
+}
+
+/// The objects of a document with their path prefix: a `List` (or `NodePoolList`, ...) stands
+/// for its items (`items[3].`), anything else for itself.
+fn list_items(doc: &serde_json::Value) -> Vec<(String, &serde_json::Value)> {
+    let is_list = doc
+        .get("kind")
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|kind| kind.ends_with("List"));
+    match doc.get("items").and_then(serde_json::Value::as_array) {
+        Some(items) if is_list => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| (format!("items[{i}]."), item))
+            .collect(),
+        _ => vec![(String::new(), doc)],
     }
 }
