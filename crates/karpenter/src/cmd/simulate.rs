@@ -61,6 +61,10 @@ pub struct Args {
     /// Exit 1 when some pod cannot be scheduled (for CI checks of manifests and NodePools).
     #[arg(long, conflicts_with = "timeline")]
     fail_on_unschedulable: bool,
+    /// Do not pin NodeClaims of zone-level anti-affinity groups to one zone: upstream's
+    /// behaviour (one pod per such group per batch), to compare batch counts.
+    #[arg(long)]
+    no_zone_pinning: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -76,7 +80,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         region: args.region.clone(),
         spot_discount: args.spot_discount,
     };
-    let scenario = Scenario::prepare(&manifests, &catalog, &pricing)?;
+    let mut scenario = Scenario::prepare(&manifests, &catalog, &pricing)?;
+    scenario.solve_options.pin_anti_affinity_domains = !args.no_zone_pinning;
     if let Some(path) = &args.timeline {
         return run_timeline(
             path,
