@@ -400,8 +400,8 @@ impl Solver<'_> {
     /// Pins the claim to one value of each of `keys` its requirements still leave open (zone
     /// pinning, [`crate::SolveOptions::pin_anti_affinity_domains`]): the value whose instance
     /// types (among `fitting`) have the cheapest compatible offering, then the one keeping the
-    /// most instance types, then the first by name. An absent or complement requirement picks
-    /// among the key's known domains it allows.
+    /// most instance types, then the first by name; never one that breaks a minValues. An
+    /// absent or complement requirement picks among the key's known domains it allows.
     fn pin(
         &self,
         pool: usize,
@@ -451,7 +451,11 @@ impl Solver<'_> {
                 if catalog.offering_keys.contains(&key) {
                     catalog.narrow_by_offerings(&mut its, &reqs, &self.interner);
                 }
-                if its.is_empty() {
+                // A zone whose types would break minValues is skipped (if every zone would,
+                // the claim stays unpinned, as upstream leaves it).
+                if its.is_empty()
+                    || (reqs.has_min_values() && self.check_min_values(pool, &its, &reqs).is_err())
+                {
                     continue;
                 }
                 let mask = catalog.compatible_signatures(&reqs, &self.interner);
