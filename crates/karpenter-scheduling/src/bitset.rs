@@ -63,7 +63,7 @@ impl Bitset {
         self.words.iter().all(|w| *w == 0)
     }
 
-    #[cfg(test)]
+    /// Number of members.
     pub fn count(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }

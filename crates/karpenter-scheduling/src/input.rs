@@ -200,6 +200,14 @@ pub struct SolveOptions {
     /// Labels to treat as well known in addition to core, AWS and every label an instance type
     /// defines.
     pub extra_well_known_labels: Vec<String>,
+    /// **karpenter-rs** (not upstream): a NodeClaim that takes a pod selected by a required
+    /// anti-affinity group over a key other than the hostname (usually the zone) is pinned to
+    /// one value of that key: among those that keep every minValues, the one with the cheapest
+    /// compatible offering (then the most instance types, then the name). Upstream leaves such a NodeClaim free to land in any
+    /// zone and so blocks every zone it could be in for the rest of the batch: one pod per
+    /// zone-level anti-affinity group per batch. Pinned, a group of N pods over N zones is
+    /// placed in one batch. Off: upstream's behaviour.
+    pub pin_anti_affinity_domains: bool,
 }
 
 impl Default for SolveOptions {
@@ -209,6 +217,7 @@ impl Default for SolveOptions {
             min_values_policy: MinValuesPolicy::Strict,
             max_instance_types: 600,
             extra_well_known_labels: Vec::new(),
+            pin_anti_affinity_domains: true,
         }
     }
 }

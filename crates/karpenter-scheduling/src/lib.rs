@@ -8,6 +8,14 @@
 //! instance-type catalog come in as plain values ([`SolveInput`]); decisions go out as plain
 //! values ([`SolveResult`]) with human-readable reasons.
 //!
+//! One deliberate departure from upstream, on by default
+//! ([`SolveOptions::pin_anti_affinity_domains`]): a NodeClaim taking a pod that a required
+//! anti-affinity group over the zone (or any key but the hostname) selects is pinned to one
+//! value of that key, so the group's other pods see the other zones free in the same solve.
+//! Upstream leaves the NodeClaim free to land in any zone and records the pod in all of them,
+//! placing one pod per such group per batch; the pinned NodeClaim carries
+//! `topology.kubernetes.io/zone In [one zone]` and the provider launches it there.
+//!
 //! Design for speed: label keys and values are interned to integers, instance-type sets are
 //! bitsets, fits are answered by per-resource sorted indexes, and topology counts are kept
 //! incrementally; the catalog is never cloned per pod.

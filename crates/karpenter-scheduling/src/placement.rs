@@ -352,6 +352,9 @@ impl Solver<'_> {
                 }
                 continue;
             }
+            if !a.pin_keys.is_empty() {
+                self.pin(claim.pool, &a.pin_keys, &mut merged, &mut fitting);
+            }
             let mut relaxed = claim.min_values_relaxed;
             if merged.has_min_values() {
                 match self.check_min_values(claim.pool, &fitting, &merged) {
@@ -392,6 +395,93 @@ impl Solver<'_> {
             });
         }
         Err(last_err)
+    }
+
+    /// Pins the claim to one value of each of `keys` its requirements still leave open (zone
+    /// pinning, [`crate::SolveOptions::pin_anti_affinity_domains`]): the value whose instance
+    /// types (among `fitting`) have the cheapest compatible offering, then the one keeping the
+    /// most instance types, then the first by name; never one that breaks a minValues. An
+    /// absent or complement requirement picks among the key's known domains it allows.
+    fn pin(
+        &self,
+        pool: usize,
+        keys: &[Sym],
+        merged: &mut Cow<'_, Requirements>,
+        fitting: &mut Bitset,
+    ) {
+        let catalog = &self.pools[pool].catalog;
+        for &key in keys {
+            let values: Vec<Sym> = match merged.get(key) {
+                Some(r) if !r.complement => {
+                    if r.values.len() <= 1 {
+                        continue;
+                    }
+                    r.values.clone()
+                }
+                // No requirement (or a complement): the claim could be in any known domain,
+                // yet records none, so a pod avoiding this one could share its node.
+                open => {
+                    let exists = Requirement::exists();
+                    let open = open.unwrap_or(&exists);
+                    self.topology
+                        .keys
+                        .get(&key)
+                        .map(|kd| {
+                            kd.list
+                                .iter()
+                                .copied()
+                                .filter(|v| open.has(*v, &self.interner))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                }
+            };
+            // (price, -types, name, value, its, requirements)
+            let mut best: Option<(f64, usize, &str, Requirements, Bitset)> = None;
+            for value in values {
+                let mut reqs = merged.as_ref().clone();
+                reqs.add(key, Requirement::is_in([value]), &self.interner);
+                let mut its = fitting.clone();
+                catalog.narrow_by_requirement(
+                    &mut its,
+                    key,
+                    &Requirement::is_in([value]),
+                    &self.interner,
+                );
+                if catalog.offering_keys.contains(&key) {
+                    catalog.narrow_by_offerings(&mut its, &reqs, &self.interner);
+                }
+                // A zone whose types would break minValues is skipped (if every zone would,
+                // the claim stays unpinned, as upstream leaves it).
+                if its.is_empty()
+                    || (reqs.has_min_values() && self.check_min_values(pool, &its, &reqs).is_err())
+                {
+                    continue;
+                }
+                let mask = catalog.compatible_signatures(&reqs, &self.interner);
+                let price = its
+                    .iter()
+                    .filter_map(|i| catalog.cheapest_price_in(i, &mask))
+                    .min_by(f64::total_cmp)
+                    .unwrap_or(f64::INFINITY);
+                let count = its.count();
+                let name = self.interner.resolve(value);
+                let better = best.as_ref().is_none_or(|(p, n, b, _, _)| {
+                    price
+                        .total_cmp(p)
+                        .then_with(|| n.cmp(&count))
+                        .then_with(|| name.cmp(b))
+                        .is_lt()
+                });
+                if better {
+                    best = Some((price, count, name, reqs, its));
+                }
+            }
+            if let Some((_, _, _, reqs, its)) = best {
+                *merged = Cow::Owned(reqs);
+                *fitting = its;
+            }
+        }
     }
 
     /// `Ok` when every minValues holds over `its`, else the achievable count per failing key.

@@ -608,6 +608,11 @@ impl<'a> Solver<'a> {
             tolerations: &tolerations,
         };
         groups.extend(self.topology.inverse_for(&view, &self.interner));
+        let pin_keys = if self.input.options.pin_anti_affinity_domains {
+            self.topology.pin_keys(&view, &self.interner)
+        } else {
+            Vec::new()
+        };
         let pool_taint = self
             .pools
             .iter()
@@ -619,6 +624,7 @@ impl<'a> Solver<'a> {
             tolerations,
             groups,
             pool_taint,
+            pin_keys,
         }
     }
 

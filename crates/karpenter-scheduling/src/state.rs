@@ -79,6 +79,9 @@ pub struct Attempt {
     pub groups: Vec<GroupRef>,
     /// Per pool: the first taint the pod does not tolerate.
     pub pool_taint: Vec<Option<String>>,
+    /// Keys on which a NodeClaim taking the pod is pinned to one value: those of zone-level
+    /// anti-affinity groups selecting the pod (empty when pinning is off).
+    pub pin_keys: Vec<Sym>,
 }
 
 /// What an existing pod contributes to topology.

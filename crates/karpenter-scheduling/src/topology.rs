@@ -161,6 +161,9 @@ pub struct Topology {
     pub groups: Vec<Group>,
     index: FxHashMap<GroupSpec, usize>,
     pub inverse: Vec<Group>,
+    /// Owned anti-affinity groups over a key other than the hostname (zone-level groups),
+    /// whose members pin the NodeClaims they land on (see [`Topology::pin_keys`]).
+    zonal_anti: Vec<usize>,
     taint_sets: Vec<Vec<Taint>>,
     hostname: Sym,
 }
@@ -252,12 +255,29 @@ impl Topology {
         }
         let i = self.groups.len();
         self.index.insert(spec.clone(), i);
+        if spec.kind == GroupKind::AntiAffinity && spec.key != self.hostname {
+            self.zonal_anti.push(i);
+        }
         self.groups.push(Group {
             spec,
             counts: Vec::new(),
             positive: Vec::new(),
         });
         (i, true)
+    }
+
+    /// The keys (other than the hostname) of owned anti-affinity groups that select the pod:
+    /// where it lands is recorded on every domain its node could still be in, so a NodeClaim
+    /// holding it is pinned to one domain of each key ([`crate::SolveOptions`]).
+    pub fn pin_keys(&self, pod: &PodView<'_>, interner: &Interner) -> Vec<Sym> {
+        let mut keys = Vec::new();
+        for &i in &self.zonal_anti {
+            let g = &self.groups[i];
+            if !keys.contains(&g.spec.key) && g.spec.selects(pod.namespace, pod.labels, interner) {
+                keys.push(g.spec.key);
+            }
+        }
+        keys
     }
 
     /// Owned hostname anti-affinity groups whose count on domain `host` is zero.

@@ -563,6 +563,8 @@ struct ScenarioOptions {
     preference_policy: Option<PreferencePolicy>,
     min_values_policy: Option<MinValuesPolicy>,
     max_instance_types: Option<usize>,
+    /// `false`: upstream's unpinned NodeClaims for zone-level anti-affinity.
+    pin_anti_affinity_domains: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -708,6 +710,9 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
     }
     if let Some(m) = s.options.max_instance_types {
         input.options.max_instance_types = m;
+    }
+    if let Some(pin) = s.options.pin_anti_affinity_domains {
+        input.options.pin_anti_affinity_domains = pin;
     }
     (input, s.expect, pods)
 }

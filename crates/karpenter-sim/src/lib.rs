@@ -10,7 +10,9 @@
 //! - **Workload expansion** into pods ([`workload`]) and the **default NodePool** and
 //!   EC2NodeClass ([`nodepool`]); each NodePool's instance types come from
 //!   `karpenter_cloud::pool_types`.
-//! - **The plan** ([`plan`]): the solver's NodeClaims, each launched with its cheapest offering
+//! - **Batches** ([`batches`]): pending pods solved batch after batch as the controller does,
+//!   the NodeClaims of earlier batches launched (one zone, their real size against limits).
+//! - **The plan** ([`plan`]): the batches' NodeClaims, each launched with its cheapest offering
 //!   (`karpenter_cloud::launch`), utilisation, cost, unschedulable pods, the **lower bound**
 //!   ([`lower_bound`]) and the **fixed node group comparison** ([`nodegroup`]).
 //! - **Rendering** the plan and timeline reports as tables ([`render`]) and HTML ([`html`]).
@@ -28,6 +30,7 @@
 //! `karpenter-scheduling`; instance types and prices come from `karpenter-cloud`. It reads only
 //! the files it is given.
 
+pub mod batches;
 pub mod daemonsets;
 pub mod error;
 pub mod html;

@@ -1,21 +1,24 @@
 //! The plan: what Karpenter would launch for the pending pods, and what it costs.
 //!
-//! The solver decides the NodeClaims; each is launched with its cheapest allowed offering
-//! ([`crate::launch`]). Per node the plan reports pods, CPU and memory utilisation (requests,
-//! DaemonSet overhead included, over allocatable) and price; then totals ($/h, and $/month at
-//! 730 hours), unschedulable pods with the solver's reason per NodePool, and the lower bound
-//! ([`crate::lower_bound`]) with our ratio to it. Spot prices are estimates
-//! (on-demand x (1 - discount)) and are marked as such.
+//! The pods are provisioned in batches as the controller does ([`crate::batches`]): the solver
+//! decides each batch's NodeClaims, each launched with its cheapest allowed offering
+//! (`karpenter_cloud::launch`), and the pods a batch cannot place are solved again in the next
+//! one. Per node the plan reports the batch that launched it, pods, CPU and memory utilisation
+//! (requests, DaemonSet overhead included, over allocatable) and price; then the batch count,
+//! totals ($/h, and $/month at 730 hours), pods no batch could place with the solver's reason
+//! per NodePool, and the lower bound ([`crate::lower_bound`]) with our ratio to it. Spot prices
+//! are estimates (on-demand x (1 - discount)) and are marked as such.
 
 use serde::Serialize;
 
+use crate::batches::provision;
 use crate::daemonsets;
 use crate::load::Ignored;
 use crate::lower_bound::{LowerBound, lower_bound};
 use crate::nodegroup::NodeGroupComparison;
 use crate::resources::{HOURS_PER_MONTH, cpu_millis, memory_bytes, pod_requests, round_price};
 use crate::scenario::Scenario;
-use karpenter_cloud::launch::choose;
+use crate::timeline::pod_key;
 
 /// One node to launch.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -24,7 +27,9 @@ pub struct PlannedNode {
     pub instance_type: String,
     pub capacity_type: String,
     pub zone: String,
-    /// Workload pods placed on the node.
+    /// The provisioning batch that launched the node, from 1.
+    pub batch: usize,
+    /// Workload pods placed on the node (by its batch and later ones).
     pub pods: usize,
     /// DaemonSet pods that would run on it.
     pub daemonset_pods: usize,
@@ -39,7 +44,7 @@ pub struct PlannedNode {
     pub pod_names: Vec<String>,
 }
 
-/// A pod the solver could not place.
+/// A pod no batch could place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnschedulablePod {
     /// `namespace/name`.
@@ -53,6 +58,11 @@ pub struct UnschedulablePod {
 pub struct Plan {
     pub region: String,
     pub spot_discount: f64,
+    /// Provisioning batches that placed pods: the controller solves the pending pods once per
+    /// batch, and pods a batch cannot place are solved again in the next one.
+    pub batches: usize,
+    /// Whether the solver pinned NodeClaims of zone-level anti-affinity groups to one zone.
+    pub zone_pinning: bool,
     pub nodes: Vec<PlannedNode>,
     pub unschedulable: Vec<UnschedulablePod>,
     /// Pods the workloads expand to (pending ones).
@@ -78,54 +88,41 @@ pub struct Plan {
     pub notes: Vec<String>,
 }
 
-/// Computes the plan for the scenario's pending pods (lent to the solver, not copied).
+/// Computes the plan for the scenario's pending pods, batch by batch ([`crate::batches`]).
+/// The pending pods are moved into the plan's nodes, not copied: afterwards
+/// `scenario.pending` is empty (read what you need from it first).
 pub fn plan(scenario: &mut Scenario) -> Plan {
     let pending = std::mem::take(&mut scenario.pending);
-    let (result, pending) = scenario.solve_returning(pending, &scenario.existing_nodes);
-    scenario.pending = pending;
-    let scenario = &*scenario;
-    let mut nodes = Vec::new();
-    let mut notes = scenario.notes.clone();
-    let mut placed_cpu = 0i64;
-    let mut placed_memory = 0i64;
-    let requests_by_pod: std::collections::BTreeMap<String, (i64, i64)> = scenario
-        .pending
+    let pods_pending = pending.len();
+    let requests_by_pod: std::collections::BTreeMap<String, (i64, i64)> = pending
         .iter()
         .map(|pod| {
             let requests = pod_requests(pod);
-            let ns = pod.metadata.namespace.clone().unwrap_or_default();
-            let name = pod.metadata.name.clone().unwrap_or_default();
             (
-                format!("{ns}/{name}"),
+                pod_key(pod),
                 (cpu_millis(&requests), memory_bytes(&requests)),
             )
         })
         .collect();
-    for claim in &result.new_node_claims {
-        let Some(types) = scenario.types_of(&claim.node_pool) else {
-            continue;
-        };
-        let Some(launch) = choose(claim, types) else {
-            notes.push(format!(
-                "a NodeClaim of NodePool {} has no available offering; its {} pod(s) are not counted",
-                claim.node_pool,
-                claim.pods.len()
-            ));
-            continue;
-        };
+    let batches = provision(scenario, pending);
+    let scenario = &*scenario;
+    let mut notes = scenario.notes.clone();
+    notes.extend(batches.notes.iter().cloned());
+    let mut placed_cpu = 0i64;
+    let mut placed_memory = 0i64;
+    let mut nodes = Vec::new();
+    for node in &batches.nodes {
         let pool_taints = scenario
             .pools
             .iter()
-            .find(|p| p.name == claim.node_pool)
+            .find(|p| p.name == node.nodepool)
             .map(|p| p.taints.clone())
             .unwrap_or_default();
-        let labels = launch.node_labels(claim);
         let daemonset_pods = scenario
             .daemonsets
             .iter()
-            .filter(|ds| daemonsets::runs_on(ds, &labels, &pool_taints))
+            .filter(|ds| daemonsets::runs_on(ds, &node.labels, &pool_taints))
             .count();
-        let allocatable = launch.info.allocatable();
         let ratio = |used: i64, total: i64| {
             if total > 0 {
                 ((used as f64 / total as f64) * 1000.0).round() / 1000.0
@@ -133,30 +130,33 @@ pub fn plan(scenario: &mut Scenario) -> Plan {
                 0.0
             }
         };
-        let pod_names: Vec<String> = claim.pods.iter().map(ToString::to_string).collect();
-        for name in &pod_names {
+        for name in &node.pods {
             if let Some((cpu, memory)) = requests_by_pod.get(name) {
                 placed_cpu += cpu;
                 placed_memory += memory;
             }
         }
         nodes.push(PlannedNode {
-            nodepool: claim.node_pool.clone(),
-            instance_type: launch.info.name.clone(),
-            capacity_type: launch.offering.capacity_type.as_str().to_string(),
-            zone: launch.offering.zone.clone(),
-            pods: claim.pods.len(),
+            nodepool: node.nodepool.clone(),
+            instance_type: node.instance_type.clone(),
+            capacity_type: node.capacity_type.clone(),
+            zone: node.zone.clone(),
+            batch: node.batch,
+            pods: node.pods.len(),
             daemonset_pods,
-            cpu_utilisation: ratio(cpu_millis(&claim.requests), allocatable.cpu_millis),
-            memory_utilisation: ratio(memory_bytes(&claim.requests), allocatable.memory_bytes),
-            price_per_hour: launch.offering.price_per_hour,
-            price_is_estimate: launch.offering.price_is_estimate,
-            pod_names,
+            cpu_utilisation: ratio(cpu_millis(&node.requests), cpu_millis(&node.allocatable)),
+            memory_utilisation: ratio(
+                memory_bytes(&node.requests),
+                memory_bytes(&node.allocatable),
+            ),
+            price_per_hour: node.price_per_hour,
+            price_is_estimate: node.price_is_estimate,
+            pod_names: node.pods.clone(),
         });
     }
     let total_per_hour = round_price(nodes.iter().map(|n| n.price_per_hour).sum());
     let bound = lower_bound(placed_cpu, placed_memory, scenario.pool_types.values());
-    let unschedulable = result
+    let unschedulable = batches
         .unschedulable
         .iter()
         .map(|u| UnschedulablePod {
@@ -167,9 +167,11 @@ pub fn plan(scenario: &mut Scenario) -> Plan {
     Plan {
         region: scenario.pricing.region.clone(),
         spot_discount: scenario.pricing.spot_discount,
-        pods_pending: scenario.pending.len(),
+        batches: batches.batches,
+        zone_pinning: scenario.solve_options.pin_anti_affinity_domains,
+        pods_pending,
         pods_on_new_nodes: nodes.iter().map(|n| n.pods).sum(),
-        pods_on_existing_nodes: result.existing_placements.len(),
+        pods_on_existing_nodes: batches.pods_on_existing_nodes,
         total_per_hour,
         total_per_month: round_price(total_per_hour * HOURS_PER_MONTH),
         total_includes_estimates: nodes.iter().any(|n| n.price_is_estimate),

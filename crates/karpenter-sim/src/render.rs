@@ -67,6 +67,7 @@ pub fn plan_table(plan: &Plan) -> String {
         .iter()
         .map(|n| {
             vec![
+                n.batch.to_string(),
                 n.nodepool.clone(),
                 n.instance_type.clone(),
                 n.capacity_type.clone(),
@@ -88,6 +89,7 @@ pub fn plan_table(plan: &Plan) -> String {
     } else {
         out.push_str(&table(
             &[
+                "BATCH",
                 "NODEPOOL",
                 "INSTANCE TYPE",
                 "CAPACITY",
@@ -99,14 +101,18 @@ pub fn plan_table(plan: &Plan) -> String {
                 "$/HOUR",
             ],
             &rows,
-            &[false, false, false, false, true, true, true, true, true],
+            &[
+                true, false, false, false, false, true, true, true, true, true,
+            ],
         ));
     }
     out.push('\n');
     let _ = writeln!(
         out,
-        "Total: {} node(s), {} pod(s) on new nodes{}, {}/hour, {}/month{}",
+        "Total: {} node(s) in {} batch{}, {} pod(s) on new nodes{}, {}/hour, {}/month{}",
         plan.nodes.len(),
+        plan.batches,
+        if plan.batches == 1 { "" } else { "es" },
         plan.pods_on_new_nodes,
         if plan.pods_on_existing_nodes > 0 {
             format!(", {} on existing nodes", plan.pods_on_existing_nodes)
@@ -126,6 +132,12 @@ pub fn plan_table(plan: &Plan) -> String {
             out,
             "* spot price is an estimate: on-demand x (1 - {}), not a market price",
             plan.spot_discount
+        );
+    }
+    if !plan.zone_pinning {
+        let _ = writeln!(
+            out,
+            "Zone pinning off (--no-zone-pinning): one pod per zone-level anti-affinity group per batch, as upstream"
         );
     }
     let bound = &plan.lower_bound;

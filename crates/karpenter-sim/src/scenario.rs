@@ -8,7 +8,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use karpenter_cloud::{Catalog, CatalogOptions, InstanceTypeInfo};
-use karpenter_scheduling::{ExistingNode, SolveInput, SolveResult};
+use karpenter_scheduling::{ExistingNode, SolveInput, SolveOptions, SolveResult};
 
 use crate::error::SimulateError;
 use crate::load::{Ignored, Manifests};
@@ -44,6 +44,9 @@ pub struct Scenario {
     pub ignored: Vec<Ignored>,
     /// What the simulation assumed, for humans.
     pub notes: Vec<String>,
+    /// The solver's options (the defaults; `simulate --no-zone-pinning` turns zone pinning
+    /// off to compare with upstream).
+    pub solve_options: SolveOptions,
 }
 
 /// The EC2NodeClass a NodePool's `nodeClassRef` names, or the default one (AL2023) with a note
@@ -170,6 +173,7 @@ impl Scenario {
             default_node_pool,
             ignored: manifests.ignored.clone(),
             notes,
+            solve_options: SolveOptions::default(),
         })
     }
 
@@ -205,7 +209,7 @@ impl Scenario {
             persistent_volumes: self.persistent_volumes.clone(),
             storage_classes: self.storage_classes.clone(),
             namespaces: self.namespaces.clone(),
-            options: Default::default(),
+            options: self.solve_options.clone(),
             relocating: Default::default(),
         };
         let result = karpenter_scheduling::solve(&input);

@@ -245,3 +245,56 @@ fn the_lower_bound_line_says_so_when_no_pod_is_placed() {
     );
     assert!(!text.contains("x ,"), "{text}");
 }
+
+#[test]
+fn the_spread_hostname_zone_example_prints_the_batch_of_each_node_and_the_batch_count() {
+    let output = karpenter(
+        &[
+            "simulate",
+            "-f",
+            "crates/karpenter-sim/tests/fixtures/spread-hostname-zone.yaml",
+        ],
+        None,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("BATCH  NODEPOOL"), "{text}");
+    assert!(
+        text.contains("Total: 25 node(s) in 4 batches, 50 pod(s) on new nodes"),
+        "{text}"
+    );
+    assert!(!text.contains("exceed limits"), "{text}");
+    assert!(!text.contains("Unschedulable"), "{text}");
+}
+
+#[test]
+fn no_zone_pinning_places_a_zone_anti_affinity_group_one_pod_per_batch() {
+    let path = temp_file(
+        "zonal.yaml",
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: zonal}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: zonal}}
+  template:
+    metadata: {labels: {app: zonal}}
+    spec:
+      containers: [{name: c, image: x, resources: {requests: {cpu: 500m}}}]
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector: {matchLabels: {app: zonal}}
+              topologyKey: topology.kubernetes.io/zone
+"#,
+    );
+    let path = path.display().to_string();
+    let pinned = stdout(&karpenter(&["simulate", "-f", &path], None));
+    assert!(pinned.contains("3 node(s) in 1 batch,"), "{pinned}");
+    let unpinned = karpenter(&["simulate", "-f", &path, "--no-zone-pinning"], None);
+    assert!(unpinned.status.success(), "{}", stderr(&unpinned));
+    let unpinned = stdout(&unpinned);
+    assert!(unpinned.contains("3 node(s) in 3 batches,"), "{unpinned}");
+    assert!(unpinned.contains("Zone pinning off"), "{unpinned}");
+}

@@ -5,7 +5,11 @@
 //! (upstream's batch window); then the solver runs on the pending pods with every node in the
 //! cluster, pods go to existing nodes or to new nodes launched with the cheapest offering, and
 //! new nodes become ready [`NODE_STARTUP`] later. A pod's pending time runs from the moment it
-//! became pending to the moment its node is ready. Nodes cost their price from launch until they
+//! became pending to the moment its node is ready. Pods a batch leaves pending are retried as
+//! the controller retries them: a new batch opens at once when that batch placed something,
+//! and otherwise once the cluster changes (a launch, a removal, deleted pods, a NodePool
+//! change); the launched nodes count their real size against the NodePools' limits
+//! ([`crate::batches`]). Nodes cost their price from launch until they
 //! go away. Events ([`events`]) scale workloads, delete pods, interrupt spot nodes (their pods
 //! are pending again and count as evictions) and add or change NodePools.
 //!
@@ -27,12 +31,13 @@
 //! pending again (counted as evictions) and provisioned in the next batch. The simplifications
 //! are listed in `disruption.rs`.
 
-mod cluster;
+pub(crate) mod cluster;
 mod disruption;
 pub mod events;
 mod run;
 
 pub use events::{Action, Event, Timeline, parse};
+pub(crate) use run::pod_key;
 pub use run::{NODE_STARTUP, Percentiles, Runner, Sample, TimelineReport, run};
 
 use std::time::Duration;

@@ -7,18 +7,17 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_cloud::Catalog;
 use karpenter_disruption::{Command, Queue, Replacement, Step};
-use karpenter_scheduling::InstanceType;
 use serde::Serialize;
 
-use super::cluster::{Launch, SimCluster};
+use super::cluster::SimCluster;
 use super::events::{Action, Timeline};
 use super::{BATCH_IDLE, BATCH_MAX, DISRUPTION_INTERVAL};
+use crate::batches::launch_claim;
 use crate::error::TimelineError;
 use crate::load::Manifests;
 use crate::nodepool::name_of;
 use crate::resources::round_price;
 use crate::scenario::Scenario;
-use karpenter_cloud::launch::choose;
 
 /// From launch to Ready (a typical EC2 boot and kubelet registration).
 pub const NODE_STARTUP: Duration = Duration::from_secs(60);
@@ -115,6 +114,12 @@ pub struct Runner<'a> {
     next_disruption: Duration,
     /// Last time the cluster changed (disruption passes run for a while after each change).
     changed_at: Duration,
+    /// Changes of the cluster so far (launches, bindings, removals, NodePool changes).
+    changes: u64,
+    /// `changes` when the last batch was solved: pods it left pending are retried in a new
+    /// batch once the cluster has changed since (its own launches included), as the
+    /// controller retries them; solving an unchanged cluster again would decide the same.
+    solved_at_change: Option<u64>,
     disruptions: usize,
     cost: f64,
     pending_times: Vec<f64>,
@@ -186,6 +191,9 @@ pub fn run(
         if tick == Some(next) && runner.disruption_pass() && batch.is_none() {
             batch = Some((next, next + BATCH_IDLE));
         }
+        if batch.is_none() && runner.retry_due() {
+            batch = Some((next, next + BATCH_IDLE));
+        }
         runner.skip_ticks();
     }
     runner.advance(timeline.duration);
@@ -219,7 +227,7 @@ fn join(names: &BTreeSet<String>) -> String {
         .join(", ")
 }
 
-pub(super) fn pod_key(pod: &Pod) -> String {
+pub(crate) fn pod_key(pod: &Pod) -> String {
     format!(
         "{}/{}",
         pod.metadata.namespace.as_deref().unwrap_or("default"),
@@ -267,6 +275,8 @@ impl<'a> Runner<'a> {
             queue: Queue::new(),
             replacement_ready_at: BTreeMap::new(),
             changed_at: Duration::ZERO,
+            changes: 0,
+            solved_at_change: None,
             disruptions: 0,
             cost: 0.0,
             pending_times: Vec::new(),
@@ -277,6 +287,18 @@ impl<'a> Runner<'a> {
             log: Vec::new(),
             notes,
         }
+    }
+
+    /// Notes a change of the cluster now.
+    fn changed(&mut self) {
+        self.changed_at = self.now;
+        self.changes += 1;
+    }
+
+    /// Pods are pending and the cluster changed since they were last solved: the controller
+    /// would place them in its next batch.
+    fn retry_due(&self) -> bool {
+        !self.pending.is_empty() && self.solved_at_change != Some(self.changes)
     }
 
     fn cost_per_hour(&self) -> f64 {
@@ -378,13 +400,13 @@ impl<'a> Runner<'a> {
             Step::Delete { command } => {
                 self.cluster
                     .mark_for_deletion(&candidate_names(&command), true);
-                self.changed_at = self.now;
+                self.changed();
                 self.delete_candidates(&command)
             }
             Step::Abandon { command, reason } => {
                 self.cluster
                     .mark_for_deletion(&candidate_names(&command), false);
-                self.changed_at = self.now;
+                self.changed();
                 self.say(format!(
                     "disruption: {} on {} abandoned: {reason}",
                     command.method.as_str(),
@@ -420,7 +442,7 @@ impl<'a> Runner<'a> {
             }
         }
         self.queue.launched(id, replacements);
-        self.changed_at = self.now;
+        self.changed();
         self.say(format!(
             "disruption: {} started on {}: launched {}; candidates tainted until the replacements are ready ({})",
             command.method.as_str(),
@@ -498,7 +520,7 @@ impl<'a> Runner<'a> {
         }
         self.disruptions += removed.len();
         self.evictions += moved;
-        self.changed_at = now;
+        self.changed();
         let names: Vec<&str> = removed.iter().map(|n| n.name.as_str()).collect();
         self.say(format!(
             "disruption: {} removed {}; {moved} pod(s) rescheduled ({})",
@@ -643,7 +665,7 @@ impl<'a> Runner<'a> {
         self.pending.retain(|p| !keys.contains(&pod_key(&p.pod)));
         let now = self.now;
         self.cluster.remove_pods(keys, now);
-        self.changed_at = now;
+        self.changed();
     }
 
     fn interrupt(&mut self, node: Option<&str>, zone: Option<&str>) {
@@ -674,7 +696,7 @@ impl<'a> Runner<'a> {
         );
         self.interruptions += 1;
         self.evictions += count;
-        self.changed_at = now;
+        self.changed();
         self.say(format!(
             "spot interruption: {} ({} {}) removed, {count} pod(s) pending again",
             victim.name, victim.instance_type, victim.zone
@@ -699,7 +721,7 @@ impl<'a> Runner<'a> {
         self.scenario.node_pools = updated.node_pools;
         self.scenario.pools = updated.pools;
         self.scenario.pool_types = updated.pool_types;
-        self.changed_at = self.now;
+        self.changed();
         self.say(format!("NodePool {name} applied"));
         Ok(())
     }
@@ -712,49 +734,19 @@ impl<'a> Runner<'a> {
         claim: &karpenter_scheduling::NewNodeClaim,
         pods: Vec<Pod>,
     ) -> Option<(String, String)> {
-        let types = self.scenario.types_of(&claim.node_pool)?;
-        let launch = choose(claim, types)?;
-        let it = InstanceType::from(launch.info);
-        let pool_taints = self
-            .scenario
-            .pools
-            .iter()
-            .find(|p| p.name == claim.node_pool)
-            .map(|p| p.taints.clone())
-            .unwrap_or_default();
-        self.next_node += 1;
-        let name = format!("{}-{}", claim.node_pool, self.next_node);
-        let mut labels = launch.node_labels(claim);
-        labels.insert(karpenter_api::labels::HOSTNAME.to_string(), name.clone());
+        let name = format!("{}-{}", claim.node_pool, self.next_node + 1);
+        let count = pods.len();
+        let (launch, offer) = launch_claim(&self.scenario, claim, &name, pods)?;
         let text = format!(
-            "{} {} {} ${:.4}/h ({} pods)",
-            launch.info.name,
-            launch.offering.capacity_type.as_str(),
-            launch.offering.zone,
-            launch.offering.price_per_hour,
-            pods.len()
+            "{} {} {} ${:.4}/h ({count} pods)",
+            offer.info.name,
+            offer.offering.capacity_type.as_str(),
+            offer.offering.zone,
+            offer.offering.price_per_hour,
         );
-        let template = self
-            .scenario
-            .node_pools
-            .iter()
-            .find(|p| name_of(p) == claim.node_pool)
-            .map(|p| p.spec.template.spec.clone());
+        self.next_node += 1;
         let now = self.now;
-        self.cluster.launch(
-            Launch {
-                name: name.clone(),
-                template,
-                labels,
-                taints: pool_taints,
-                allocatable: it.allocatable(),
-                capacity: it.capacity,
-                price_per_hour: launch.offering.price_per_hour,
-                pods,
-            },
-            now,
-            now + NODE_STARTUP,
-        );
+        self.cluster.launch(launch, now, now + NODE_STARTUP);
         self.launches += 1;
         Some((text, name))
     }
@@ -764,6 +756,7 @@ impl<'a> Runner<'a> {
         if self.pending.is_empty() {
             return;
         }
+        self.solved_at_change = Some(self.changes);
         let pods: Vec<Pod> = self.pending.iter().map(|p| p.pod.clone()).collect();
         let result = self.scenario.solve(pods, &self.cluster.existing());
         let mut by_key: BTreeMap<String, PendingPod> = self
@@ -799,7 +792,7 @@ impl<'a> Runner<'a> {
             }
         }
         if !launched.is_empty() || !result.existing_placements.is_empty() {
-            self.changed_at = now;
+            self.changed();
         }
         self.pending = by_key.into_values().collect();
         self.pending.sort_by_key(|p| p.since);

@@ -53,6 +53,10 @@ pub struct Args {
     /// Exit 1 when some pod cannot be scheduled (for CI checks of manifests and NodePools).
     #[arg(long, conflicts_with = "timeline")]
     fail_on_unschedulable: bool,
+    /// Do not pin NodeClaims of zone-level anti-affinity groups to one zone: upstream's
+    /// behaviour (one pod per such group per batch), to compare batch counts.
+    #[arg(long)]
+    no_zone_pinning: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -72,6 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         spot_discount: args.spot_discount,
     };
     let mut scenario = Scenario::prepare(&manifests, &catalog, &pricing)?;
+    scenario.solve_options.pin_anti_affinity_domains = !args.no_zone_pinning;
     if let Some(path) = &args.timeline {
         return run_timeline(
             path,
@@ -82,15 +87,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.report.as_deref(),
         );
     }
-    let mut plan = karpenter_sim::plan(&mut scenario);
-    if let Some(instance_type) = &args.compare_nodegroup {
-        plan.compare_nodegroup = Some(karpenter_sim::nodegroup::compare(
+    // Before the plan, which moves the pending pods into its nodes.
+    let compare_nodegroup = match &args.compare_nodegroup {
+        Some(instance_type) => Some(karpenter_sim::nodegroup::compare(
             instance_type,
             &scenario.all_types,
             &scenario.daemonsets,
             &scenario.pending,
-        )?);
-    }
+        )?),
+        None => None,
+    };
+    let mut plan = karpenter_sim::plan(&mut scenario);
+    plan.compare_nodegroup = compare_nodegroup;
     match args.output {
         Output::Table => print!("{}", karpenter_sim::render::plan_table(&plan)),
         Output::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
