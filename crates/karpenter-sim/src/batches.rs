@@ -15,7 +15,7 @@
 //! `SolveOptions::pin_anti_affinity_domains`); and a batch subtracts, per NodeClaim, the
 //! largest instance type the claim could become from the NodePool's limits.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -113,31 +113,49 @@ pub fn provision(scenario: &Scenario, mut pending: Vec<Pod>) -> Batches {
         let batch = out.batches + 1;
         let mut existing = manifest_nodes.clone();
         existing.extend(launched.existing());
-        // The pods are lent to the solver and come back with its result.
+        // The pods are lent to the solver and come back with its result, then are taken out
+        // of their slots by key (no second map of whole pods). The last batch (nothing left
+        // over) keeps no pod for a next solve, so its pods are never moved into the in-flight
+        // cluster: a 100,000-pod plan holds its pods once.
         let (result, lent) = scenario.solve_returning(std::mem::take(&mut pending), &existing);
-        let mut by_key: BTreeMap<String, Pod> =
-            lent.into_iter().map(|p| (pod_key(&p), p)).collect();
+        let last = result.unschedulable.is_empty();
+        let index: HashMap<String, usize> = lent
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (pod_key(p), i))
+            .collect();
+        let mut slots: Vec<Option<Pod>> = lent.into_iter().map(Some).collect();
+        let mut take = |key: &str| index.get(key).and_then(|&i| slots.get_mut(i)?.take());
         let mut placed = 0;
         for placement in &result.existing_placements {
-            let Some(pod) = by_key.remove(&placement.pod.to_string()) else {
+            let key = placement.pod.to_string();
+            let Some(pod) = take(&key) else {
                 continue;
             };
             placed += 1;
             if let Some(node) = manifest_nodes.iter_mut().find(|n| n.name == placement.node) {
-                node.pods.push(pod);
+                if !last {
+                    node.pods.push(pod);
+                }
                 out.pods_on_existing_nodes += 1;
             } else if let Some(node) = out.nodes.iter_mut().find(|n| n.name == placement.node) {
                 node.requests.add(&pod_requests(&pod));
-                node.pods.push(placement.pod.to_string());
-                launched.bind(&node.name, pod, Duration::ZERO, Duration::ZERO);
+                node.pods.push(key);
+                if !last {
+                    launched.bind(&node.name, pod, Duration::ZERO, Duration::ZERO);
+                }
             }
         }
         for claim in &result.new_node_claims {
-            let pods: Vec<Pod> = claim
-                .pods
-                .iter()
-                .filter_map(|p| by_key.remove(&p.to_string()))
-                .collect();
+            let pods: Vec<Pod> = if last {
+                Vec::new()
+            } else {
+                claim
+                    .pods
+                    .iter()
+                    .filter_map(|p| take(&p.to_string()))
+                    .collect()
+            };
             let name = format!("{}-{}", claim.node_pool, out.nodes.len() + 1);
             let Some((launch, offer)) = launch_claim(scenario, claim, &name, pods) else {
                 out.notes.push(format!(
@@ -162,8 +180,10 @@ pub fn provision(scenario: &Scenario, mut pending: Vec<Pod>) -> Batches {
                 requests: claim.requests.clone(),
                 pods: claim.pods.iter().map(ToString::to_string).collect(),
             });
-            // Launched, never ready: the next batch sees an in-flight NodeClaim.
-            launched.launch(launch, Duration::ZERO, NODE_STARTUP);
+            if !last {
+                // Launched, never ready: the next batch sees an in-flight NodeClaim.
+                launched.launch(launch, Duration::ZERO, NODE_STARTUP);
+            }
         }
         if placed == 0 {
             out.unschedulable = result.unschedulable;
@@ -175,7 +195,7 @@ pub fn provision(scenario: &Scenario, mut pending: Vec<Pod>) -> Batches {
         pending = result
             .unschedulable
             .iter()
-            .filter_map(|u| by_key.remove(&u.pod.to_string()))
+            .filter_map(|u| take(&u.pod.to_string()))
             .collect();
     }
     out
