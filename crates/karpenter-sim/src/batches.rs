@@ -114,18 +114,22 @@ pub fn provision(scenario: &Scenario, mut pending: Vec<Pod>) -> Batches {
         let mut existing = manifest_nodes.clone();
         existing.extend(launched.existing());
         // The pods are lent to the solver and come back with its result, then are taken out
-        // of their slots by key (no second map of whole pods). The last batch (nothing left
+        // of that vector by key (no second collection of whole pods). The last batch (nothing left
         // over) keeps no pod for a next solve, so its pods are never moved into the in-flight
         // cluster: a 100,000-pod plan holds its pods once.
         let (result, lent) = scenario.solve_returning(std::mem::take(&mut pending), &existing);
         let last = result.unschedulable.is_empty();
-        let index: HashMap<String, usize> = lent
+        let mut lent = lent;
+        let mut index: HashMap<String, usize> = lent
             .iter()
             .enumerate()
             .map(|(i, p)| (pod_key(p), i))
             .collect();
-        let mut slots: Vec<Option<Pod>> = lent.into_iter().map(Some).collect();
-        let mut take = |key: &str| index.get(key).and_then(|&i| slots.get_mut(i)?.take());
+        // Each key is taken once (removed from the index), leaving an empty pod in its place.
+        let mut take = |key: &str| {
+            let i = index.remove(key)?;
+            lent.get_mut(i).map(std::mem::take)
+        };
         let mut placed = 0;
         for placement in &result.existing_placements {
             let key = placement.pod.to_string();
@@ -192,11 +196,20 @@ pub fn provision(scenario: &Scenario, mut pending: Vec<Pod>) -> Batches {
         out.batches = batch;
         // Only the pods the solver reported stay pending (a NodeClaim without an offering
         // loses its pods, as noted).
-        pending = result
-            .unschedulable
-            .iter()
-            .filter_map(|u| take(&u.pod.to_string()))
-            .collect();
+        // Compacted in place: a batch that leaves most pods pending does not copy them.
+        let mut keep = vec![false; lent.len()];
+        for unschedulable in &result.unschedulable {
+            if let Some(&i) = index.get(&unschedulable.pod.to_string()) {
+                keep[i] = true;
+            }
+        }
+        let mut position = 0;
+        lent.retain(|_| {
+            let kept = keep.get(position).copied().unwrap_or(false);
+            position += 1;
+            kept
+        });
+        pending = lent;
     }
     out
 }
