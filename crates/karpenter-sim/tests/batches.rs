@@ -266,3 +266,29 @@ fn the_timeline_stops_retrying_when_a_batch_places_nothing_and_retries_once_the_
         report.log
     );
 }
+
+#[test]
+fn scale_events_that_together_pass_the_pod_ceiling_are_refused_before_the_run_naming_the_event() {
+    let deployment = |name: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec: {{containers: [{{name: c, image: x, resources: {{requests: {{cpu: 100m}}}}}}]}}\n"
+        )
+    };
+    let (manifests, catalog, scenario) =
+        scenario(&format!("{}---\n{}", deployment("a"), deployment("b")));
+    let timeline = match parse(
+        "timeline.yaml",
+        "duration: 1h\nevents:\n  - at: 1m\n    scale: {workload: Deployment/a, replicas: 150000}\n  - at: 2m\n    scale: {workload: Deployment/a, replicas: 10}\n  - at: 3m\n    scale: {workload: Deployment/b, replicas: 150000}\n  - at: 4m\n    scale: {workload: Deployment/a, replicas: 150000}\n",
+    ) {
+        Ok(t) => t,
+        Err(e) => panic!("timeline: {e}"),
+    };
+    // Each event alone is under the ceiling; together, the fourth passes it.
+    let error = match run(&manifests, &catalog, scenario, &timeline, |_, _| {}) {
+        Ok(_) => panic!("a timeline running 300,000 pods at once is refused"),
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("events[3]"), "{error}");
+    assert!(error.contains("Deployment/a"), "{error}");
+    assert!(error.contains("300000 pods together"), "{error}");
+}

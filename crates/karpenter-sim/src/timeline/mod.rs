@@ -38,7 +38,7 @@ mod run;
 
 pub use events::{Action, Event, Timeline, parse};
 pub(crate) use run::pod_key;
-pub use run::{NODE_STARTUP, Percentiles, Runner, Sample, TimelineReport, run};
+pub use run::{NODE_STARTUP, Percentiles, Runner, Sample, TimelineReport, check_total_pods, run};
 
 use std::time::Duration;
 

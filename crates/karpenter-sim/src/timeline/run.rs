@@ -136,6 +136,44 @@ pub struct Runner<'a> {
     replacement_ready_at: BTreeMap<String, Duration>,
 }
 
+/// Refuses a timeline whose scale events would, together, run more pods at once than
+/// simulate's ceiling ([`crate::limits::MAX_PODS`]): each event is checked alone when the
+/// file is parsed, the sum over workloads here, naming the first event that crosses it.
+pub fn check_total_pods(
+    workloads: &[crate::Workload],
+    timeline: &Timeline,
+) -> Result<(), TimelineError> {
+    let mut replicas: BTreeMap<(String, String), usize> = workloads
+        .iter()
+        .map(|w| ((w.reference(), w.namespace().to_owned()), w.replicas()))
+        .collect();
+    for (index, event) in timeline.events.iter().enumerate() {
+        let Action::Scale {
+            workload,
+            namespace,
+            replicas: to,
+        } = &event.action
+        else {
+            continue;
+        };
+        if let Some(count) = replicas.get_mut(&(workload.clone(), namespace.clone())) {
+            *count = *to;
+        }
+        let total = replicas.values().fold(0usize, |a, b| a.saturating_add(*b));
+        if total > crate::limits::MAX_PODS {
+            return Err(TimelineError::Event {
+                file: "timeline".to_string(),
+                index,
+                message: format!(
+                    "scale {workload} to {to}: the workloads would run {total} pods together, more than simulate's ceiling of {} pods",
+                    crate::limits::MAX_PODS
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Runs a timeline over the manifests.
 pub fn run(
     manifests: &Manifests,
@@ -144,6 +182,7 @@ pub fn run(
     timeline: &Timeline,
     mut progress: impl FnMut(Duration, Duration),
 ) -> Result<TimelineReport, TimelineError> {
+    check_total_pods(&scenario.workloads, timeline)?;
     let mut runner = Runner::new(manifests, catalog, scenario);
     let mut events = timeline.events.iter().peekable();
     // (opened, idle deadline) of the open provisioning batch.
