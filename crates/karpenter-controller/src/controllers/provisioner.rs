@@ -143,6 +143,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                 settings::MinValuesPolicy::Strict => MinValuesPolicy::Strict,
                 settings::MinValuesPolicy::BestEffort => MinValuesPolicy::BestEffort,
             },
+            pin_anti_affinity_domains: self.settings.zone_pinning,
             ..SolveOptions::default()
         }
     }

@@ -12,7 +12,8 @@
 //! clap's own error wording).
 //!
 //! Settings that are **not upstream** (karpenter-rs additions): `--cloud-provider`
-//! / `CLOUD_PROVIDER` and `--registration-ttl` / `REGISTRATION_TTL`.
+//! / `CLOUD_PROVIDER`, `--registration-ttl` / `REGISTRATION_TTL` and `--zone-pinning` /
+//! `ZONE_PINNING`.
 //! `--instance-types-file-path` / `INSTANCE_TYPES_FILE_PATH` is upstream's KWOK
 //! provider flag. The README (`karpenter controller`, Settings) has the table.
 
@@ -166,6 +167,12 @@ pub struct Settings {
     /// before it is deleted (upstream's fixed 15m; tests shorten it).
     #[arg(long, env = "REGISTRATION_TTL", default_value = "15m", value_parser = parse_go_duration)]
     pub registration_ttl: Duration,
+
+    /// karpenter-rs only: pin a NodeClaim to one zone when it takes a pod of a zone-level
+    /// required anti-affinity group, so such a group is placed in one batch (false: upstream's
+    /// one pod per group per batch).
+    #[arg(long, env = "ZONE_PINNING", default_value = "true", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
+    pub zone_pinning: bool,
 }
 
 fn parse_positive_u32(input: &str) -> Result<u32, String> {

@@ -48,6 +48,7 @@ fn with_nothing_set_every_setting_has_its_upstream_default() {
             cloud_provider: CloudProviderKind::Kwok,
             instance_types_file_path: None,
             registration_ttl: Duration::from_secs(15 * 60),
+            zone_pinning: true,
         }
     );
 }
@@ -118,6 +119,7 @@ fn each_setting_is_read_from_its_environment_variable() {
         ("REGISTRATION_TTL", "30s", |s| {
             s.registration_ttl == Duration::from_secs(30)
         }),
+        ("ZONE_PINNING", "false", |s| !s.zone_pinning),
     ];
     for (env, value, check) in cases {
         let settings = parse(&[], &[(env, value)]).unwrap_or_else(|e| panic!("{env}={value}: {e}"));
