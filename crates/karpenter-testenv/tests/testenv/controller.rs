@@ -9,7 +9,7 @@
 //! finalizes them), and stops the controller last. The
 //! controller's log goes to the test output, so a failure shows what it did.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -658,7 +658,7 @@ impl Harness {
         let claims = self.node_claims().await;
         let names: Vec<_> = claims.iter().map(|c| c.metadata.name.clone()).collect();
         assert_eq!(claims.len(), expected, "{why}: NodeClaims {names:?}");
-        let ids: std::collections::BTreeSet<String> = claims
+        let ids: BTreeSet<String> = claims
             .iter()
             .filter_map(|c| c.status.as_ref()?.provider_id.clone())
             .collect();
@@ -854,5 +854,62 @@ async fn of_two_replicas_one_leads_the_standby_is_ready_and_takes_over_when_the_
     h.wait_running(10, Duration::from_secs(180)).await;
     assert_eq!(holder(leases.get(LEASE).await.expect("the Lease")), standby);
     h.assert_one_node_per_claim(5, "after the takeover").await;
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_zone_anti_affinity_group_gets_one_node_per_zone_in_one_batch() {
+    use k8s_openapi::api::core::v1::{Affinity, PodAffinityTerm, PodAntiAffinity};
+    let h = start("provision-zones", &[], KwokOptions::default()).await;
+    h.node_pool(None, only(&["c5.large"])).await;
+    let mut deployment = h.deployment("zonal", 3, "500m");
+    if let Some(spec) = deployment.spec.template.spec.as_mut() {
+        spec.affinity = Some(Affinity {
+            pod_anti_affinity: Some(PodAntiAffinity {
+                required_during_scheduling_ignored_during_execution: Some(vec![PodAffinityTerm {
+                    label_selector: Some(LabelSelector {
+                        match_labels: Some(BTreeMap::from([(
+                            "app".to_owned(),
+                            "zonal".to_owned(),
+                        )])),
+                        ..LabelSelector::default()
+                    }),
+                    topology_key: "topology.kubernetes.io/zone".into(),
+                    ..PodAffinityTerm::default()
+                }]),
+                ..PodAntiAffinity::default()
+            }),
+            ..Affinity::default()
+        });
+    }
+    Api::<Deployment>::namespaced(h.client.clone(), h.scope.namespace())
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("creating the Deployment");
+    h.wait_running(3, Duration::from_secs(120)).await;
+    let claims = h.node_claims().await;
+    let zones: BTreeSet<String> = claims
+        .iter()
+        .map(|c| claim_label(c, "topology.kubernetes.io/zone"))
+        .collect();
+    assert_eq!(claims.len(), 3, "one NodeClaim per pod");
+    assert_eq!(zones.len(), 3, "each in its own zone: {zones:?}");
+    // One batch: created within a second (unpinned, upstream's way, takes three batches, at
+    // least one idle second apart each).
+    let created: Vec<i64> = claims
+        .iter()
+        .filter_map(|c| c.metadata.creation_timestamp.as_ref())
+        .map(|t| t.0.as_second())
+        .collect();
+    let spread = created
+        .iter()
+        .max()
+        .zip(created.iter().min())
+        .map(|(a, b)| a - b);
+    assert!(
+        spread.is_some_and(|s| s < 2),
+        "created at {created:?}: one batch"
+    );
     h.finish().await;
 }
