@@ -84,19 +84,9 @@ pub struct ControllerContext {
 pub struct Leading(tokio::sync::watch::Receiver<bool>);
 
 impl Leading {
-    /// Already leading (tests and controllers run without election).
-    pub fn now() -> Self {
-        Leading(tokio::sync::watch::channel(true).1)
-    }
-
     /// Waits until this replica leads; false if the run loop went away first.
     pub async fn wait(&mut self) -> bool {
         self.0.wait_for(|leading| *leading).await.is_ok()
-    }
-
-    /// Leading right now.
-    pub fn is_leading(&self) -> bool {
-        *self.0.borrow()
     }
 }
 

@@ -152,11 +152,6 @@ impl ClusterCache {
         self.changes.send_modify(|generation| *generation += 1);
     }
 
-    /// A receiver that wakes on every change.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.changes.subscribe()
-    }
-
     /// Changes, at most one wake-up per `interval`: a loop that scans the whole index on each
     /// wake-up does so a bounded number of times per second however fast events arrive (a
     /// 1,000-pod rollout is ~5,000 pod events in a few seconds).
