@@ -264,39 +264,48 @@ impl Harness {
         assert!(outcome.is_none(), "crashed, not stopped: {outcome:?}");
     }
 
+    /// Pods labelled `app: <app>` requesting `cpu` and 256Mi, on this test's nodes only: the
+    /// selector and the template of a Deployment or a DaemonSet.
+    fn workload(&self, app: &str, cpu: &str) -> (LabelSelector, PodTemplateSpec) {
+        let labels = BTreeMap::from([("app".to_owned(), app.to_owned())]);
+        let selector = LabelSelector {
+            match_labels: Some(labels.clone()),
+            ..LabelSelector::default()
+        };
+        let template = PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(labels),
+                ..ObjectMeta::default()
+            }),
+            spec: Some(PodSpec {
+                node_selector: Some(self.scope.node_selector()),
+                tolerations: Some(vec![self.toleration()]),
+                containers: vec![Container {
+                    name: "app".into(),
+                    image: Some("registry.invalid/pause:3.10".into()),
+                    resources: Some(ResourceRequirements {
+                        requests: Some(BTreeMap::from([
+                            ("cpu".to_owned(), Quantity(cpu.to_owned())),
+                            ("memory".to_owned(), Quantity("256Mi".into())),
+                        ])),
+                        ..ResourceRequirements::default()
+                    }),
+                    ..Container::default()
+                }],
+                ..PodSpec::default()
+            }),
+        };
+        (selector, template)
+    }
+
     fn deployment(&self, name: &str, replicas: i32, cpu: &str) -> Deployment {
-        let labels = BTreeMap::from([("app".to_owned(), name.to_owned())]);
+        let (selector, template) = self.workload(name, cpu);
         Deployment {
             metadata: self.scope.namespaced_meta(name),
             spec: DeploymentSpec {
                 replicas: Some(replicas),
-                selector: LabelSelector {
-                    match_labels: Some(labels.clone()),
-                    ..LabelSelector::default()
-                },
-                template: PodTemplateSpec {
-                    metadata: Some(ObjectMeta {
-                        labels: Some(labels),
-                        ..ObjectMeta::default()
-                    }),
-                    spec: Some(PodSpec {
-                        node_selector: Some(self.scope.node_selector()),
-                        tolerations: Some(vec![self.toleration()]),
-                        containers: vec![Container {
-                            name: "app".into(),
-                            image: Some("registry.invalid/pause:3.10".into()),
-                            resources: Some(ResourceRequirements {
-                                requests: Some(BTreeMap::from([
-                                    ("cpu".to_owned(), Quantity(cpu.to_owned())),
-                                    ("memory".to_owned(), Quantity("256Mi".into())),
-                                ])),
-                                ..ResourceRequirements::default()
-                            }),
-                            ..Container::default()
-                        }],
-                        ..PodSpec::default()
-                    }),
-                },
+                selector,
+                template,
                 ..DeploymentSpec::default()
             },
             status: None,
@@ -715,37 +724,12 @@ async fn daemonset_overhead_is_counted_when_the_instance_type_is_chosen() {
     let h = start("provision-daemonset", &[], KwokOptions::default()).await;
     // c5.large has 1930m allocatable: the pod (1 CPU) fits alone, not beside the agent (1 CPU).
     h.node_pool(None, only(&["c5.large", "c5.xlarge"])).await;
-    let labels = BTreeMap::from([("app".to_owned(), "agent".to_owned())]);
+    let (selector, template) = h.workload("agent", "1");
     let agent = DaemonSet {
         metadata: h.scope.namespaced_meta("agent"),
         spec: DaemonSetSpec {
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..LabelSelector::default()
-            },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..ObjectMeta::default()
-                }),
-                spec: Some(PodSpec {
-                    node_selector: Some(h.scope.node_selector()),
-                    tolerations: Some(vec![h.toleration()]),
-                    containers: vec![Container {
-                        name: "agent".into(),
-                        image: Some("registry.invalid/agent:1".into()),
-                        resources: Some(ResourceRequirements {
-                            requests: Some(BTreeMap::from([
-                                ("cpu".to_owned(), Quantity("1".into())),
-                                ("memory".to_owned(), Quantity("256Mi".into())),
-                            ])),
-                            ..ResourceRequirements::default()
-                        }),
-                        ..Container::default()
-                    }],
-                    ..PodSpec::default()
-                }),
-            },
+            selector,
+            template,
             ..DaemonSetSpec::default()
         },
         status: None,
