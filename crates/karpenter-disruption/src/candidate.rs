@@ -150,11 +150,11 @@ pub fn build(snapshot: &Snapshot, index: usize, now: DateTime<Utc>) -> Option<Ca
         .filter(|(_, p)| pods::is_reschedulable(p) && !pdb::fully_blocked(&snapshot.pdbs, p))
         .map(|(i, _)| i)
         .collect();
-    let all: Vec<PodCostInput> = node.pods.iter().map(pods::cost_input).collect();
+    let all: Vec<PodCostInput> = node.pods.iter().map(|p| pods::cost_input(p)).collect();
     let moving: Vec<PodCostInput> = reschedulable
         .iter()
         .filter_map(|&i| node.pods.get(i))
-        .map(pods::cost_input)
+        .map(|p| pods::cost_input(p))
         .collect();
     let age = (now - node.created).to_std().unwrap_or_default();
     let lifetime = cost::lifetime_remaining(node.expire_after, age);
@@ -286,9 +286,9 @@ mod tests {
         )]));
         let guarded = PodBuilder::new("guarded").label("app", "web").build();
         let mut with_annotated = managed("with-annotated", "general");
-        with_annotated.pods.push(annotated);
+        with_annotated.pods.push(annotated.into());
         let mut with_guarded = managed("with-guarded", "general");
-        with_guarded.pods.push(guarded);
+        with_guarded.pods.push(guarded.into());
         let mut snap = snapshot(vec![with_annotated, with_guarded]);
         snap.pdbs.push(Pdb {
             namespace: "default".into(),
@@ -326,7 +326,7 @@ mod tests {
         )]));
         let mut node = managed("bounded", "general");
         node.termination_grace_period = Some(std::time::Duration::from_secs(60));
-        node.pods.push(annotated);
+        node.pods.push(annotated.into());
         let snap = snapshot(vec![node]);
         assert_eq!(
             excluded_codes(&snap, Class::Graceful).get("bounded"),

@@ -86,7 +86,7 @@ mod tests {
     fn busy(name: &str) -> crate::NodeState {
         let mut node = managed(name, "general");
         node.pods
-            .push(PodBuilder::new(&format!("{name}-pod")).build());
+            .push(PodBuilder::new(&format!("{name}-pod")).build().into());
         node
     }
 
@@ -151,7 +151,7 @@ mod tests {
         let mut node = busy("guarded");
         node.termination_grace_period = Some(std::time::Duration::from_secs(60));
         if let Some(pod) = node.pods.first_mut() {
-            pod.metadata.annotations = Some(BTreeMap::from([(
+            std::sync::Arc::make_mut(pod).metadata.annotations = Some(BTreeMap::from([(
                 l::DO_NOT_DISRUPT.to_owned(),
                 "true".to_owned(),
             )]));

@@ -7,6 +7,8 @@
 //! cluster cannot hold more of them than it has nodes, so those beyond one per node lose their
 //! anti-affinity (they stay as generic pods).
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_api::labels as l;
@@ -75,7 +77,7 @@ pub fn consolidation_cluster(nodes: usize, pods: usize, seed: u64, now: DateTime
         PreferencePolicy::Respect,
     );
     let catalog = input.default_instance_types;
-    let mut workload = input.pods;
+    let mut workload: Vec<Pod> = input.pods.into_iter().map(Arc::unwrap_or_clone).collect();
     let mut anti = 0usize;
     for pod in &mut workload {
         if is_anti_affine(pod) {
@@ -129,7 +131,7 @@ pub fn consolidation_cluster(nodes: usize, pods: usize, seed: u64, now: DateTime
         if s.allocatable.get("pods").is_zero() {
             s.allocatable.set("pods", Quantity::from_units(110));
         }
-        s.pods = pods;
+        s.pods = pods.into_iter().map(Arc::new).collect();
         states.push(s);
     }
     let node_pools: Vec<NodePool> = node_pool().into_iter().collect();

@@ -8,6 +8,7 @@
 //! simulation fail with that pod's reason.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
@@ -35,7 +36,7 @@ pub enum Outcome {
 pub struct Simulator {
     input: SolveInput,
     /// Pods waiting (pending pods and pods of nodes being deleted).
-    base_pods: Vec<Pod>,
+    base_pods: Vec<Arc<Pod>>,
     initialized: BTreeMap<String, bool>,
     /// Number of solver runs so far.
     pub runs: usize,
@@ -47,16 +48,20 @@ fn uid(pod: &Pod) -> String {
     pod.metadata.uid.clone().unwrap_or_else(|| pods::key(pod))
 }
 
-/// A copy of the pod as if it were pending: unbound, with a uid.
-fn as_pending(pod: &Pod) -> Pod {
-    let mut p = pod.clone();
+/// The pod as if it were pending: unbound, with a uid (shared, not copied, when it already is).
+fn as_pending(pod: &Arc<Pod>) -> Arc<Pod> {
+    let bound = pod.spec.as_ref().is_some_and(|s| s.node_name.is_some());
+    if pod.metadata.uid.is_some() && !bound {
+        return Arc::clone(pod);
+    }
+    let mut p = Pod::clone(pod);
     if p.metadata.uid.is_none() {
         p.metadata.uid = Some(pods::key(pod));
     }
     if let Some(spec) = p.spec.as_mut() {
         spec.node_name = None;
     }
-    p
+    Arc::new(p)
 }
 
 /// Upstream `IsUnderConsolidateAfter`: the node's NodePool has a non-zero `consolidateAfter`
@@ -99,7 +104,7 @@ fn existing(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> Existi
 
 impl Simulator {
     pub fn new(snapshot: &Snapshot, now: DateTime<Utc>) -> Self {
-        let mut base_pods: Vec<Pod> = snapshot.pending_pods.iter().map(as_pending).collect();
+        let mut base_pods: Vec<Arc<Pod>> = snapshot.pending_pods.iter().map(as_pending).collect();
         for node in snapshot
             .nodes
             .iter()
@@ -159,7 +164,7 @@ impl Simulator {
         let mut indexes: Vec<usize> = candidates.iter().map(|c| c.index).collect();
         indexes.sort_unstable();
         indexes.dedup();
-        let mut moving: Vec<Pod> = Vec::new();
+        let mut moving: Vec<Arc<Pod>> = Vec::new();
         for c in candidates {
             if let Some(node) = snapshot.nodes.get(c.index) {
                 moving.extend(
@@ -170,7 +175,7 @@ impl Simulator {
                 );
             }
         }
-        let watched: BTreeSet<String> = moving.iter().map(uid).collect();
+        let watched: BTreeSet<String> = moving.iter().map(|p| uid(p)).collect();
         let mut removed: Vec<(usize, ExistingNode)> = Vec::with_capacity(indexes.len());
         for &i in indexes.iter().rev() {
             if i < self.input.existing_nodes.len() {

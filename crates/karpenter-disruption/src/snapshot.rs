@@ -6,6 +6,7 @@
 //! the simulator build it; nothing here reads a clock or a cache.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -73,7 +74,7 @@ pub struct NodeState {
     /// NodeClaim `spec.terminationGracePeriod`.
     pub termination_grace_period: Option<Duration>,
     /// Pods bound to the node.
-    pub pods: Vec<Pod>,
+    pub pods: Vec<Arc<Pod>>,
 }
 
 impl NodeState {
@@ -139,7 +140,7 @@ pub struct Snapshot {
     pub nodes: Vec<NodeState>,
     pub pdbs: Vec<Pdb>,
     /// Pods waiting for capacity (they are simulated along with the candidates' pods).
-    pub pending_pods: Vec<Pod>,
+    pub pending_pods: Vec<Arc<Pod>>,
     pub daemonsets: Vec<DaemonSet>,
     pub features: Features,
     pub solve_options: SolveOptions,

@@ -16,6 +16,7 @@
 //! get a reason instead.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -214,7 +215,7 @@ fn template_claim(snapshot: &Snapshot, node_pool: &NodePool) -> Result<NewNodeCl
         node_pools: vec![converted],
         instance_types: BTreeMap::from([(name.clone(), snapshot.catalog(&name).to_vec())]),
         daemonsets: snapshot.daemonsets.clone(),
-        pods: vec![probe],
+        pods: vec![Arc::new(probe)],
         options: snapshot.solve_options.clone(),
         ..Default::default()
     };

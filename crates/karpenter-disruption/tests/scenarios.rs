@@ -531,7 +531,8 @@ fn node(n: &NodeSpec, types: &[TypeSpec], now: DateTime<Utc>) -> Result<NodeStat
         .transpose()
         .map_err(|e| e.to_string())?;
     for p in &n.pods {
-        s.pods.push(build_pod(p, Some(&n.name), now, created)?);
+        s.pods
+            .push(build_pod(p, Some(&n.name), now, created)?.into());
     }
     Ok(s)
 }
@@ -567,7 +568,7 @@ fn snapshot(sc: &Scenario) -> Result<Snapshot, String> {
         pending_pods: sc
             .pending_pods
             .iter()
-            .map(|p| build_pod(p, None, sc.now, sc.now))
+            .map(|p| build_pod(p, None, sc.now, sc.now).map(Into::into))
             .collect::<Result<_, _>>()?,
         features: Features {
             spot_to_spot_consolidation: sc.features.spot_to_spot_consolidation,

@@ -3,6 +3,7 @@
 //! a seeded SplitMix64 instead of Go's `math/rand`), and the benchmark NodePool.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -289,6 +290,6 @@ pub fn benchmark_input(
 ) -> SolveInput {
     let (mut input, stream) =
         benchmark_setup(workload, pods, instance_types, seed, preference_policy);
-    input.pods = stream.collect();
+    input.pods = stream.map(Arc::new).collect();
     input
 }

@@ -5,6 +5,7 @@
 //! state into [`SolveInput`]. Nothing here refers to a client, a clock or a cache.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod, Taint};
@@ -160,7 +161,7 @@ pub struct ExistingNode {
     pub capacity: ResourceList,
     pub allocatable: ResourceList,
     /// Pods bound to the node (they use its resources and count for topology).
-    pub pods: Vec<Pod>,
+    pub pods: Vec<Arc<Pod>>,
     /// Initialized nodes are preferred; an uninitialized managed node hides its startup and
     /// ephemeral taints.
     pub initialized: bool,
@@ -233,7 +234,7 @@ pub struct SolveInput {
     pub existing_nodes: Vec<ExistingNode>,
     pub daemonsets: Vec<DaemonSet>,
     /// Pods to place.
-    pub pods: Vec<Pod>,
+    pub pods: Vec<Arc<Pod>>,
     pub persistent_volume_claims: Vec<PersistentVolumeClaim>,
     pub persistent_volumes: Vec<PersistentVolume>,
     pub storage_classes: Vec<StorageClass>,

@@ -344,13 +344,13 @@ impl<'a> Solver<'a> {
     /// A solver for `input` with `input.pods` compiled.
     pub fn new(input: &'a SolveInput) -> Self {
         let mut solver = Solver::without_pods(input);
-        solver.add_pods(&input.pods);
+        solver.add_pods(input.pods.iter().map(|p| &**p));
         solver
     }
 
     /// Compiles more pods to place (the input's own pods are not added). Callers with many pods
     /// can feed them in chunks and drop each chunk, keeping memory low.
-    pub fn add_pods(&mut self, pods: &[Pod]) {
+    pub fn add_pods<'p>(&mut self, pods: impl IntoIterator<Item = &'p Pod>) {
         let policy = self.input.options.preference_policy;
         let first = self.pods.len();
         let mut compiler = Compiler {

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec};
 use k8s_openapi::api::core::v1::{
@@ -641,7 +642,10 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
             taints: n.taints.clone(),
             allocatable: ResourceList(n.allocatable.clone()),
             capacity: ResourceList(n.capacity.clone().unwrap_or_else(|| n.allocatable.clone())),
-            pods: expand_pods(&n.pods, &mut seq),
+            pods: expand_pods(&n.pods, &mut seq)
+                .into_iter()
+                .map(Arc::new)
+                .collect(),
             initialized: n.initialized,
             deleting: n.deleting,
             volume_limits: BTreeMap::new(),
@@ -683,7 +687,7 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
             .collect(),
         existing_nodes,
         daemonsets,
-        pods: pods.clone(),
+        pods: pods.iter().cloned().map(Arc::new).collect(),
         persistent_volume_claims: s.pvcs,
         persistent_volumes: s.pvs,
         storage_classes: s.storage_classes,
@@ -921,9 +925,12 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
     }
     for s in &expect.spread {
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-        let all_pods = pods
-            .iter()
-            .chain(input.existing_nodes.iter().flat_map(|n| n.pods.iter()));
+        let all_pods = pods.iter().chain(
+            input
+                .existing_nodes
+                .iter()
+                .flat_map(|n| n.pods.iter().map(|p| &**p)),
+        );
         for p in all_pods {
             let phase = p.status.as_ref().and_then(|st| st.phase.as_deref());
             if matches!(phase, Some("Succeeded" | "Failed")) {

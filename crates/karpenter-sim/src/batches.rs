@@ -16,6 +16,7 @@
 //! largest instance type the claim could become from the NodePool's limits.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -139,7 +140,7 @@ pub fn provision(scenario: &Scenario, mut pending: Vec<Pod>) -> Batches {
             placed += 1;
             if let Some(node) = manifest_nodes.iter_mut().find(|n| n.name == placement.node) {
                 if !last {
-                    node.pods.push(pod);
+                    node.pods.push(Arc::new(pod));
                 }
                 out.pods_on_existing_nodes += 1;
             } else if let Some(node) = out.nodes.iter_mut().find(|n| n.name == placement.node) {

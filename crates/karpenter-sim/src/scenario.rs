@@ -3,6 +3,7 @@
 //! the solver on it; the plan and the timeline both start here.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -204,7 +205,7 @@ impl Scenario {
             default_instance_types: Vec::new(),
             existing_nodes: existing.to_vec(),
             daemonsets: self.daemonsets.clone(),
-            pods,
+            pods: pods.into_iter().map(Arc::new).collect(),
             persistent_volume_claims: self.persistent_volume_claims.clone(),
             persistent_volumes: self.persistent_volumes.clone(),
             storage_classes: self.storage_classes.clone(),
@@ -213,7 +214,8 @@ impl Scenario {
             relocating: Default::default(),
         };
         let result = karpenter_scheduling::solve(&input);
-        (result, input.pods)
+        let pods = input.pods.into_iter().map(Arc::unwrap_or_clone).collect();
+        (result, pods)
     }
 }
 

@@ -3,6 +3,7 @@
 //! deletions missed while a watch was down are not kept); views come out.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -51,7 +52,7 @@ pub struct NodePoolUsage {
 pub struct Cluster {
     nodes: BTreeMap<String, Node>,
     node_claims: BTreeMap<String, NodeClaim>,
-    pods: BTreeMap<Key, Pod>,
+    pods: BTreeMap<Key, Arc<Pod>>,
     pods_by_node: HashMap<String, BTreeSet<Key>>,
     node_pools: BTreeMap<String, NodePool>,
     daemonsets: BTreeMap<Key, DaemonSet>,
@@ -115,11 +116,16 @@ impl Cluster {
                 .or_default()
                 .insert(key.clone());
         }
-        self.pods.insert(key, pod);
+        self.pods.insert(key, Arc::new(pod));
     }
 
     fn unbind(&mut self, key: &Key) {
-        let Some(node) = self.pods.get(key).and_then(bound_node).map(str::to_owned) else {
+        let Some(node) = self
+            .pods
+            .get(key)
+            .and_then(|p| bound_node(p))
+            .map(str::to_owned)
+        else {
             return;
         };
         if let Some(keys) = self.pods_by_node.get_mut(&node) {
@@ -255,7 +261,7 @@ impl Cluster {
     }
 
     pub fn pods(&self) -> impl Iterator<Item = &Pod> {
-        self.pods.values()
+        self.pods.values().map(|p| &**p)
     }
 
     pub fn node_pools(&self) -> impl Iterator<Item = &NodePool> {
@@ -271,7 +277,7 @@ impl Cluster {
     }
 
     /// Pods bound to `node`.
-    pub fn pods_on(&self, node: &str) -> Vec<&Pod> {
+    pub fn pods_on(&self, node: &str) -> Vec<&Arc<Pod>> {
         self.pods_by_node
             .get(node)
             .map(|keys| keys.iter().filter_map(|k| self.pods.get(k)).collect())
@@ -353,7 +359,7 @@ impl Cluster {
     }
 
     /// Pods waiting for capacity (upstream `IsProvisionable`), in name order.
-    pub fn provisionable_pods(&self) -> Vec<&Pod> {
+    pub fn provisionable_pods(&self) -> Vec<&Arc<Pod>> {
         self.pods.values().filter(|p| is_provisionable(p)).collect()
     }
 
@@ -380,7 +386,7 @@ impl Cluster {
     /// around the NodePools and instance types the caller resolved.
     pub fn solve_input(
         &self,
-        pods: Vec<Pod>,
+        pods: Vec<Arc<Pod>>,
         node_pools: Vec<karpenter_scheduling::NodePool>,
         instance_types: BTreeMap<String, Vec<InstanceType>>,
         options: SolveOptions,

@@ -11,6 +11,7 @@
 //! still does not is read as absent.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
@@ -28,7 +29,7 @@ pub struct StateNode<'a> {
     pub node: Option<&'a Node>,
     pub node_claim: Option<&'a NodeClaim>,
     /// Pods bound to the node.
-    pub pods: Vec<&'a Pod>,
+    pub pods: Vec<&'a Arc<Pod>>,
     /// Nominated for pending pods until then.
     pub nominated_until: Option<DateTime<Utc>>,
     /// Chosen by a disruption command (counts against budgets, receives no pods).
@@ -264,7 +265,7 @@ impl<'a> StateNode<'a> {
             taints: self.taints(),
             capacity: self.capacity(),
             allocatable: self.allocatable(),
-            pods: self.pods.iter().map(|p| (*p).clone()).collect(),
+            pods: self.pods.iter().map(|p| Arc::clone(p)).collect(),
             initialized: self.initialized(),
             deleting: self.deleting() || self.marked_for_deletion,
             volume_limits: BTreeMap::new(),
@@ -302,7 +303,7 @@ impl<'a> StateNode<'a> {
                 .as_ref()
                 .map(karpenter_api::duration::GoDuration::as_duration);
         }
-        state.pods = self.pods.iter().map(|p| (*p).clone()).collect();
+        state.pods = self.pods.iter().map(|p| Arc::clone(p)).collect();
         state
     }
 
@@ -310,7 +311,7 @@ impl<'a> StateNode<'a> {
     pub fn reschedulable_pods(&self) -> impl Iterator<Item = &'a Pod> + '_ {
         self.pods
             .iter()
-            .copied()
+            .map(|p| &***p)
             .filter(|p| pods::is_reschedulable(p))
     }
 }

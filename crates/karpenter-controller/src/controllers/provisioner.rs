@@ -151,7 +151,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
     /// One batch: solve the provisionable pods and act on the result.
     pub async fn provision(&self) -> Result<BatchOutcome, ProvisionError> {
         let started = Instant::now();
-        let (pods, pools): (Vec<Pod>, Vec<NodePool>) = {
+        let (pods, pools): (Vec<Arc<Pod>>, Vec<NodePool>) = {
             let cluster = self.cache.lock();
             (
                 cluster.provisionable_pods().into_iter().cloned().collect(),
@@ -237,7 +237,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                         p.metadata.namespace.as_deref().unwrap_or("default"),
                         p.metadata.name.as_deref().unwrap_or_default()
                     ),
-                    p,
+                    &**p,
                 )
             })
             .collect();

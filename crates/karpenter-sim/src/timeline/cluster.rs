@@ -331,7 +331,7 @@ impl SimCluster {
         let labels = state.labels();
         let label = |key: &str| labels.get(key).cloned().unwrap_or_default();
         let (instance_type, zone) = (label(labels::INSTANCE_TYPE), label(labels::ZONE));
-        let pods: Vec<Pod> = state.pods.iter().map(|p| (*p).clone()).collect();
+        let pods: Vec<Pod> = state.pods.iter().map(|p| Pod::clone(p)).collect();
         let claim = state.node_claim.and_then(|c| c.metadata.name.clone());
         for pod in &pods {
             self.index.delete(&ObjectRef::new(

@@ -9,6 +9,7 @@
 //! replacements launched, candidates deleted once the replacements are ready; a candidate being
 //! disrupted is marked for deletion in the snapshot, so it consumes its pool's budget.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -44,7 +45,7 @@ pub fn snapshot(scenario: &Scenario, nodes: Vec<NodeState>, pending: Vec<Pod>) -
             .collect(),
         nodes,
         pdbs: Vec::new(),
-        pending_pods: pending,
+        pending_pods: pending.into_iter().map(Arc::new).collect(),
         daemonsets: scenario.daemonsets.clone(),
         features: Default::default(),
         solve_options: Default::default(),

@@ -296,7 +296,7 @@ impl<'a> Runner<'a> {
                 .iter()
                 .find(|n| n.metadata.name.as_deref() == Some(existing.name.as_str()));
             if let Some(node) = manifest {
-                cluster.add_existing(node, existing.pods.clone());
+                cluster.add_existing(node, existing.pods.iter().map(|p| Pod::clone(p)).collect());
             }
         }
         let mut notes = scenario.notes.clone();
