@@ -7,14 +7,17 @@
 //! small. What stays is exactly what the scheduling, disruption and lifecycle decisions and
 //! the drain read: metadata (labels, annotations, owners, timestamps, finalizers), the pod's
 //! scheduling constraints, its containers' names, resources, host ports and restart policy,
-//! its PVC and generic ephemeral volumes, priority and grace period, its phase, conditions,
+//! its PVC and generic ephemeral volumes, priority and grace period, its phase, its
+//! `PodScheduled` and `Ready` conditions (without messages),
 //! nomination and start time; a Node's spec, labels, taints, capacity, allocatable and
 //! conditions.
 //!
 //! Objects are only ever written back by merge patches built from scratch, never by replacing
 //! them with what the index holds, so nothing dropped here can be lost from the cluster.
 
-use k8s_openapi::api::core::v1::{Container, Node, NodeStatus, Pod, PodSpec, PodStatus, Volume};
+use k8s_openapi::api::core::v1::{
+    Container, Node, NodeStatus, Pod, PodCondition, PodSpec, PodStatus, Volume,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::Object;
@@ -55,7 +58,7 @@ pub fn slim_pod(pod: &mut Pod) {
     if let Some(status) = pod.status.take() {
         pod.status = Some(PodStatus {
             phase: status.phase,
-            conditions: status.conditions,
+            conditions: status.conditions.map(slim_pod_conditions),
             nominated_node_name: status.nominated_node_name,
             start_time: status.start_time,
             reason: status.reason,
@@ -63,6 +66,23 @@ pub fn slim_pod(pod: &mut Pod) {
             ..PodStatus::default()
         });
     }
+}
+
+/// The pod conditions a decision reads (`PodScheduled` for provisioning, `Ready` for
+/// disruption), without their messages: the scheduler's `Unschedulable` message names every
+/// node's reason and is the longest string a pending pod carries.
+fn slim_pod_conditions(conditions: Vec<PodCondition>) -> Vec<PodCondition> {
+    let mut kept: Vec<PodCondition> = conditions
+        .into_iter()
+        .filter(|c| c.type_ == "PodScheduled" || c.type_ == "Ready")
+        .map(|c| PodCondition {
+            message: None,
+            last_probe_time: None,
+            ..c
+        })
+        .collect();
+    kept.shrink_to_fit();
+    kept
 }
 
 fn slim_pod_spec(spec: &mut PodSpec) {
@@ -74,16 +94,27 @@ fn slim_pod_spec(spec: &mut PodSpec) {
     }
     // Ephemeral (debug) containers have no resources and are never scheduled.
     spec.ephemeral_containers = None;
-    if let Some(volumes) = spec.volumes.as_mut() {
-        volumes.retain(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some());
-        for volume in volumes.iter_mut() {
-            *volume = Volume {
-                name: std::mem::take(&mut volume.name),
-                persistent_volume_claim: volume.persistent_volume_claim.take(),
-                ephemeral: volume.ephemeral.take(),
+    // A `Volume` is 3 KB inline (one field per volume source): a pod's service-account token
+    // volume alone would cost more than the rest of the slimmed pod, so the vector is rebuilt
+    // (not `retain`ed, which keeps its capacity) and dropped when no volume is left.
+    spec.volumes = spec.volumes.take().and_then(|volumes| {
+        let mut kept: Vec<Volume> = volumes
+            .into_iter()
+            .filter(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
+            .map(|v| Volume {
+                name: v.name,
+                persistent_volume_claim: v.persistent_volume_claim,
+                ephemeral: v.ephemeral,
                 ..Volume::default()
-            };
-        }
+            })
+            .collect();
+        // `collect` reuses the source's allocation here (same element type): shrink it.
+        kept.shrink_to_fit();
+        (!kept.is_empty()).then_some(kept)
+    });
+    spec.containers.shrink_to_fit();
+    if let Some(init) = spec.init_containers.as_mut() {
+        init.shrink_to_fit();
     }
     spec.security_context = None;
     spec.dns_config = None;

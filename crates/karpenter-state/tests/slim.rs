@@ -67,7 +67,9 @@ fn full_pod(name: &str, claim: &str) -> Pod {
         },
         "status": {
             "phase": "Pending",
-            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                            "message": "0/3 nodes are available: 3 Insufficient cpu."},
+                           {"type": "PodReadyToStartContainers", "status": "False"}],
             "startTime": "2026-01-01T10:00:01Z",
             "qosClass": "Burstable",
             "containerStatuses": [{"name": "web", "ready": false, "restartCount": 0,
@@ -80,7 +82,7 @@ fn solve_all(pods: Vec<Pod>) -> karpenter_scheduling::SolveResult {
     let input = SolveInput {
         node_pools: vec![benchmark_node_pool()],
         default_instance_types: fake_instance_types(40),
-        pods,
+        pods: pods.into_iter().map(std::sync::Arc::new).collect(),
         ..Default::default()
     };
     solve(&input)
@@ -124,6 +126,11 @@ fn a_slimmed_pod_keeps_what_disruption_and_drain_read() {
     let slim = slimmed(full.clone());
     assert_eq!(pods::is_reschedulable(&full), pods::is_reschedulable(&slim));
     assert_eq!(pods::started(&full), pods::started(&slim));
+    assert!(karpenter_state::provisionable::is_unschedulable(&slim));
+    assert_eq!(
+        karpenter_state::provisionable::is_provisionable(&full),
+        karpenter_state::provisionable::is_provisionable(&slim)
+    );
     assert_eq!(
         pods::annotation(&slim, "karpenter.sh/do-not-disrupt"),
         Some("true")
@@ -154,6 +161,8 @@ fn a_slimmed_pod_drops_what_nothing_reads() {
         "kube-api-access",
         "containerStatuses",
         "9090",
+        "nodes are available",
+        "PodReadyToStartContainers",
     ] {
         assert!(!text.contains(gone), "{gone} is still in {text}");
     }
@@ -198,4 +207,26 @@ fn slimming_any_object_drops_its_managed_fields() {
         panic!("still a pod")
     };
     assert_eq!(pod.metadata.managed_fields, None);
+}
+
+#[test]
+fn a_slimmed_pod_keeps_no_room_for_the_volumes_it_dropped() {
+    // Only the PVC volume of two is kept, and the vector holds exactly it: a `Volume` is
+    // 3 KB inline, so the token volume's slot would otherwise stay allocated for every pod.
+    let with_claim = slimmed(full_pod("web-a", "data"));
+    let volumes = with_claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_ref())
+        .expect("the PVC volume is kept");
+    assert_eq!(volumes.len(), 1);
+    assert_eq!(volumes.capacity(), 1);
+
+    // A pod whose only volume is its service-account token keeps no volume list at all.
+    let mut token_only = full_pod("web-b", "");
+    if let Some(volumes) = token_only.spec.as_mut().and_then(|s| s.volumes.as_mut()) {
+        volumes.retain(|v| v.persistent_volume_claim.is_none());
+    }
+    let slim = slimmed(token_only);
+    assert_eq!(slim.spec.as_ref().and_then(|s| s.volumes.as_ref()), None);
 }
