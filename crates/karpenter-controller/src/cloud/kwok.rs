@@ -230,7 +230,13 @@ impl KwokCloud {
         }
     }
 
-    async fn pool_infos(&self, pool: &NodePool) -> Result<Vec<InstanceTypeInfo>, CloudError> {
+    /// The pool's instance types (only those named in `names`, when given), with offerings
+    /// marked unavailable as they are now.
+    async fn pool_infos(
+        &self,
+        pool: &NodePool,
+        names: Option<&BTreeSet<&str>>,
+    ) -> Result<Vec<InstanceTypeInfo>, CloudError> {
         let Some(class) = self.node_class(pool).await else {
             return Ok(Vec::new());
         };
@@ -261,13 +267,18 @@ impl KwokCloud {
                 }
             }
         };
-        // Only a copy with unavailable offerings marked when some are (most batches: none).
+        // A copy only of the named types, or with unavailable offerings marked when some are
+        // (most batches: none).
         let unavailable = self.unavailable_now();
         let marked;
-        let infos: &[InstanceTypeInfo] = if unavailable.is_empty() {
+        let infos: &[InstanceTypeInfo] = if unavailable.is_empty() && names.is_none() {
             &resolved
         } else {
-            let mut copy = resolved.as_ref().clone();
+            let mut copy: Vec<InstanceTypeInfo> = resolved
+                .iter()
+                .filter(|i| names.is_none_or(|n| n.contains(i.name.as_str())))
+                .cloned()
+                .collect();
             for reference in &unavailable {
                 for info in copy
                     .iter_mut()
@@ -437,7 +448,16 @@ impl KwokCloud {
         {
             return Ok(claim_view(&existing, Some(claim)));
         }
-        let infos = self.pool_infos(pool).await?;
+        let names: BTreeSet<&str> = claim
+            .spec
+            .requirements
+            .iter()
+            .filter(|r| r.key == labels::INSTANCE_TYPE && r.operator == Operator::In)
+            .flat_map(|r| r.values.iter().map(String::as_str))
+            .collect();
+        // Only the claim's instance types: narrowing every type of the pool per launch cost
+        // more than the rest of the launch.
+        let infos = self.pool_infos(pool, Some(&names)).await?;
         let types = narrow(&infos, &[]);
         let requirements: Vec<RequirementSpec> = claim
             .spec
@@ -599,7 +619,7 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
         &self,
         node_pool: &NodePool,
     ) -> Result<Vec<InstanceTypeInfo>, CloudError> {
-        self.cloud.pool_infos(node_pool).await
+        self.cloud.pool_infos(node_pool, None).await
     }
 
     async fn is_drifted(&self, _node_claim: &NodeClaim) -> Result<Option<DriftReason>, CloudError> {
