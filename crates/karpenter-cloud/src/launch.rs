@@ -40,23 +40,32 @@ pub fn choose<'a>(claim: &NewNodeClaim, types: &'a PoolTypes) -> Option<Launch<'
     cheapest(
         claim.instance_type_options.iter().map(|o| &*o.name),
         &claim.requirements,
-        types,
+        |name| types.info(name),
+        |_, _| true,
     )
 }
 
 /// The cheapest available offering among the named instance types that `requirements` allow
 /// (zone and capacity type); ties go to the first type named, then the first offering.
+/// `lookup` finds a type by name (a provider's own index: nothing is copied);
+/// `available` may rule out offerings the type itself still marks available (a provider's
+/// recent insufficient-capacity errors).
 pub fn cheapest<'a, 'n>(
     names: impl IntoIterator<Item = &'n str>,
     requirements: &[RequirementSpec],
-    types: &'a PoolTypes,
+    lookup: impl Fn(&str) -> Option<&'a InstanceTypeInfo>,
+    available: impl Fn(&InstanceTypeInfo, &Offering) -> bool,
 ) -> Option<Launch<'a>> {
     let mut best: Option<Launch<'a>> = None;
     for name in names {
-        let Some(info) = types.info(name) else {
+        let Some(info) = lookup(name) else {
             continue;
         };
-        for offering in info.offerings.iter().filter(|o| o.available) {
+        for offering in info
+            .offerings
+            .iter()
+            .filter(|o| o.available && available(info, o))
+        {
             if !offering_allowed(requirements, offering) {
                 continue;
             }

@@ -230,55 +230,56 @@ impl KwokCloud {
         }
     }
 
-    /// The pool's instance types (only those named in `names`, when given), with offerings
-    /// marked unavailable as they are now.
-    async fn pool_infos(
+    /// Every instance type the pool's EC2NodeClass resolves to, shared (resolved once per
+    /// distinct set of options); `None` when the class cannot be used.
+    async fn resolved_infos(
         &self,
         pool: &NodePool,
-        names: Option<&BTreeSet<&str>>,
-    ) -> Result<Vec<InstanceTypeInfo>, CloudError> {
+    ) -> Result<Option<Arc<Vec<InstanceTypeInfo>>>, CloudError> {
         let Some(class) = self.node_class(pool).await else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
         let mut notes = Vec::new();
         let Some(options) = options_for(pool, &class, &self.pricing, &mut notes) else {
             for note in notes {
                 self.say_once(note.clone(), || note);
             }
+            return Ok(None);
+        };
+        let mut cache = match self.resolved.lock() {
+            Ok(cache) => cache,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some((_, infos)) = cache.iter().find(|(o, _)| *o == options) {
+            return Ok(Some(infos.clone()));
+        }
+        let infos =
+            Arc::new(
+                self.catalog
+                    .instance_types(&options)
+                    .map_err(|e| CloudError::Provider {
+                        operation: "instance types",
+                        message: e.to_string(),
+                        retryable: false,
+                    })?,
+            );
+        cache.push((options, infos.clone()));
+        Ok(Some(infos))
+    }
+
+    /// The pool's instance types narrowed to its requirements, with offerings marked
+    /// unavailable as they are now.
+    async fn pool_infos(&self, pool: &NodePool) -> Result<Vec<InstanceTypeInfo>, CloudError> {
+        let Some(resolved) = self.resolved_infos(pool).await? else {
             return Ok(Vec::new());
         };
-        let resolved: Arc<Vec<InstanceTypeInfo>> = {
-            let mut cache = match self.resolved.lock() {
-                Ok(cache) => cache,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            match cache.iter().find(|(o, _)| *o == options) {
-                Some((_, infos)) => infos.clone(),
-                None => {
-                    let infos = Arc::new(self.catalog.instance_types(&options).map_err(|e| {
-                        CloudError::Provider {
-                            operation: "instance types",
-                            message: e.to_string(),
-                            retryable: false,
-                        }
-                    })?);
-                    cache.push((options, infos.clone()));
-                    infos
-                }
-            }
-        };
-        // A copy only of the named types, or with unavailable offerings marked when some are
-        // (most batches: none).
+        // A copy with unavailable offerings marked only when some are (most batches: none).
         let unavailable = self.unavailable_now();
         let marked;
-        let infos: &[InstanceTypeInfo] = if unavailable.is_empty() && names.is_none() {
+        let infos: &[InstanceTypeInfo] = if unavailable.is_empty() {
             &resolved
         } else {
-            let mut copy: Vec<InstanceTypeInfo> = resolved
-                .iter()
-                .filter(|i| names.is_none_or(|n| n.contains(i.name.as_str())))
-                .cloned()
-                .collect();
+            let mut copy = resolved.as_ref().clone();
             for reference in &unavailable {
                 for info in copy
                     .iter_mut()
@@ -448,17 +449,16 @@ impl KwokCloud {
         {
             return Ok(claim_view(&existing, Some(claim)));
         }
-        let names: BTreeSet<&str> = claim
-            .spec
-            .requirements
-            .iter()
-            .filter(|r| r.key == labels::INSTANCE_TYPE && r.operator == Operator::In)
-            .flat_map(|r| r.values.iter().map(String::as_str))
-            .collect();
-        // Only the claim's instance types: narrowing every type of the pool per launch cost
-        // more than the rest of the launch.
-        let infos = self.pool_infos(pool, Some(&names)).await?;
-        let types = narrow(&infos, &[]);
+        let Some(resolved) = self.resolved_infos(pool).await? else {
+            return Err(CloudError::InsufficientCapacity {
+                node_claim: name,
+                offerings: Vec::new(),
+                message: "the NodePool's node class cannot be used".into(),
+            });
+        };
+        let unavailable = self.unavailable_now();
+        let by_name: HashMap<&str, &InstanceTypeInfo> =
+            resolved.iter().map(|i| (i.name.as_str(), i)).collect();
         let requirements: Vec<RequirementSpec> = claim
             .spec
             .requirements
@@ -470,14 +470,26 @@ impl KwokCloud {
                 min_values: None,
             })
             .collect();
-        let names: Vec<&str> = claim
+        let names = claim
             .spec
             .requirements
             .iter()
             .filter(|r| r.key == labels::INSTANCE_TYPE && r.operator == Operator::In)
-            .flat_map(|r| r.values.iter().map(String::as_str))
-            .collect();
-        let Some(choice) = cheapest(names.iter().copied(), &requirements, &types) else {
+            .flat_map(|r| r.values.iter().map(String::as_str));
+        // The claim's types looked up in the shared list, nothing copied: a claim may name
+        // 600 types, and narrowing copies of them cost more than the rest of the launch.
+        let Some(choice) = cheapest(
+            names,
+            &requirements,
+            |n| by_name.get(n).copied(),
+            |info, offering| {
+                !unavailable.iter().any(|u| {
+                    u.instance_type == info.name
+                        && u.zone == offering.zone
+                        && u.capacity_type == offering.capacity_type
+                })
+            },
+        ) else {
             return Err(CloudError::InsufficientCapacity {
                 node_claim: name,
                 offerings: Vec::new(),
@@ -619,7 +631,7 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
         &self,
         node_pool: &NodePool,
     ) -> Result<Vec<InstanceTypeInfo>, CloudError> {
-        self.cloud.pool_infos(node_pool, None).await
+        self.cloud.pool_infos(node_pool).await
     }
 
     async fn is_drifted(&self, _node_claim: &NodeClaim) -> Result<Option<DriftReason>, CloudError> {
