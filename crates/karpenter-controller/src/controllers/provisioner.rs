@@ -13,13 +13,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
+
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_api::labels;
 use karpenter_api::v1::{NodeClaim, NodePool};
 use karpenter_cloud::CloudProvider;
 use karpenter_lifecycle::{Batcher, limits, nodeclaim};
 use karpenter_scheduling::{
-    InstanceType, MinValuesPolicy, PreferencePolicy, ResourceList, SolveOptions, SolveResult,
+    InstanceType, MinValuesPolicy, NewNodeClaim, PreferencePolicy, ResourceList, SolveOptions,
+    SolveResult,
 };
 use karpenter_state::Object;
 use kube::Client;
@@ -41,6 +44,9 @@ pub fn nomination_window(settings: &Settings) -> Duration {
 /// The provisioning loop looks for pods to provision at most this often (each look scans every
 /// pod the index holds; the batch windows are 1 s and 10 s, so 100 ms is invisible).
 const SCAN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// NodeClaims of one batch created at once (the client's QPS limit still applies).
+const CREATE_CONCURRENCY: usize = 32;
 
 /// The provisioning loop.
 pub struct Provisioner<C> {
@@ -241,10 +247,15 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                 )
             })
             .collect();
-        for claim in &result.new_node_claims {
-            let Some(pool) = by_name.get(&claim.node_pool) else {
-                continue;
-            };
+        // A pool with limits gets its NodeClaims one at a time, each checked against the usage
+        // the ones before it added; the others are created concurrently (a batch of 500
+        // hostname anti-affinity pods is 500 NodeClaims).
+        let (limited, free): (Vec<_>, Vec<_>) = result
+            .new_node_claims
+            .iter()
+            .filter_map(|claim| by_name.get(&claim.node_pool).map(|pool| (claim, pool)))
+            .partition(|(_, pool)| pool.spec.limits.is_some());
+        for (claim, pool) in limited {
             if let Some(why) = self.limit_exceeded(pool) {
                 self.events
                     .warn_node_pool(
@@ -255,34 +266,21 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                     .await;
                 continue;
             }
-            let shaped = nodeclaim::node_claim(claim, pool);
-            match self.create(&shaped).await {
-                Ok(created) => {
-                    let name = created.metadata.name.clone().unwrap_or_default();
-                    self.metrics.nodeclaim_created(
-                        "provisioning",
-                        &claim.node_pool,
-                        claim.min_values_relaxed,
-                    );
-                    self.cache.apply(Object::NodeClaim(created));
-                    for pod in &claim.pods {
-                        if let Some(p) = pods_by_key.get(&pod.to_string()) {
-                            self.events
-                                .normal_pod(
-                                    p,
-                                    "Nominated",
-                                    &format!("Pod should schedule on: nodeclaim/{name}"),
-                                )
-                                .await;
-                        }
-                    }
-                    outcome.created.push(name);
-                }
-                Err(error) => {
-                    tracing::error!(nodepool = %claim.node_pool, %error, "creating a NodeClaim failed")
-                }
+            if let Some(name) = self.create_for(claim, pool, &pods_by_key).await {
+                outcome.created.push(name);
             }
         }
+        // The futures are built first: with a stream that maps through a closure borrowing
+        // `self`, rustc cannot prove the spawned task `Send` ("FnOnce is not general enough").
+        let creations: Vec<_> = free
+            .into_iter()
+            .map(|(claim, pool)| self.create_for(claim, pool, &pods_by_key))
+            .collect();
+        let created: Vec<Option<String>> = futures::stream::iter(creations)
+            .buffered(CREATE_CONCURRENCY)
+            .collect()
+            .await;
+        outcome.created.extend(created.into_iter().flatten());
         let until = chrono::Utc::now()
             + chrono::Duration::from_std(nomination_window(&self.settings)).unwrap_or_default();
         for placement in &result.existing_placements {
@@ -319,6 +317,40 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             karpenter_scheduling::Quantity::from_units(i128::from(usage.nodes)),
         );
         limits::exceeded(&limits, &used)
+    }
+
+    /// Creates the NodeClaim for `claim` and nominates its pods; its name, or `None` (logged)
+    /// when the API server refused it.
+    async fn create_for(
+        &self,
+        claim: &NewNodeClaim,
+        pool: &NodePool,
+        pods_by_key: &BTreeMap<String, &Pod>,
+    ) -> Option<String> {
+        let shaped = nodeclaim::node_claim(claim, pool);
+        let created = match self.create(&shaped).await {
+            Ok(created) => created,
+            Err(error) => {
+                tracing::error!(nodepool = %claim.node_pool, %error, "creating a NodeClaim failed");
+                return None;
+            }
+        };
+        let name = created.metadata.name.clone().unwrap_or_default();
+        self.metrics
+            .nodeclaim_created("provisioning", &claim.node_pool, claim.min_values_relaxed);
+        self.cache.apply(Object::NodeClaim(created));
+        for pod in &claim.pods {
+            if let Some(p) = pods_by_key.get(&pod.to_string()) {
+                self.events
+                    .normal_pod(
+                        p,
+                        "Nominated",
+                        &format!("Pod should schedule on: nodeclaim/{name}"),
+                    )
+                    .await;
+            }
+        }
+        Some(name)
     }
 
     async fn create(&self, claim: &NodeClaim) -> Result<NodeClaim, kube::Error> {
