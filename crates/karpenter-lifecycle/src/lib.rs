@@ -14,6 +14,10 @@
 //!   initialization and liveness as a step computed from the NodeClaim, its Node and `now`;
 //!   the objects each step writes ([`lifecycle::launched`], [`lifecycle::registered_node`],
 //!   [`lifecycle::set_condition`]).
+//! - **Node termination** ([`termination::plan_drain`]): which pods a terminating Node still
+//!   waits for, the drain order (workloads, DaemonSet pods, then critical ones), which pods the
+//!   Eviction API is asked for and which are deleted because the termination grace period
+//!   runs out.
 //!
 //! # What it must not do
 //!
@@ -25,6 +29,7 @@ pub mod batcher;
 pub mod lifecycle;
 pub mod limits;
 pub mod nodeclaim;
+pub mod termination;
 
 pub use batcher::Batcher;
 pub use lifecycle::{LifecycleConfig, Step, decide};

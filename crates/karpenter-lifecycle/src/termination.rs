@@ -1,0 +1,352 @@
+//! Node termination (upstream `node.termination`) as pure decisions: what a Node being deleted
+//! still waits for and the one thing to do next.
+//!
+//! A terminating Node is tainted `karpenter.sh/disrupted:NoSchedule`, then drained: the pods it
+//! waits for ([`awaits_eviction`]) are evicted through the Eviction API tier by tier
+//! ([`Tier`]: workloads before DaemonSet pods, non-critical before critical), a tier only once
+//! the tiers before it are gone. A pod annotated `karpenter.sh/do-not-disrupt` is not evicted;
+//! it holds the drain until the NodeClaim's termination grace period forces it. With a
+//! deadline (`karpenter.sh/nodeclaim-termination-timestamp`), a pod is deleted early enough to
+//! end by it: at `deadline - terminationGracePeriodSeconds`, with the time left as its grace
+//! period (at least 1 s), past PDBs and do-not-disrupt. Then volumes detach (skipped once the
+//! deadline passed), the instance is terminated and the finalizer removed.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use karpenter_api::labels;
+use karpenter_disruption::pods;
+use karpenter_scheduling::taints::tolerates;
+use karpenter_state::conditions::from_api_time;
+
+/// Upstream: a pod terminating for longer than this no longer holds the drain.
+pub const STUCK_TERMINATING_AFTER: Duration = Duration::from_secs(60);
+
+/// Priority classes whose pods drain last.
+const CRITICAL_PRIORITY_CLASSES: [&str; 2] = ["system-cluster-critical", "system-node-critical"];
+
+/// The taint every terminating (or disrupted) Node carries.
+pub fn disrupted_taint() -> Taint {
+    Taint {
+        key: labels::DISRUPTED_TAINT_KEY.to_owned(),
+        effect: "NoSchedule".to_owned(),
+        ..Taint::default()
+    }
+}
+
+/// The Node carries [`disrupted_taint`].
+pub fn is_tainted(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|taints| {
+            taints
+                .iter()
+                .any(|t| t.key == labels::DISRUPTED_TAINT_KEY && t.effect == "NoSchedule")
+        })
+}
+
+/// Drain order: every pod of a tier is gone before the next tier is evicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    Workload,
+    Daemon,
+    CriticalWorkload,
+    CriticalDaemon,
+}
+
+/// The pod's drain tier.
+pub fn tier(pod: &Pod) -> Tier {
+    let critical = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.priority_class_name.as_deref())
+        .is_some_and(|c| CRITICAL_PRIORITY_CLASSES.contains(&c));
+    match (critical, pods::is_daemonset(pod)) {
+        (false, false) => Tier::Workload,
+        (false, true) => Tier::Daemon,
+        (true, false) => Tier::CriticalWorkload,
+        (true, true) => Tier::CriticalDaemon,
+    }
+}
+
+fn tolerates_disrupted_taint(pod: &Pod) -> bool {
+    let taint = disrupted_taint();
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_ref())
+        .is_some_and(|tolerations| tolerations.iter().any(|t| tolerates(t, &taint)))
+}
+
+fn deletion_time(pod: &Pod) -> Option<DateTime<Utc>> {
+    pod.metadata
+        .deletion_timestamp
+        .as_ref()
+        .and_then(from_api_time)
+}
+
+/// The drain waits for `pod` (upstream "waiting eviction"): not finished, not tolerating the
+/// disrupted taint (it would come straight back), not stuck terminating, not a mirror pod.
+pub fn awaits_eviction(pod: &Pod, now: DateTime<Utc>) -> bool {
+    let stuck = deletion_time(pod).is_some_and(|deleted| {
+        (now - deleted)
+            .to_std()
+            .is_ok_and(|age| age > STUCK_TERMINATING_AFTER)
+    });
+    !pods::is_terminal(pod) && !tolerates_disrupted_taint(pod) && !stuck && !pods::is_mirror(pod)
+}
+
+fn grace_period(pod: &Pod) -> Duration {
+    let seconds = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds)
+        .unwrap_or(30);
+    Duration::from_secs(u64::try_from(seconds).unwrap_or(0))
+}
+
+/// What to do with one pod of a draining node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodAction {
+    /// Ask the Eviction API (a PDB may refuse: try again later, never force).
+    Evict,
+    /// Delete with this grace period: the node's deadline does not leave the pod its own.
+    ForceDelete { grace_period_seconds: i64 },
+}
+
+/// One pass of a drain.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DrainPlan {
+    /// `namespace/name` and what to do, in drain order.
+    pub actions: Vec<(String, PodAction)>,
+    /// Pods the drain still waits for (acted on now or terminating already).
+    pub waiting: usize,
+    /// Pods of the current tier that `karpenter.sh/do-not-disrupt` keeps from eviction.
+    pub do_not_disrupt: Vec<String>,
+}
+
+impl DrainPlan {
+    /// Nothing left to wait for.
+    pub fn drained(&self) -> bool {
+        self.waiting == 0
+    }
+}
+
+fn do_not_disrupt(pod: &Pod) -> bool {
+    pods::annotation(pod, labels::DO_NOT_DISRUPT) == Some("true")
+}
+
+/// The drain pass for a node whose pods are `node_pods`, with the NodeClaim's termination
+/// deadline, at `now`.
+pub fn plan_drain(
+    node_pods: &[&Pod],
+    deadline: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> DrainPlan {
+    let waiting: Vec<&Pod> = node_pods
+        .iter()
+        .copied()
+        .filter(|p| awaits_eviction(p, now))
+        .collect();
+    let mut plan = DrainPlan {
+        waiting: waiting.len(),
+        ..DrainPlan::default()
+    };
+    // The deletion timestamp of a terminating pod is when it is killed: it is forced only when
+    // that is after the deadline.
+    let force = |pod: &Pod| -> Option<i64> {
+        let deadline = deadline?;
+        let left = (deadline - now).num_seconds().max(1);
+        if let Some(killed) = deletion_time(pod) {
+            return (killed > deadline).then_some(left);
+        }
+        let start = deadline - chrono::Duration::from_std(grace_period(pod)).ok()?;
+        (now > start).then_some(left)
+    };
+    let mut rest: Vec<&Pod> = Vec::new();
+    for pod in waiting {
+        match force(pod) {
+            Some(grace_period_seconds) => plan.actions.push((
+                pods::key(pod),
+                PodAction::ForceDelete {
+                    grace_period_seconds,
+                },
+            )),
+            None => rest.push(pod),
+        }
+    }
+    let Some(current) = rest.iter().map(|p| tier(p)).min() else {
+        return plan;
+    };
+    for pod in rest.into_iter().filter(|p| tier(p) == current) {
+        if pods::is_terminating(pod) {
+            continue;
+        }
+        if do_not_disrupt(pod) {
+            plan.do_not_disrupt.push(pods::key(pod));
+            continue;
+        }
+        plan.actions.push((pods::key(pod), PodAction::Evict));
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{PodSpec, Toleration};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+    use karpenter_scheduling::builders::PodBuilder;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap_or_default()
+    }
+
+    fn api_time(t: DateTime<Utc>) -> Time {
+        karpenter_state::conditions::api_time(t).unwrap_or_else(|| panic!("time {t}"))
+    }
+
+    fn pod(name: &str) -> Pod {
+        PodBuilder::new(name).build()
+    }
+
+    fn daemon(mut pod: Pod) -> Pod {
+        pod.metadata.owner_references = Some(vec![OwnerReference {
+            kind: "DaemonSet".into(),
+            name: "agent".into(),
+            controller: Some(true),
+            ..OwnerReference::default()
+        }]);
+        pod
+    }
+
+    fn critical(mut pod: Pod) -> Pod {
+        pod.spec
+            .get_or_insert_with(PodSpec::default)
+            .priority_class_name = Some("system-node-critical".into());
+        pod
+    }
+
+    fn grace(mut pod: Pod, seconds: i64) -> Pod {
+        pod.spec
+            .get_or_insert_with(PodSpec::default)
+            .termination_grace_period_seconds = Some(seconds);
+        pod
+    }
+
+    fn evicted(plan: &DrainPlan) -> Vec<&str> {
+        plan.actions
+            .iter()
+            .filter(|(_, a)| *a == PodAction::Evict)
+            .map(|(k, _)| k.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn workloads_are_evicted_before_daemonset_pods_and_critical_pods_last() {
+        let (web, agent) = (pod("web"), daemon(pod("agent")));
+        let (dns, cni) = (critical(pod("dns")), critical(daemon(pod("cni"))));
+        let all = [&cni, &dns, &agent, &web];
+        let plan = plan_drain(&all, None, at(0));
+        assert_eq!(evicted(&plan), ["default/web"]);
+        assert_eq!(plan.waiting, 4);
+        let plan = plan_drain(&[&cni, &dns, &agent], None, at(0));
+        assert_eq!(evicted(&plan), ["default/agent"]);
+        let plan = plan_drain(&[&cni, &dns], None, at(0));
+        assert_eq!(evicted(&plan), ["default/dns"]);
+        let plan = plan_drain(&[&cni], None, at(0));
+        assert_eq!(evicted(&plan), ["default/cni"]);
+        assert!(plan_drain(&[], None, at(0)).drained());
+    }
+
+    #[test]
+    fn finished_mirror_and_taint_tolerating_pods_do_not_hold_the_drain() {
+        let mut done = pod("done");
+        done.status.get_or_insert_default().phase = Some("Succeeded".into());
+        let mut mirror = pod("static");
+        mirror
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(pods::MIRROR_POD.into(), "x".into());
+        let mut tolerant = pod("tolerant");
+        tolerant
+            .spec
+            .get_or_insert_with(PodSpec::default)
+            .tolerations = Some(vec![Toleration {
+            operator: Some("Exists".into()),
+            ..Toleration::default()
+        }]);
+        let plan = plan_drain(&[&done, &mirror, &tolerant], None, at(0));
+        assert!(plan.drained(), "{plan:?}");
+        assert!(plan.actions.is_empty());
+    }
+
+    #[test]
+    fn a_terminating_pod_is_awaited_until_it_is_stuck_for_a_minute() {
+        let mut leaving = pod("leaving");
+        leaving.metadata.deletion_timestamp = Some(api_time(at(0)));
+        let plan = plan_drain(&[&leaving], None, at(30));
+        assert_eq!(plan.waiting, 1);
+        assert!(plan.actions.is_empty(), "not evicted twice: {plan:?}");
+        assert!(plan_drain(&[&leaving], None, at(61)).drained());
+    }
+
+    #[test]
+    fn a_do_not_disrupt_pod_holds_the_drain_until_the_deadline_forces_it() {
+        let mut guarded = grace(pod("guarded"), 30);
+        guarded
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(labels::DO_NOT_DISRUPT.into(), "true".into());
+        let plan = plan_drain(&[&guarded], None, at(0));
+        assert_eq!(plan.do_not_disrupt, ["default/guarded"]);
+        assert!(plan.actions.is_empty());
+        assert!(!plan.drained());
+
+        // Deadline at 100 s: before 70 s nothing; after, deleted with the time left.
+        let plan = plan_drain(&[&guarded], Some(at(100)), at(60));
+        assert!(plan.actions.is_empty());
+        let plan = plan_drain(&[&guarded], Some(at(100)), at(80));
+        assert_eq!(
+            plan.actions,
+            [(
+                "default/guarded".to_owned(),
+                PodAction::ForceDelete {
+                    grace_period_seconds: 20
+                }
+            )]
+        );
+        let late = plan_drain(&[&guarded], Some(at(100)), at(150));
+        assert_eq!(
+            late.actions[0].1,
+            PodAction::ForceDelete {
+                grace_period_seconds: 1
+            }
+        );
+    }
+
+    #[test]
+    fn a_deadline_forces_pods_of_every_tier_at_once() {
+        let (web, cni) = (
+            grace(pod("web"), 600),
+            critical(daemon(grace(pod("cni"), 600))),
+        );
+        let plan = plan_drain(&[&web, &cni], Some(at(300)), at(0));
+        assert_eq!(plan.actions.len(), 2, "{plan:?}");
+        assert!(plan.actions.iter().all(|(_, a)| *a
+            == PodAction::ForceDelete {
+                grace_period_seconds: 300
+            }));
+    }
+
+    #[test]
+    fn the_disrupted_taint_is_recognised_on_a_node() {
+        let mut node = Node::default();
+        assert!(!is_tainted(&node));
+        node.spec.get_or_insert_default().taints = Some(vec![disrupted_taint()]);
+        assert!(is_tainted(&node));
+    }
+}
