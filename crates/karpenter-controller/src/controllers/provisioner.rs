@@ -157,10 +157,10 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
     /// One batch: solve the provisionable pods and act on the result.
     pub async fn provision(&self) -> Result<BatchOutcome, ProvisionError> {
         let started = Instant::now();
-        let (pods, pools): (Vec<Arc<Pod>>, Vec<NodePool>) = {
+        let (any_pending, pools): (bool, Vec<NodePool>) = {
             let cluster = self.cache.lock();
             (
-                cluster.provisionable_pods().into_iter().cloned().collect(),
+                !cluster.provisionable_pods().is_empty(),
                 cluster
                     .node_pools()
                     .filter(|p| p.metadata.deletion_timestamp.is_none())
@@ -169,7 +169,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                     .collect(),
             )
         };
-        if pods.is_empty() {
+        if !any_pending {
             return Ok(BatchOutcome::default());
         }
         let mut solver_pools = Vec::new();
@@ -203,10 +203,17 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             solver_pools.push(converted);
             by_name.insert(name, pool);
         }
-        let input =
-            self.cache
-                .lock()
-                .solve_input(pods, solver_pools, instance_types, self.solve_options());
+        // Pending pods and nodes from one look at the index: a pod bound while the instance
+        // types were fetched must not count both as pending and on its node (the solver would
+        // see it twice and launch a NodeClaim for it).
+        let input = {
+            let cluster = self.cache.lock();
+            let pods: Vec<Arc<Pod>> = cluster.provisionable_pods().into_iter().cloned().collect();
+            cluster.solve_input(pods, solver_pools, instance_types, self.solve_options())
+        };
+        if input.pods.is_empty() {
+            return Ok(BatchOutcome::default());
+        }
         if tracing::enabled!(tracing::Level::DEBUG) {
             for node in &input.existing_nodes {
                 tracing::debug!(
