@@ -8,6 +8,7 @@ pub mod metrics;
 pub mod nodeclaim;
 pub mod nodepool_counter;
 pub mod provisioner;
+pub mod termination;
 
 use std::sync::Arc;
 
@@ -122,6 +123,15 @@ async fn run_with<C: CloudProvider + 'static>(
             settings: ctx.settings.clone(),
             events: events.clone(),
             metrics: metrics.clone(),
+        }
+        .run(ctx.cancel.clone()),
+    );
+    tasks.spawn(
+        termination::Termination {
+            cache: cache.clone(),
+            cloud: cloud.clone(),
+            client: client.clone(),
+            events: events.clone(),
         }
         .run(ctx.cancel.clone()),
     );

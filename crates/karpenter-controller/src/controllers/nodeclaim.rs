@@ -76,7 +76,7 @@ impl<C> std::fmt::Debug for Lifecycle<C> {
 }
 
 /// Removes our finalizer from an object (a missing object is fine: it is gone already).
-async fn release<K>(
+pub(super) async fn release<K>(
     api: &Api<K>,
     name: &str,
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -391,16 +391,27 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
     async fn finalize(&self, claim: &NodeClaim, node: Option<&Node>) -> Result<(), StepError> {
         let name = claim.metadata.name.clone().unwrap_or_default();
         if let Some(node) = node {
-            let node_name = node.metadata.name.clone().unwrap_or_default();
-            // Draining is the termination controller's; until it exists the Node goes with
-            // its NodeClaim.
-            release(&self.nodes(), &node_name, &node.metadata)
-                .await
-                .map_err(|source| StepError::Api {
-                    step: "finalizing",
-                    claim: name.clone(),
-                    source,
-                })?;
+            // The Node goes first, drained by the termination loop; the instance and this
+            // finalizer follow once it is gone.
+            if node.metadata.deletion_timestamp.is_none() {
+                let node_name = node.metadata.name.clone().unwrap_or_default();
+                match self
+                    .nodes()
+                    .delete(&node_name, &DeleteParams::default())
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(status)) if status.code == 404 => {}
+                    Err(source) => {
+                        return Err(StepError::Api {
+                            step: "deleting the node",
+                            claim: name,
+                            source,
+                        });
+                    }
+                }
+            }
+            return Ok(());
         }
         if claim
             .status

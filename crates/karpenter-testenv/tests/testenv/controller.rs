@@ -897,3 +897,125 @@ async fn a_zone_anti_affinity_group_gets_one_node_per_zone_in_one_batch() {
     );
     h.finish().await;
 }
+
+/// Pods of the namespace that count for a PodDisruptionBudget: bound, Running, Ready and not
+/// terminating.
+fn healthy(pods: &[Pod]) -> usize {
+    pods.iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .count()
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_deleted_node_claim_is_drained_through_evictions_that_never_break_a_pdb() {
+    use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    let h = start("drain-pdb", &[], KwokOptions::default()).await;
+    // c5.xlarge: 3 pods of 1 CPU on one node.
+    h.node_pool(None, only(&["c5.xlarge"])).await;
+    let (selector, _) = h.workload("web", "1");
+    Api::<PodDisruptionBudget>::namespaced(h.client.clone(), h.scope.namespace())
+        .create(
+            &PostParams::default(),
+            &PodDisruptionBudget {
+                metadata: h.scope.namespaced_meta("web"),
+                spec: Some(PodDisruptionBudgetSpec {
+                    min_available: Some(IntOrString::Int(2)),
+                    selector: Some(selector),
+                    ..PodDisruptionBudgetSpec::default()
+                }),
+                status: None,
+            },
+        )
+        .await
+        .expect("creating the PDB");
+    h.create_deployment("web", 3, "1").await;
+    h.wait_running(3, Duration::from_secs(120)).await;
+    wait_for("3 healthy pods", Duration::from_secs(60), || async {
+        Ok((healthy(&h.pods().await) >= 3).then_some(()))
+    })
+    .await
+    .expect("the pods become Ready");
+    let claims = h.node_claims().await;
+    assert_eq!(claims.len(), 1, "one node holds the 3 pods: {claims:?}");
+    let old_claim = claims[0].metadata.name.clone().unwrap_or_default();
+    let old_node = claims[0]
+        .status
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .expect("the NodeClaim is registered");
+    Api::<NodeClaim>::all(h.client.clone())
+        .delete(&old_claim, &DeleteParams::default())
+        .await
+        .expect("deleting the NodeClaim");
+
+    // Checked on every poll until the end: at least 2 of the 3 pods are healthy at any time
+    // (deleting the node's pods at once would leave none), the old node is tainted while it
+    // drains, and finally it is gone with its NodeClaim and the 3 pods run elsewhere.
+    let lowest = std::cell::Cell::new(usize::MAX);
+    let saw_taint = std::cell::Cell::new(false);
+    wait_for(
+        "the old node drained and gone, 3 pods running elsewhere",
+        Duration::from_secs(180),
+        || {
+            let h = &h;
+            let (old_claim, old_node) = (&old_claim, &old_node);
+            let (lowest, saw_taint) = (&lowest, &saw_taint);
+            async move {
+                let pods = h.pods().await;
+                let now = healthy(&pods);
+                lowest.set(lowest.get().min(now));
+                assert!(now >= 2, "the PDB allows 1 of 3 pods down; {now} healthy");
+                let nodes = h.nodes().await;
+                let old = nodes
+                    .iter()
+                    .find(|n| n.metadata.name.as_deref() == Some(old_node.as_str()));
+                if let Some(node) = old {
+                    let tainted = node
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.taints.as_ref())
+                        .is_some_and(|ts| ts.iter().any(|t| t.key == "karpenter.sh/disrupted"));
+                    saw_taint.set(saw_taint.get() || tainted);
+                }
+                let claim_gone = h
+                    .node_claims()
+                    .await
+                    .iter()
+                    .all(|c| c.metadata.name.as_deref() != Some(old_claim.as_str()));
+                let elsewhere = pods
+                    .iter()
+                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                    .filter(|p| {
+                        p.spec
+                            .as_ref()
+                            .and_then(|s| s.node_name.as_deref())
+                            .is_some_and(|n| n != old_node.as_str())
+                    })
+                    .count();
+                Ok((old.is_none() && claim_gone && elsewhere == 3 && now == 3).then_some(()))
+            }
+        },
+    )
+    .await
+    .expect("the node is drained within the PDB and removed");
+    assert!(
+        saw_taint.get(),
+        "the draining node carried karpenter.sh/disrupted:NoSchedule"
+    );
+    assert_eq!(
+        lowest.get(),
+        2,
+        "pods left one at a time, as the PDB allows"
+    );
+    h.finish().await;
+}

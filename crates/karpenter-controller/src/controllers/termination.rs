@@ -1,0 +1,295 @@
+//! Node termination (upstream `node.termination`): a Node being deleted that carries the
+//! `karpenter.sh/termination` finalizer gets its NodeClaim deleted too, is tainted
+//! `karpenter.sh/disrupted:NoSchedule` and drained through the Eviction API
+//! ([`karpenter_lifecycle::termination::plan_drain`] decides what each pass does: a PDB that
+//! refuses is asked again on the next pass, never overridden; only the NodeClaim's termination
+//! grace period deletes pods past it). Once nothing holds the drain the instance is terminated
+//! and the finalizer removed. One pass per Node at a time; every node is looked at on changes
+//! and at least every [`RESYNC`].
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use karpenter_api::labels;
+use karpenter_api::v1::NodeClaim;
+use karpenter_cloud::{CloudError, CloudProvider};
+use karpenter_lifecycle::termination::{PodAction, disrupted_taint, is_tainted, plan_drain};
+use kube::Client;
+use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::cache::ClusterCache;
+use super::events::Events;
+use super::nodeclaim::{StepError, release};
+
+/// The loop looks at terminating nodes at most this often on changes.
+const SCAN_INTERVAL: Duration = Duration::from_millis(200);
+/// And at least this often (a PDB that refused an eviction is asked again).
+pub const RESYNC: Duration = Duration::from_secs(1);
+
+/// The termination loop.
+pub struct Termination<C> {
+    pub cache: ClusterCache,
+    pub cloud: Arc<C>,
+    pub client: Client,
+    pub events: Events,
+}
+
+impl<C> std::fmt::Debug for Termination<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Termination").finish_non_exhaustive()
+    }
+}
+
+fn has_finalizer(node: &Node) -> bool {
+    node.metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == labels::TERMINATION_FINALIZER)
+}
+
+/// The NodeClaim's termination deadline (`karpenter.sh/nodeclaim-termination-timestamp`).
+fn deadline(claim: Option<&NodeClaim>) -> Option<DateTime<Utc>> {
+    let value = claim?
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(labels::NODECLAIM_TERMINATION_TIMESTAMP)?;
+    DateTime::parse_from_rfc3339(value)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+impl<C: CloudProvider + 'static> Termination<C> {
+    /// Runs until `cancel` trips.
+    pub async fn run(self, cancel: CancellationToken) {
+        let this = Arc::new(self);
+        let busy: Arc<Mutex<HashSet<String>>> = Arc::new(Mutex::new(HashSet::new()));
+        let mut changes = this.cache.changes(SCAN_INTERVAL);
+        loop {
+            if this.cache.synced() {
+                for (node, claim) in this.terminating(&busy) {
+                    let name = node.metadata.name.clone().unwrap_or_default();
+                    let (this, busy) = (this.clone(), busy.clone());
+                    tokio::spawn(async move {
+                        if let Err(error) = this.terminate(&node, claim.as_ref()).await {
+                            tracing::warn!(%error, node = %name, "termination step failed; retrying");
+                        }
+                        let mut busy = match busy.lock() {
+                            Ok(b) => b,
+                            Err(p) => p.into_inner(),
+                        };
+                        busy.remove(&name);
+                    });
+                }
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                _ = changes.changed() => {}
+                () = tokio::time::sleep(RESYNC) => {}
+            }
+        }
+    }
+
+    /// Nodes being deleted with our finalizer and no pass in flight (marked busy), with their
+    /// NodeClaim.
+    fn terminating(&self, busy: &Mutex<HashSet<String>>) -> Vec<(Node, Option<NodeClaim>)> {
+        let mut busy = match busy.lock() {
+            Ok(b) => b,
+            Err(p) => p.into_inner(),
+        };
+        let cluster = self.cache.lock();
+        let claims: BTreeMap<&str, &NodeClaim> = cluster
+            .node_claims()
+            .filter_map(|c| Some((c.status.as_ref()?.provider_id.as_deref()?, c)))
+            .collect();
+        let mut out = Vec::new();
+        for node in cluster.nodes() {
+            let Some(name) = node.metadata.name.as_deref() else {
+                continue;
+            };
+            if node.metadata.deletion_timestamp.is_none()
+                || !has_finalizer(node)
+                || busy.contains(name)
+            {
+                continue;
+            }
+            busy.insert(name.to_owned());
+            let claim = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.provider_id.as_deref())
+                .and_then(|id| claims.get(id).copied());
+            out.push((node.clone(), claim.cloned()));
+        }
+        out
+    }
+
+    fn api_error(step: &'static str, node: &str) -> impl FnOnce(kube::Error) -> StepError {
+        let claim = format!("node {node}");
+        move |source| StepError::Api {
+            step,
+            claim,
+            source,
+        }
+    }
+
+    /// One pass over a terminating Node.
+    async fn terminate(&self, node: &Node, claim: Option<&NodeClaim>) -> Result<(), StepError> {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        if let Some(claim) = claim.filter(|c| c.metadata.deletion_timestamp.is_none()) {
+            let claims: Api<NodeClaim> = Api::all(self.client.clone());
+            let claim_name = claim.metadata.name.as_deref().unwrap_or_default();
+            match claims.delete(claim_name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(e) => return Err(Self::api_error("deleting the nodeclaim", &name)(e)),
+            }
+        }
+        if !is_tainted(node) {
+            let mut taints = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.clone())
+                .unwrap_or_default();
+            taints.push(disrupted_taint());
+            let patch = json!({"spec": {"taints": taints}});
+            let patched = nodes
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(Self::api_error("tainting", &name))?;
+            self.cache.apply(karpenter_state::Object::Node(patched));
+        }
+        let now = Utc::now();
+        let (plan, pods): (_, BTreeMap<String, Arc<Pod>>) = {
+            let cluster = self.cache.lock();
+            let on_node = cluster.pods_on(&name);
+            let refs: Vec<&Pod> = on_node.iter().map(|p| &***p).collect();
+            let plan = plan_drain(&refs, deadline(claim), now);
+            let pods = on_node
+                .iter()
+                .map(|p| (karpenter_disruption::pods::key(p), Arc::clone(p)))
+                .collect();
+            (plan, pods)
+        };
+        if !plan.drained() {
+            let mut refused = 0usize;
+            for (key, action) in &plan.actions {
+                let Some(pod) = pods.get(key) else { continue };
+                if !self.act(pod, action).await? {
+                    refused += 1;
+                }
+            }
+            if refused > 0 || !plan.do_not_disrupt.is_empty() {
+                tracing::info!(
+                    node = %name,
+                    waiting = plan.waiting,
+                    refused,
+                    do_not_disrupt = plan.do_not_disrupt.len(),
+                    "draining"
+                );
+            }
+            return Ok(());
+        }
+        if let Some(claim) = claim.filter(|c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.provider_id.as_ref())
+                .is_some()
+        }) {
+            match self.cloud.delete(claim).await {
+                Ok(()) | Err(CloudError::NodeClaimNotFound { .. }) => {}
+                Err(source) => {
+                    return Err(StepError::Cloud {
+                        step: "terminating the instance",
+                        claim: claim.metadata.name.clone().unwrap_or_default(),
+                        source,
+                    });
+                }
+            }
+        }
+        release(&nodes, &name, &node.metadata)
+            .await
+            .map_err(Self::api_error("removing the finalizer", &name))?;
+        tracing::info!(node = %name, "drained and terminated");
+        Ok(())
+    }
+
+    /// Evicts or deletes one pod; `false` when a PodDisruptionBudget refused the eviction.
+    async fn act(&self, pod: &Pod, action: &PodAction) -> Result<bool, StepError> {
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default();
+        match action {
+            PodAction::Evict => {
+                let params = EvictParams {
+                    delete_options: Some(DeleteParams {
+                        preconditions: pod.metadata.uid.clone().map(|uid| {
+                            kube::api::Preconditions {
+                                uid: Some(uid),
+                                resource_version: None,
+                            }
+                        }),
+                        ..DeleteParams::default()
+                    }),
+                    ..EvictParams::default()
+                };
+                match pods.evict(name, &params).await {
+                    Ok(_) => {
+                        self.events
+                            .normal_pod(pod, "Evicted", "Evicted pod: the node is terminating")
+                            .await;
+                        Ok(true)
+                    }
+                    Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+                        Ok(true)
+                    }
+                    Err(kube::Error::Api(status)) if status.code == 429 || status.code == 500 => {
+                        self.events
+                            .warn_pod(
+                                pod,
+                                "FailedDraining",
+                                &format!("Failed to evict pod: {}", status.message),
+                            )
+                            .await;
+                        Ok(false)
+                    }
+                    Err(e) => Err(Self::api_error("evicting a pod", &node)(e)),
+                }
+            }
+            PodAction::ForceDelete {
+                grace_period_seconds,
+            } => {
+                let params = DeleteParams {
+                    grace_period_seconds: u32::try_from(*grace_period_seconds).ok(),
+                    ..DeleteParams::default()
+                };
+                match pods.delete(name, &params).await {
+                    Ok(_) => {
+                        self.events
+                            .normal_pod(
+                                pod,
+                                "Disrupted",
+                                "Deleting the pod: the node's termination grace period ends",
+                            )
+                            .await;
+                        Ok(true)
+                    }
+                    Err(kube::Error::Api(status)) if status.code == 404 => Ok(true),
+                    Err(e) => Err(Self::api_error("deleting a pod", &node)(e)),
+                }
+            }
+        }
+    }
+}
