@@ -18,6 +18,9 @@ pub struct ControllerMetrics {
     nodeclaims_terminated: Family<Labels, Counter>,
     nodeclaims_disrupted: Family<Labels, Counter>,
     nodes_created: Family<Labels, Counter>,
+    nodes_drained: Family<Labels, Counter>,
+    nodes_terminated: Family<Labels, Counter>,
+    eviction_requests: Family<Labels, Counter>,
     pub scheduling_duration: Histogram,
     pub unschedulable_pods: Gauge,
     nodepool_usage: Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>,
@@ -34,6 +37,9 @@ impl ControllerMetrics {
             nodeclaims_terminated: Family::default(),
             nodeclaims_disrupted: Family::default(),
             nodes_created: Family::default(),
+            nodes_drained: Family::default(),
+            nodes_terminated: Family::default(),
+            eviction_requests: Family::default(),
             scheduling_duration: Histogram::new(exponential_buckets(0.005, 2.0, 14)),
             unschedulable_pods: Gauge::default(),
             nodepool_usage: Family::default(),
@@ -60,6 +66,21 @@ impl ControllerMetrics {
             "karpenter_nodes_created",
             "Number of nodes created in total by Karpenter. Labeled by owning nodepool.",
             metrics.nodes_created.clone(),
+        );
+        registry.register(
+            "karpenter_nodes_drained",
+            "The number of nodes drained by Karpenter",
+            metrics.nodes_drained.clone(),
+        );
+        registry.register(
+            "karpenter_nodes_terminated",
+            "Number of nodes terminated in total by Karpenter. Labeled by owning nodepool.",
+            metrics.nodes_terminated.clone(),
+        );
+        registry.register(
+            "karpenter_pods_eviction_requests",
+            "The number of eviction requests made by Karpenter. Labeled by the response code.",
+            metrics.eviction_requests.clone(),
         );
         registry.register(
             "karpenter_scheduler_scheduling_duration_seconds",
@@ -127,6 +148,25 @@ impl ControllerMetrics {
     pub fn node_created(&self, nodepool: &str) {
         self.nodes_created
             .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .inc();
+    }
+
+    pub fn node_drained(&self, nodepool: &str) {
+        self.nodes_drained
+            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .inc();
+    }
+
+    pub fn node_terminated(&self, nodepool: &str) {
+        self.nodes_terminated
+            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .inc();
+    }
+
+    /// One Eviction API call answered with `code`.
+    pub fn eviction_request(&self, code: u16) {
+        self.eviction_requests
+            .get_or_create(&vec![("code", code.to_string())])
             .inc();
     }
 

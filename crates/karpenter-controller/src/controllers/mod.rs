@@ -132,6 +132,7 @@ async fn run_with<C: CloudProvider + 'static>(
             cloud: cloud.clone(),
             client: client.clone(),
             events: events.clone(),
+            metrics: metrics.clone(),
         }
         .run(ctx.cancel.clone()),
     );

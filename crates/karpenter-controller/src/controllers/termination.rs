@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
 use super::events::Events;
+use super::metrics::ControllerMetrics;
 use super::nodeclaim::{StepError, release};
 
 /// The loop looks at terminating nodes at most this often on changes.
@@ -37,6 +38,7 @@ pub struct Termination<C> {
     pub cloud: Arc<C>,
     pub client: Client,
     pub events: Events,
+    pub metrics: ControllerMetrics,
 }
 
 impl<C> std::fmt::Debug for Termination<C> {
@@ -197,6 +199,13 @@ impl<C: CloudProvider + 'static> Termination<C> {
             }
             return Ok(());
         }
+        let pool = node
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::NODEPOOL))
+            .cloned()
+            .unwrap_or_default();
         if let Some(claim) = claim.filter(|c| {
             c.status
                 .as_ref()
@@ -217,6 +226,10 @@ impl<C: CloudProvider + 'static> Termination<C> {
         release(&nodes, &name, &node.metadata)
             .await
             .map_err(Self::api_error("removing the finalizer", &name))?;
+        // Both once the finalizer is gone, so a pass retried after a failed termination
+        // counts nothing twice.
+        self.metrics.node_drained(&pool);
+        self.metrics.node_terminated(&pool);
         tracing::info!(node = %name, "drained and terminated");
         Ok(())
     }
@@ -245,7 +258,13 @@ impl<C: CloudProvider + 'static> Termination<C> {
                     }),
                     ..EvictParams::default()
                 };
-                match pods.evict(name, &params).await {
+                let answer = pods.evict(name, &params).await;
+                self.metrics.eviction_request(match &answer {
+                    Ok(_) => 200,
+                    Err(kube::Error::Api(status)) => status.code,
+                    Err(_) => 0,
+                });
+                match answer {
                     Ok(_) => {
                         self.events
                             .normal_pod(pod, "Evicted", "Evicted pod: the node is terminating")

@@ -57,6 +57,7 @@ struct Controller {
     /// `Some(result)` when the run loop returned, `None` after a crash.
     done: tokio::sync::oneshot::Receiver<Option<Result<(), karpenter_controller::RunError>>>,
     health: SocketAddr,
+    metrics: SocketAddr,
 }
 
 /// How a test's controllers run.
@@ -124,7 +125,10 @@ async fn spawn_controller(
                 .bind()
                 .await
                 .expect("binding the servers");
-            let _ = bound_tx.send(bound.health_addr().expect("health address"));
+            let _ = bound_tx.send((
+                bound.health_addr().expect("health address"),
+                bound.metrics_addr().expect("metrics address"),
+            ));
             tokio::select! {
                 result = bound.run(token, move |ctx| {
                     karpenter_controller::controllers::run_kwok(ctx, kwok)
@@ -136,12 +140,13 @@ async fn spawn_controller(
         runtime.shutdown_background();
         let _ = done_tx.send(outcome);
     });
-    let health = bound_rx.await.expect("the controller binds its servers");
+    let (health, metrics) = bound_rx.await.expect("the controller binds its servers");
     Controller {
         cancel,
         crash,
         done,
         health,
+        metrics,
     }
 }
 
@@ -1008,6 +1013,23 @@ async fn a_deleted_node_claim_is_drained_through_evictions_that_never_break_a_pd
     )
     .await
     .expect("the node is drained within the PDB and removed");
+    // What the drain reports: 3 evictions answered 200, the node drained and terminated.
+    let scraped = super::leader_election::http_get(h.controllers[0].metrics, "/metrics").await;
+    let value = |metric: &str| -> f64 {
+        scraped
+            .lines()
+            .find(|l| l.starts_with(metric))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{metric} is not in /metrics:\n{scraped}"))
+    };
+    assert!(value("karpenter_pods_eviction_requests_total{code=\"200\"}") >= 3.0);
+    let pool = format!("{{nodepool=\"{}\"}}", h.pool);
+    assert_eq!(value(&format!("karpenter_nodes_drained_total{pool}")), 1.0);
+    assert_eq!(
+        value(&format!("karpenter_nodes_terminated_total{pool}")),
+        1.0
+    );
     assert!(
         saw_taint.get(),
         "the draining node carried karpenter.sh/disrupted:NoSchedule"

@@ -162,7 +162,8 @@ async fn clients(env: &KubeEnv, settings: &Settings) -> Clients {
     Clients::from_config(config, settings).expect("building the clients")
 }
 
-pub(crate) async fn http_status(addr: SocketAddr, path: &str) -> u16 {
+/// The whole HTTP/1.1 response to `GET path` (status line, headers, body).
+pub(crate) async fn http_get(addr: SocketAddr, path: &str) -> String {
     let mut stream = tokio::net::TcpStream::connect(addr)
         .await
         .expect("connecting");
@@ -170,6 +171,11 @@ pub(crate) async fn http_status(addr: SocketAddr, path: &str) -> u16 {
     stream.write_all(request.as_bytes()).await.expect("sending");
     let mut response = String::new();
     stream.read_to_string(&mut response).await.expect("reading");
+    response
+}
+
+pub(crate) async fn http_status(addr: SocketAddr, path: &str) -> u16 {
+    let response = http_get(addr, path).await;
     response
         .split_whitespace()
         .nth(1)
