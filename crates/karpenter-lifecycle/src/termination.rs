@@ -16,6 +16,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use karpenter_api::labels;
+use karpenter_api::v1::NodeClaim;
 use karpenter_disruption::pods;
 use karpenter_scheduling::taints::tolerates;
 use karpenter_state::conditions::from_api_time;
@@ -45,6 +46,20 @@ pub fn is_tainted(node: &Node) -> bool {
                 .iter()
                 .any(|t| t.key == labels::DISRUPTED_TAINT_KEY && t.effect == "NoSchedule")
         })
+}
+
+/// When a deleted NodeClaim's node must be gone (upstream writes it to
+/// `karpenter.sh/nodeclaim-termination-timestamp` when the NodeClaim is finalized): its
+/// deletion timestamp plus its `terminationGracePeriod`; `None` without either.
+pub fn termination_deadline(claim: &NodeClaim) -> Option<DateTime<Utc>> {
+    let deleted = from_api_time(claim.metadata.deletion_timestamp.as_ref()?)?;
+    let grace = claim.spec.termination_grace_period.as_ref()?.as_duration();
+    deleted.checked_add_signed(chrono::Duration::from_std(grace).ok()?)
+}
+
+/// The annotation's value for `deadline` (RFC 3339, seconds, `Z`), as upstream formats it.
+pub fn deadline_annotation(deadline: DateTime<Utc>) -> String {
+    deadline.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 /// Drain order: every pod of a tier is gone before the next tier is evicted.
@@ -340,6 +355,26 @@ mod tests {
             == PodAction::ForceDelete {
                 grace_period_seconds: 300
             }));
+    }
+
+    #[test]
+    fn the_deadline_is_the_deletion_plus_the_termination_grace_period() {
+        let mut claim: NodeClaim = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "c", "deletionTimestamp": "2026-01-01T10:00:00Z"},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                      "name": "default"},
+                     "requirements": [], "terminationGracePeriod": "1h30m"}
+        }))
+        .unwrap_or_else(|e| panic!("test NodeClaim: {e}"));
+        let deadline = termination_deadline(&claim).map(deadline_annotation);
+        assert_eq!(deadline.as_deref(), Some("2026-01-01T11:30:00Z"));
+        claim.spec.termination_grace_period = None;
+        assert_eq!(
+            termination_deadline(&claim),
+            None,
+            "no grace period, no deadline"
+        );
     }
 
     #[test]

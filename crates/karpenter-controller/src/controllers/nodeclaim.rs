@@ -18,7 +18,7 @@ use karpenter_lifecycle::lifecycle::{
     self, initialized_claim, initialized_node, launched, registered_claim, registered_node,
     set_condition,
 };
-use karpenter_lifecycle::{LifecycleConfig, Step, decide};
+use karpenter_lifecycle::{LifecycleConfig, Step, decide, termination};
 use karpenter_state::{Kind, Object, ObjectRef};
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -390,6 +390,30 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
 
     async fn finalize(&self, claim: &NodeClaim, node: Option<&Node>) -> Result<(), StepError> {
         let name = claim.metadata.name.clone().unwrap_or_default();
+        // The drain's deadline, written once as upstream does, so a restart (or upstream, after
+        // a switch back) keeps it.
+        if let Some(deadline) = termination::termination_deadline(claim)
+            && claim
+                .metadata
+                .annotations
+                .as_ref()
+                .is_none_or(|a| !a.contains_key(labels::NODECLAIM_TERMINATION_TIMESTAMP))
+        {
+            let value = termination::deadline_annotation(deadline);
+            let patch = json!({"metadata": {"annotations": {
+                labels::NODECLAIM_TERMINATION_TIMESTAMP: value,
+            }}});
+            let patched = self
+                .claims()
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|source| StepError::Api {
+                    step: "annotating the termination deadline",
+                    claim: name.clone(),
+                    source,
+                })?;
+            self.cache.apply(Object::NodeClaim(patched));
+        }
         if let Some(node) = node {
             // The Node goes first, drained by the termination loop; the instance and this
             // finalizer follow once it is gone.

@@ -1041,3 +1041,104 @@ async fn a_deleted_node_claim_is_drained_through_evictions_that_never_break_a_pd
     );
     h.finish().await;
 }
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_do_not_disrupt_pod_holds_the_drain_until_the_termination_grace_period_forces_it() {
+    let h = start("drain-tgp", &[], KwokOptions::default()).await;
+    h.node_pool(None, only(&["c5.large"])).await;
+    Api::<NodePool>::all(h.client.clone())
+        .patch(
+            &h.pool,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!(
+                {"spec": {"template": {"spec": {"terminationGracePeriod": "20s"}}}}
+            )),
+        )
+        .await
+        .expect("giving the NodePool a termination grace period");
+    let mut deployment = h.deployment("guarded", 1, "500m");
+    if let Some(template) = deployment.spec.template.metadata.as_mut() {
+        template.annotations = Some(BTreeMap::from([(
+            "karpenter.sh/do-not-disrupt".to_owned(),
+            "true".to_owned(),
+        )]));
+    }
+    if let Some(spec) = deployment.spec.template.spec.as_mut() {
+        spec.termination_grace_period_seconds = Some(5);
+    }
+    Api::<Deployment>::namespaced(h.client.clone(), h.scope.namespace())
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("creating the Deployment");
+    h.wait_running(1, Duration::from_secs(120)).await;
+    let claims = h.node_claims().await;
+    assert_eq!(claims.len(), 1, "{claims:?}");
+    let claim_name = claims[0].metadata.name.clone().unwrap_or_default();
+    assert_eq!(
+        claims[0]
+            .spec
+            .termination_grace_period
+            .as_ref()
+            .map(|d| d.as_duration()),
+        Some(Duration::from_secs(20)),
+        "the NodeClaim carries the pool's terminationGracePeriod"
+    );
+    let guarded = h.pods().await[0].metadata.uid.clone().unwrap_or_default();
+    Api::<NodeClaim>::all(h.client.clone())
+        .delete(&claim_name, &DeleteParams::default())
+        .await
+        .expect("deleting the NodeClaim");
+
+    let claims_api: Api<NodeClaim> = Api::all(h.client.clone());
+    let (deleted, deadline) = wait_for(
+        "the termination deadline annotated",
+        Duration::from_secs(30),
+        || async {
+            let Ok(claim) = claims_api.get(&claim_name).await else {
+                return Ok(None);
+            };
+            let deleted = claim.metadata.deletion_timestamp.clone();
+            let deadline = claim.metadata.annotations.and_then(|a| {
+                a.get("karpenter.sh/nodeclaim-termination-timestamp")
+                    .cloned()
+            });
+            Ok(deleted.zip(deadline))
+        },
+    )
+    .await
+    .expect("the finalizer writes karpenter.sh/nodeclaim-termination-timestamp");
+    let deleted = deleted.0.as_second();
+    let deadline = deadline
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .expect("an RFC 3339 deadline")
+        .as_second();
+    assert_eq!(deadline, deleted + 20, "deletion + terminationGracePeriod");
+
+    // Until 5 s (the pod's grace period) before the deadline the pod stays: do-not-disrupt
+    // holds the drain. Then it is deleted and the node goes.
+    let hold_until = deadline - 5;
+    wait_for(
+        "the node gone after the deadline forced the pod",
+        Duration::from_secs(90),
+        || async {
+            let now = k8s_openapi::jiff::Timestamp::now().as_second();
+            let pods = h.pods().await;
+            let original = pods
+                .iter()
+                .find(|p| p.metadata.uid.as_deref() == Some(guarded.as_str()));
+            if now < hold_until - 1 {
+                assert!(
+                    original.is_some_and(|p| p.metadata.deletion_timestamp.is_none()),
+                    "the do-not-disrupt pod was removed {}s before the deadline",
+                    deadline - now
+                );
+            }
+            let gone = matches!(claims_api.get_opt(&claim_name).await, Ok(None));
+            Ok((gone && original.is_none()).then_some(now))
+        },
+    )
+    .await
+    .expect("the deadline ends the drain");
+    h.finish().await;
+}
