@@ -1142,3 +1142,46 @@ async fn a_do_not_disrupt_pod_holds_the_drain_until_the_termination_grace_period
     .expect("the deadline ends the drain");
     h.finish().await;
 }
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_deleted_node_takes_its_node_claim_with_it_after_the_drain() {
+    let h = start("delete-node", &[], KwokOptions::default()).await;
+    h.node_pool(None, only(&["c5.large"])).await;
+    h.create_deployment("moving", 1, "500m").await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+    let nodes = h.nodes().await;
+    assert_eq!(nodes.len(), 1, "{nodes:?}");
+    let old_node = nodes[0].metadata.name.clone().unwrap_or_default();
+    Api::<Node>::all(h.client.clone())
+        .delete(&old_node, &DeleteParams::default())
+        .await
+        .expect("deleting the Node");
+    wait_for(
+        "the Node and its NodeClaim gone, the pod running on a new node",
+        Duration::from_secs(120),
+        || async {
+            let nodes = h.nodes().await;
+            let claims = h.node_claims().await;
+            let old_gone = nodes
+                .iter()
+                .all(|n| n.metadata.name.as_deref() != Some(old_node.as_str()));
+            let claim_gone = claims.iter().all(|c| {
+                c.status.as_ref().and_then(|s| s.node_name.as_deref()) != Some(old_node.as_str())
+            });
+            let moved = h.pods().await.iter().any(|p| {
+                p.metadata.deletion_timestamp.is_none()
+                    && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+                    && p.spec
+                        .as_ref()
+                        .and_then(|s| s.node_name.as_deref())
+                        .is_some_and(|n| n != old_node.as_str())
+            });
+            Ok((old_gone && claim_gone && moved).then_some(()))
+        },
+    )
+    .await
+    .expect("deleting a Node drains it and removes its NodeClaim");
+    h.assert_one_node_per_claim(1, "one replacement").await;
+    h.finish().await;
+}
