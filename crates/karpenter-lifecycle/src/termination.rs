@@ -11,10 +11,12 @@
 //! period (at least 1 s), past PDBs and do-not-disrupt. Then volumes detach (skipped once the
 //! deadline passed), the instance is terminated and the finalizer removed.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::storage::v1::VolumeAttachment;
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_disruption::pods;
@@ -207,6 +209,42 @@ pub fn plan_drain(
     plan
 }
 
+/// The VolumeAttachments (names) the termination still waits for once the node is drained:
+/// every attachment to the node except those of volumes a pod staying on the node uses (a pod
+/// that tolerates the disrupted taint keeps its volume until the node goes). `volume_of` names
+/// the persistent volume bound to a pod's claim (`namespace`, `claim`).
+pub fn attachments_to_await<'a>(
+    attachments: &[&'a VolumeAttachment],
+    node_pods: &[&Pod],
+    volume_of: impl Fn(&str, &str) -> Option<String>,
+    now: DateTime<Utc>,
+) -> Vec<&'a str> {
+    let staying: BTreeSet<String> = node_pods
+        .iter()
+        .filter(|p| !awaits_eviction(p, now) && !pods::is_terminal(p))
+        .flat_map(|p| {
+            let namespace = p.metadata.namespace.as_deref().unwrap_or("default");
+            p.spec
+                .iter()
+                .flat_map(|s| s.volumes.iter().flatten())
+                .filter_map(|v| v.persistent_volume_claim.as_ref())
+                .filter_map(|c| volume_of(namespace, &c.claim_name))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    attachments
+        .iter()
+        .filter(|va| {
+            va.spec
+                .source
+                .persistent_volume_name
+                .as_ref()
+                .is_none_or(|pv| !staying.contains(pv))
+        })
+        .filter_map(|va| va.metadata.name.as_deref())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,6 +413,51 @@ mod tests {
             None,
             "no grace period, no deadline"
         );
+    }
+
+    fn attachment(name: &str, volume: &str) -> VolumeAttachment {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "n1",
+                     "source": {"persistentVolumeName": volume}}
+        }))
+        .unwrap_or_else(|e| panic!("test VolumeAttachment: {e}"))
+    }
+
+    fn with_claim(mut pod: Pod, claim: &str) -> Pod {
+        pod.spec.get_or_insert_with(PodSpec::default).volumes =
+            Some(vec![k8s_openapi::api::core::v1::Volume {
+                name: "data".into(),
+                persistent_volume_claim: Some(
+                    k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
+                        claim_name: claim.into(),
+                        read_only: None,
+                    },
+                ),
+                ..Default::default()
+            }]);
+        pod
+    }
+
+    #[test]
+    fn volumes_of_pods_that_stay_on_the_node_are_not_awaited() {
+        let mut agent = with_claim(daemon(pod("agent")), "agent-data");
+        agent.spec.get_or_insert_with(PodSpec::default).tolerations = Some(vec![Toleration {
+            operator: Some("Exists".into()),
+            ..Toleration::default()
+        }]);
+        let (moved, kept) = (
+            attachment("va-web", "pv-web"),
+            attachment("va-agent", "pv-agent"),
+        );
+        let volume_of = |_: &str, claim: &str| match claim {
+            "agent-data" => Some("pv-agent".to_owned()),
+            "web-data" => Some("pv-web".to_owned()),
+            _ => None,
+        };
+        let awaited = attachments_to_await(&[&moved, &kept], &[&agent], volume_of, at(0));
+        assert_eq!(awaited, ["va-web"]);
+        assert!(attachments_to_await(&[], &[&agent], volume_of, at(0)).is_empty());
     }
 
     #[test]

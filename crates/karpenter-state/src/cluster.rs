@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use karpenter_api::labels;
 use karpenter_api::v1::{NodeClaim, NodePool};
 use karpenter_disruption::{Features, Pdb, Snapshot};
@@ -61,6 +61,7 @@ pub struct Cluster {
     persistent_volumes: BTreeMap<String, PersistentVolume>,
     storage_classes: BTreeMap<String, StorageClass>,
     namespaces: BTreeMap<String, Namespace>,
+    volume_attachments: BTreeMap<String, VolumeAttachment>,
     /// Node (or in-flight NodeClaim) name -> nominated for pending pods until.
     nominations: HashMap<String, DateTime<Utc>>,
     /// NodeClaim names chosen by a disruption command.
@@ -103,6 +104,9 @@ impl Cluster {
             }
             Object::Namespace(o) => {
                 self.namespaces.insert(named(&o.metadata), o);
+            }
+            Object::VolumeAttachment(o) => {
+                self.volume_attachments.insert(named(&o.metadata), o);
             }
         }
     }
@@ -180,6 +184,9 @@ impl Cluster {
             Kind::Namespace => {
                 self.namespaces.remove(&object.name);
             }
+            Kind::VolumeAttachment => {
+                self.volume_attachments.remove(&object.name);
+            }
         }
     }
 
@@ -225,6 +232,7 @@ impl Cluster {
             Kind::PersistentVolume => names(self.persistent_volumes.keys().collect()),
             Kind::StorageClass => names(self.storage_classes.keys().collect()),
             Kind::Namespace => names(self.namespaces.keys().collect()),
+            Kind::VolumeAttachment => names(self.volume_attachments.keys().collect()),
         }
     }
 
@@ -274,6 +282,24 @@ impl Cluster {
 
     pub fn daemonsets(&self) -> impl Iterator<Item = &DaemonSet> {
         self.daemonsets.values()
+    }
+
+    /// VolumeAttachments to `node`.
+    pub fn volume_attachments_on(&self, node: &str) -> Vec<&VolumeAttachment> {
+        self.volume_attachments
+            .values()
+            .filter(|va| va.spec.node_name == node)
+            .collect()
+    }
+
+    /// The persistent volume claim `namespace/name`.
+    pub fn persistent_volume_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<&PersistentVolumeClaim> {
+        self.persistent_volume_claims
+            .get(&(namespace.to_owned(), name.to_owned()))
     }
 
     /// Pods bound to `node`.

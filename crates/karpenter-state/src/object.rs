@@ -3,7 +3,7 @@
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use karpenter_api::v1::{NodeClaim, NodePool};
 
 /// The kinds the index holds.
@@ -19,6 +19,7 @@ pub enum Kind {
     PersistentVolume,
     StorageClass,
     Namespace,
+    VolumeAttachment,
 }
 
 /// One API object.
@@ -38,6 +39,7 @@ pub enum Object {
     PersistentVolume(PersistentVolume),
     StorageClass(StorageClass),
     Namespace(Namespace),
+    VolumeAttachment(VolumeAttachment),
 }
 
 /// Names an object: kind, namespace (for namespaced kinds) and name.
@@ -71,6 +73,7 @@ impl Object {
             Object::PersistentVolume(_) => Kind::PersistentVolume,
             Object::StorageClass(_) => Kind::StorageClass,
             Object::Namespace(_) => Kind::Namespace,
+            Object::VolumeAttachment(_) => Kind::VolumeAttachment,
         }
     }
 
@@ -86,6 +89,7 @@ impl Object {
             Object::PersistentVolume(o) => &o.metadata,
             Object::StorageClass(o) => &o.metadata,
             Object::Namespace(o) => &o.metadata,
+            Object::VolumeAttachment(o) => &o.metadata,
         }
     }
 

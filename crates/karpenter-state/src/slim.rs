@@ -38,6 +38,10 @@ pub fn slim(object: &mut Object) {
         Object::PersistentVolume(o) => slim_meta(&mut o.metadata),
         Object::StorageClass(o) => slim_meta(&mut o.metadata),
         Object::Namespace(o) => slim_meta(&mut o.metadata),
+        Object::VolumeAttachment(o) => {
+            slim_meta(&mut o.metadata);
+            o.status = None;
+        }
     }
 }
 

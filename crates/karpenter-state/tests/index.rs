@@ -330,3 +330,31 @@ fn a_pod_event_time_with_a_fraction_of_a_second_keeps_it() {
         .map(|n| n.to_node_state(now()));
     assert_eq!(state.and_then(|s| s.last_pod_event), Some(at));
 }
+
+#[test]
+fn volume_attachments_are_found_by_node_and_forgotten_when_deleted() {
+    let attachment = |name: &str, node: &str| {
+        Object::VolumeAttachment(parse(json!({
+            "metadata": {"name": name},
+            "spec": {"attacher": "ebs.csi.aws.com", "nodeName": node,
+                     "source": {"persistentVolumeName": format!("pv-{name}")}}
+        })))
+    };
+    let mut cluster = Cluster::new();
+    cluster.apply(attachment("a", "n1"));
+    cluster.apply(attachment("b", "n2"));
+    cluster.apply(attachment("c", "n1"));
+    let on = |cluster: &Cluster, node: &str| -> Vec<String> {
+        cluster
+            .volume_attachments_on(node)
+            .iter()
+            .filter_map(|va| va.metadata.name.clone())
+            .collect()
+    };
+    assert_eq!(on(&cluster, "n1"), ["a", "c"]);
+    cluster.delete(&ObjectRef::new(Kind::VolumeAttachment, None, "a"));
+    assert_eq!(on(&cluster, "n1"), ["c"]);
+    cluster.reset(Kind::VolumeAttachment, vec![attachment("b", "n2")]);
+    assert!(on(&cluster, "n1").is_empty(), "a relist drops what is gone");
+    assert_eq!(on(&cluster, "n2"), ["b"]);
+}

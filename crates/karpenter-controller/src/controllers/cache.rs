@@ -16,7 +16,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use karpenter_api::v1::{NodeClaim, NodePool};
 use karpenter_state::{Cluster, Kind, Object, ObjectRef};
 use kube::api::Api;
@@ -55,7 +55,7 @@ impl Changes {
 }
 
 /// The kinds the controller watches, in the order they are listed.
-pub const WATCHED: [Kind; 10] = [
+pub const WATCHED: [Kind; 11] = [
     Kind::NodePool,
     Kind::NodeClaim,
     Kind::Node,
@@ -66,6 +66,7 @@ pub const WATCHED: [Kind; 10] = [
     Kind::PersistentVolume,
     Kind::StorageClass,
     Kind::Namespace,
+    Kind::VolumeAttachment,
 ];
 
 /// The shared index, its change generation and which kinds have been listed.
@@ -209,6 +210,12 @@ impl ClusterCache {
         );
         self.spawn::<StorageClass>(client, cancel, Kind::StorageClass, Object::StorageClass);
         self.spawn::<Namespace>(client, cancel, Kind::Namespace, Object::Namespace);
+        self.spawn::<VolumeAttachment>(
+            client,
+            cancel,
+            Kind::VolumeAttachment,
+            Object::VolumeAttachment,
+        );
     }
 
     fn spawn<K>(

@@ -3,8 +3,9 @@
 //! `karpenter.sh/disrupted:NoSchedule` and drained through the Eviction API
 //! ([`karpenter_lifecycle::termination::plan_drain`] decides what each pass does: a PDB that
 //! refuses is asked again on the next pass, never overridden; only the NodeClaim's termination
-//! grace period deletes pods past it). Once nothing holds the drain the instance is terminated
-//! and the finalizer removed. One pass per Node at a time; every node is looked at on changes
+//! grace period deletes pods past it). Once nothing holds the drain and the volumes of the pods
+//! that left are detached (not awaited past the deadline), the instance is terminated and the
+//! finalizer removed. One pass per Node at a time; every node is looked at on changes
 //! and at least every [`RESYNC`].
 
 use std::collections::{BTreeMap, HashSet};
@@ -16,7 +17,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_cloud::{CloudError, CloudProvider};
-use karpenter_lifecycle::termination::{PodAction, disrupted_taint, is_tainted, plan_drain};
+use karpenter_lifecycle::termination::{
+    PodAction, attachments_to_await, disrupted_taint, is_tainted, plan_drain,
+};
 use kube::Client;
 use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
 use serde_json::json;
@@ -198,6 +201,29 @@ impl<C: CloudProvider + 'static> Termination<C> {
                 );
             }
             return Ok(());
+        }
+        // Volumes detach before the instance goes (their data would be lost with it), unless the
+        // termination grace period has run out.
+        if deadline(claim).is_none_or(|d| now < d) {
+            let waiting: Vec<String> = {
+                let cluster = self.cache.lock();
+                let on_node = cluster.pods_on(&name);
+                let refs: Vec<&Pod> = on_node.iter().map(|p| &***p).collect();
+                let attachments = cluster.volume_attachments_on(&name);
+                let volume_of = |namespace: &str, claim: &str| {
+                    cluster
+                        .persistent_volume_claim(namespace, claim)
+                        .and_then(|c| c.spec.as_ref()?.volume_name.clone())
+                };
+                attachments_to_await(&attachments, &refs, volume_of, now)
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect()
+            };
+            if !waiting.is_empty() {
+                tracing::debug!(node = %name, volume_attachments = ?waiting, "drained; waiting for volumes to detach");
+                return Ok(());
+            }
         }
         let pool = node
             .metadata

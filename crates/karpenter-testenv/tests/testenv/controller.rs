@@ -1185,3 +1185,84 @@ async fn a_deleted_node_takes_its_node_claim_with_it_after_the_drain() {
     h.assert_one_node_per_claim(1, "one replacement").await;
     h.finish().await;
 }
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_drained_node_waits_for_its_volume_attachments_before_it_goes() {
+    use k8s_openapi::api::storage::v1::VolumeAttachment;
+
+    let h = start("drain-volumes", &[], KwokOptions::default()).await;
+    h.node_pool(None, only(&["c5.large"])).await;
+    h.create_deployment("stateful", 1, "500m").await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+    let claims = h.node_claims().await;
+    let claim_name = claims[0].metadata.name.clone().unwrap_or_default();
+    let node = claims[0]
+        .status
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .expect("the NodeClaim is registered");
+    // An attachment the test holds with its own finalizer, as a CSI attacher would until the
+    // volume is detached.
+    let attachments: Api<VolumeAttachment> = Api::all(h.client.clone());
+    let va_name = h.scope.name("va");
+    let attachment: VolumeAttachment = serde_json::from_value(serde_json::json!({
+        "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+        "metadata": {"name": va_name, "labels": h.scope.labels(),
+                     "finalizers": ["test.karpenter.sh/attached"]},
+        "spec": {"attacher": "ebs.csi.aws.com", "nodeName": node,
+                 "source": {"persistentVolumeName": h.scope.name("pv")}}
+    }))
+    .expect("the test VolumeAttachment parses");
+    attachments
+        .create(&PostParams::default(), &attachment)
+        .await
+        .expect("creating the VolumeAttachment");
+    Api::<NodeClaim>::all(h.client.clone())
+        .delete(&claim_name, &DeleteParams::default())
+        .await
+        .expect("deleting the NodeClaim");
+    let nodes: Api<Node> = Api::all(h.client.clone());
+    wait_for("the node drained", Duration::from_secs(60), || async {
+        let on_node = h
+            .pods()
+            .await
+            .iter()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node.as_str()))
+            .count();
+        Ok((on_node == 0).then_some(()))
+    })
+    .await
+    .expect("the pod leaves the node");
+    // Drained, but the attachment is still there: the node stays for as long as it is
+    // (observed over 3 s, 15 polls, while the controller looks every second).
+    for _ in 0..15 {
+        assert!(
+            nodes
+                .get_opt(&node)
+                .await
+                .expect("reading the node")
+                .is_some(),
+            "the node went while a volume was still attached"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    attachments
+        .patch(
+            &va_name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .expect("releasing the VolumeAttachment");
+    attachments
+        .delete(&va_name, &DeleteParams::default())
+        .await
+        .expect("detaching the volume");
+    wait_for("the node gone", Duration::from_secs(60), || async {
+        Ok(matches!(nodes.get_opt(&node).await, Ok(None)).then_some(()))
+    })
+    .await
+    .expect("the node goes once its volume is detached");
+    h.finish().await;
+}
