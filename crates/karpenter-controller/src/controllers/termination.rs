@@ -16,7 +16,9 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
+use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_cloud::{CloudError, CloudProvider};
+use karpenter_lifecycle::lifecycle::set_condition;
 use karpenter_lifecycle::termination::{
     PodAction, attachments_to_await, disrupted_taint, is_tainted, plan_drain,
 };
@@ -184,6 +186,8 @@ impl<C: CloudProvider + 'static> Termination<C> {
             (plan, pods)
         };
         if !plan.drained() {
+            self.condition(claim, conditions::DRAINED, "Unknown", "Draining")
+                .await?;
             let mut refused = 0usize;
             for (key, action) in &plan.actions {
                 let Some(pod) = pods.get(key) else { continue };
@@ -202,9 +206,19 @@ impl<C: CloudProvider + 'static> Termination<C> {
             }
             return Ok(());
         }
+        self.condition(claim, conditions::DRAINED, "True", "Drained")
+            .await?;
         // Volumes detach before the instance goes (their data would be lost with it), unless the
         // termination grace period has run out.
-        if deadline(claim).is_none_or(|d| now < d) {
+        if deadline(claim).is_some_and(|d| now >= d) {
+            self.condition(
+                claim,
+                conditions::VOLUMES_DETACHED,
+                "False",
+                "TerminationGracePeriodElapsed",
+            )
+            .await?;
+        } else {
             let waiting: Vec<String> = {
                 let cluster = self.cache.lock();
                 let on_node = cluster.pods_on(&name);
@@ -221,9 +235,23 @@ impl<C: CloudProvider + 'static> Termination<C> {
                     .collect()
             };
             if !waiting.is_empty() {
+                self.condition(
+                    claim,
+                    conditions::VOLUMES_DETACHED,
+                    "Unknown",
+                    "AwaitingVolumeDetachment",
+                )
+                .await?;
                 tracing::debug!(node = %name, volume_attachments = ?waiting, "drained; waiting for volumes to detach");
                 return Ok(());
             }
+            self.condition(
+                claim,
+                conditions::VOLUMES_DETACHED,
+                "True",
+                "VolumesDetached",
+            )
+            .await?;
         }
         let pool = node
             .metadata
@@ -238,6 +266,13 @@ impl<C: CloudProvider + 'static> Termination<C> {
                 .and_then(|s| s.provider_id.as_ref())
                 .is_some()
         }) {
+            self.condition(
+                Some(claim),
+                conditions::INSTANCE_TERMINATING,
+                "True",
+                "InstanceTerminating",
+            )
+            .await?;
             match self.cloud.delete(claim).await {
                 Ok(()) | Err(CloudError::NodeClaimNotFound { .. }) => {}
                 Err(source) => {
@@ -258,6 +293,51 @@ impl<C: CloudProvider + 'static> Termination<C> {
         self.metrics.node_terminated(&pool);
         tracing::info!(node = %name, "drained and terminated");
         Ok(())
+    }
+
+    /// Sets a termination condition on the NodeClaim (`Drained`, `VolumesDetached`,
+    /// `InstanceTerminating`), writing only when its status or reason changes.
+    async fn condition(
+        &self,
+        claim: Option<&NodeClaim>,
+        type_: &str,
+        status: &str,
+        reason: &str,
+    ) -> Result<(), StepError> {
+        let Some(claim) = claim else { return Ok(()) };
+        // The index's copy: an earlier condition of this pass is already in it, and the patch
+        // below replaces the whole list.
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let latest = self.cache.lock().node_claim(&name).cloned();
+        let claim = latest.as_ref().unwrap_or(claim);
+        let current = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == type_));
+        if current.is_some_and(|c| c.status == status && c.reason == reason) {
+            return Ok(());
+        }
+        let mut updated = claim.clone();
+        set_condition(&mut updated, type_, status, reason, "", Utc::now());
+        let patch = json!({"status": {"conditions": updated.status.as_ref().and_then(|s| s.conditions.clone())}});
+        let claims: Api<NodeClaim> = Api::all(self.client.clone());
+        match claims
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(patched) => {
+                self.cache
+                    .apply(karpenter_state::Object::NodeClaim(patched));
+                Ok(())
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(source) => Err(StepError::Api {
+                step: "writing a termination condition",
+                claim: name,
+                source,
+            }),
+        }
     }
 
     /// Evicts or deletes one pod; `false` when a PodDisruptionBudget refused the eviction.

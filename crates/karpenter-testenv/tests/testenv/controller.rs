@@ -1247,6 +1247,28 @@ async fn a_drained_node_waits_for_its_volume_attachments_before_it_goes() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // The NodeClaim says where termination stands, as upstream's conditions do.
+    let claims_api: Api<NodeClaim> = Api::all(h.client.clone());
+    wait_for(
+        "Drained=True and VolumesDetached=Unknown on the NodeClaim",
+        Duration::from_secs(30),
+        || async {
+            let Ok(claim) = claims_api.get(&claim_name).await else {
+                return Ok(None);
+            };
+            let conditions = claim.status.and_then(|s| s.conditions).unwrap_or_default();
+            let is = |type_: &str, status: &str, reason: &str| {
+                conditions
+                    .iter()
+                    .any(|c| c.type_ == type_ && c.status == status && c.reason == reason)
+            };
+            Ok((is("Drained", "True", "Drained")
+                && is("VolumesDetached", "Unknown", "AwaitingVolumeDetachment"))
+            .then_some(()))
+        },
+    )
+    .await
+    .expect("the termination conditions are written");
     attachments
         .patch(
             &va_name,
