@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod events;
+pub mod in_flight;
 pub mod metrics;
 pub mod nodeclaim;
 pub mod nodepool_counter;

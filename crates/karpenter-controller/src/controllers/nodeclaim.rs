@@ -5,7 +5,7 @@
 //! index and at least every [`RESYNC`].
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
 use super::events::Events;
+use super::in_flight::InFlight;
 use super::metrics::ControllerMetrics;
 
 /// The loop looks at every NodeClaim at most this often on changes.
@@ -55,6 +56,13 @@ pub enum StepError {
     Api {
         step: &'static str,
         claim: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("{step} of node {node}: {source}")]
+    NodeApi {
+        step: &'static str,
+        node: String,
         #[source]
         source: kube::Error,
     },
@@ -114,16 +122,13 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
     /// Runs until `cancel` trips.
     pub async fn run(self, cancel: CancellationToken) {
         let this = Arc::new(self);
-        let busy: Arc<Mutex<HashSet<String>>> = Arc::new(Mutex::new(HashSet::new()));
+        let busy = InFlight::default();
         let permits = Arc::new(Semaphore::new(CONCURRENCY));
         let mut changes = this.cache.changes(SCAN_INTERVAL);
         loop {
             if this.cache.synced() {
                 let steps = {
-                    let mut busy = match busy.lock() {
-                        Ok(b) => b,
-                        Err(p) => p.into_inner(),
-                    };
+                    let mut busy = busy.lock();
                     let steps = this.pending_steps(&busy);
                     for (claim, _, _) in &steps {
                         busy.insert(claim.metadata.name.clone().unwrap_or_default());
@@ -138,11 +143,7 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                         if let Err(error) = this.execute(&claim, node.as_ref(), step).await {
                             tracing::warn!(%error, "lifecycle step failed; retrying");
                         }
-                        let mut busy = match busy.lock() {
-                            Ok(b) => b,
-                            Err(p) => p.into_inner(),
-                        };
-                        busy.remove(&name);
+                        busy.done(&name);
                     });
                 }
             }

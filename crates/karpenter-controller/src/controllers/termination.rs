@@ -8,8 +8,8 @@
 //! finalizer removed. One pass per Node at a time; every node is looked at on changes
 //! and at least every [`RESYNC`].
 
-use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -22,13 +22,14 @@ use karpenter_lifecycle::lifecycle::set_condition;
 use karpenter_lifecycle::termination::{
     PodAction, attachments_to_await, disrupted_taint, is_tainted, plan_drain,
 };
-use kube::Client;
 use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
+use kube::{Client, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
 use super::events::Events;
+use super::in_flight::InFlight;
 use super::metrics::ControllerMetrics;
 use super::nodeclaim::{StepError, release};
 
@@ -76,7 +77,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
     /// Runs until `cancel` trips.
     pub async fn run(self, cancel: CancellationToken) {
         let this = Arc::new(self);
-        let busy: Arc<Mutex<HashSet<String>>> = Arc::new(Mutex::new(HashSet::new()));
+        let busy = InFlight::default();
         let mut changes = this.cache.changes(SCAN_INTERVAL);
         loop {
             if this.cache.synced() {
@@ -87,11 +88,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
                         if let Err(error) = this.terminate(&node, claim.as_ref()).await {
                             tracing::warn!(%error, node = %name, "termination step failed; retrying");
                         }
-                        let mut busy = match busy.lock() {
-                            Ok(b) => b,
-                            Err(p) => p.into_inner(),
-                        };
-                        busy.remove(&name);
+                        busy.done(&name);
                     });
                 }
             }
@@ -105,11 +102,8 @@ impl<C: CloudProvider + 'static> Termination<C> {
 
     /// Nodes being deleted with our finalizer and no pass in flight (marked busy), with their
     /// NodeClaim.
-    fn terminating(&self, busy: &Mutex<HashSet<String>>) -> Vec<(Node, Option<NodeClaim>)> {
-        let mut busy = match busy.lock() {
-            Ok(b) => b,
-            Err(p) => p.into_inner(),
-        };
+    fn terminating(&self, busy: &InFlight) -> Vec<(Node, Option<NodeClaim>)> {
+        let mut busy = busy.lock();
         let cluster = self.cache.lock();
         let claims: BTreeMap<&str, &NodeClaim> = cluster
             .node_claims()
@@ -138,12 +132,8 @@ impl<C: CloudProvider + 'static> Termination<C> {
     }
 
     fn api_error(step: &'static str, node: &str) -> impl FnOnce(kube::Error) -> StepError {
-        let claim = format!("node {node}");
-        move |source| StepError::Api {
-            step,
-            claim,
-            source,
-        }
+        let node = node.to_owned();
+        move |source| StepError::NodeApi { step, node, source }
     }
 
     /// One pass over a terminating Node.
@@ -174,16 +164,27 @@ impl<C: CloudProvider + 'static> Termination<C> {
             self.cache.apply(karpenter_state::Object::Node(patched));
         }
         let now = Utc::now();
-        let (plan, pods): (_, BTreeMap<String, Arc<Pod>>) = {
+        // The drain plan and the attachments it waits for from one look at the index.
+        let (plan, pods, attached): (_, BTreeMap<String, Arc<Pod>>, Vec<String>) = {
             let cluster = self.cache.lock();
             let on_node = cluster.pods_on(&name);
             let refs: Vec<&Pod> = on_node.iter().map(|p| &***p).collect();
             let plan = plan_drain(&refs, deadline(claim), now);
+            let attachments = cluster.volume_attachments_on(&name);
+            let volume_of = |namespace: &str, claim: &str| {
+                cluster
+                    .persistent_volume_claim(namespace, claim)
+                    .and_then(|c| c.spec.as_ref()?.volume_name.clone())
+            };
+            let attached = attachments_to_await(&attachments, &refs, volume_of, now)
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
             let pods = on_node
                 .iter()
                 .map(|p| (karpenter_disruption::pods::key(p), Arc::clone(p)))
                 .collect();
-            (plan, pods)
+            (plan, pods, attached)
         };
         if !plan.drained() {
             self.condition(claim, conditions::DRAINED, "Unknown", "Draining")
@@ -219,22 +220,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
             )
             .await?;
         } else {
-            let waiting: Vec<String> = {
-                let cluster = self.cache.lock();
-                let on_node = cluster.pods_on(&name);
-                let refs: Vec<&Pod> = on_node.iter().map(|p| &***p).collect();
-                let attachments = cluster.volume_attachments_on(&name);
-                let volume_of = |namespace: &str, claim: &str| {
-                    cluster
-                        .persistent_volume_claim(namespace, claim)
-                        .and_then(|c| c.spec.as_ref()?.volume_name.clone())
-                };
-                attachments_to_await(&attachments, &refs, volume_of, now)
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect()
-            };
-            if !waiting.is_empty() {
+            if !attached.is_empty() {
                 self.condition(
                     claim,
                     conditions::VOLUMES_DETACHED,
@@ -242,7 +228,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
                     "AwaitingVolumeDetachment",
                 )
                 .await?;
-                tracing::debug!(node = %name, volume_attachments = ?waiting, "drained; waiting for volumes to detach");
+                tracing::debug!(node = %name, volume_attachments = ?attached, "drained; waiting for volumes to detach");
                 return Ok(());
             }
             self.condition(
@@ -254,10 +240,8 @@ impl<C: CloudProvider + 'static> Termination<C> {
             .await?;
         }
         let pool = node
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(labels::NODEPOOL))
+            .labels()
+            .get(labels::NODEPOOL)
             .cloned()
             .unwrap_or_default();
         if let Some(claim) = claim.filter(|c| {
