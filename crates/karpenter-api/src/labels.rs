@@ -197,8 +197,13 @@ pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 pub const PROVIDER_COMPATIBILITY: &str = "compatibility.karpenter.sh/provider";
 pub const NODEPOOL_HASH: &str = "karpenter.sh/nodepool-hash";
 pub const NODEPOOL_HASH_VERSION: &str = "karpenter.sh/nodepool-hash-version";
-/// The current NodePool hash version (upstream `NodePoolHashVersion`).
-pub const NODEPOOL_HASH_VERSION_VALUE: &str = "v3";
+/// karpenter-rs's NodePool hash version. Upstream writes `v3` ([`UPSTREAM_NODEPOOL_HASH_VERSION`])
+/// with a hash computed by Go's `hashstructure`; ours is computed differently
+/// ([`crate::hash`]), so it carries its own version: a NodeClaim stamped by the other
+/// implementation is re-stamped on the switch, never drifted.
+pub const NODEPOOL_HASH_VERSION_VALUE: &str = "rs1";
+/// The hash version upstream Karpenter v1 writes.
+pub const UPSTREAM_NODEPOOL_HASH_VERSION: &str = "v3";
 pub const NODECLAIM_TERMINATION_TIMESTAMP: &str = "karpenter.sh/nodeclaim-termination-timestamp";
 pub const NODECLAIM_MIN_VALUES_RELAXED: &str = "karpenter.sh/nodeclaim-min-values-relaxed";
 pub const REQUESTED_DRA_DRIVERS: &str = "karpenter.sh/requested-dra-drivers";

@@ -13,6 +13,7 @@
 pub mod convert;
 pub mod crds;
 pub mod duration;
+pub mod hash;
 pub mod labels;
 pub mod legacy;
 pub mod schedule;

@@ -5,8 +5,9 @@
 //! - labels: the NodePool template's labels, `karpenter.sh/nodepool`, the node-class label
 //!   (`karpenter.k8s.aws/ec2nodeclass` for an EC2NodeClass), and the single-valued
 //!   requirements the solver resolved;
-//! - annotations: the template's, the NodePool hash and hash version when the NodePool carries
-//!   them, `karpenter.sh/nodeclaim-min-values-relaxed` when minValues were relaxed;
+//! - annotations: the template's, the NodePool hash and hash version (computed from the pool,
+//!   as upstream does, not copied from its annotations),
+//!   `karpenter.sh/nodeclaim-min-values-relaxed` when minValues were relaxed;
 //! - an owner reference to the NodePool (`blockOwnerDeletion`);
 //! - requirements: the solver's, with `node.kubernetes.io/instance-type In [options]` (cheapest
 //!   first, at most 600, keeping minValues);
@@ -48,12 +49,14 @@ pub fn node_claim(claim: &NewNodeClaim, pool: &NodePool) -> NodeClaim {
     }
     let mut annotations: BTreeMap<String, String> =
         template.metadata.annotations.clone().unwrap_or_default();
-    let pool_annotations = pool.metadata.annotations.as_ref();
-    for key in [labels::NODEPOOL_HASH, labels::NODEPOOL_HASH_VERSION] {
-        if let Some(value) = pool_annotations.and_then(|a| a.get(key)) {
-            annotations.insert(key.to_owned(), value.clone());
-        }
-    }
+    annotations.insert(
+        labels::NODEPOOL_HASH.to_owned(),
+        karpenter_api::hash::node_pool_hash(pool),
+    );
+    annotations.insert(
+        labels::NODEPOOL_HASH_VERSION.to_owned(),
+        labels::NODEPOOL_HASH_VERSION_VALUE.to_owned(),
+    );
     if claim.min_values_relaxed {
         annotations.insert(
             labels::NODECLAIM_MIN_VALUES_RELAXED.to_owned(),
@@ -175,6 +178,11 @@ mod tests {
         );
         let annotations = nc.metadata.annotations.clone().unwrap_or_default();
         assert_eq!(
+            annotations.get(labels::NODEPOOL_HASH),
+            Some(&karpenter_api::hash::node_pool_hash(&pool())),
+            "the hash is the pool's, not the stale annotation it carries"
+        );
+        assert_ne!(
             annotations.get(labels::NODEPOOL_HASH).map(String::as_str),
             Some("123")
         );
