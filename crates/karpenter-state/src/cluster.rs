@@ -66,6 +66,18 @@ pub struct Cluster {
     nominations: HashMap<String, DateTime<Utc>>,
     /// NodeClaim names chosen by a disruption command.
     marked_for_deletion: BTreeSet<String>,
+    /// Node name -> sequence number of its latest pod event (a pod bound to it, finished,
+    /// terminating or deleted), from [`Cluster::apply`] and [`Cluster::delete`]; a relist
+    /// ([`Cluster::reset`]) records none.
+    pod_events: HashMap<String, u64>,
+    pod_event_seq: u64,
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
 }
 
 impl Cluster {
@@ -75,6 +87,10 @@ impl Cluster {
 
     /// Creates or replaces an object.
     pub fn apply(&mut self, object: Object) {
+        self.apply_object(object, true);
+    }
+
+    fn apply_object(&mut self, object: Object, record_pod_events: bool) {
         match object {
             Object::Node(o) => {
                 self.nodes.insert(named(&o.metadata), o);
@@ -82,7 +98,7 @@ impl Cluster {
             Object::NodeClaim(o) => {
                 self.node_claims.insert(named(&o.metadata), o);
             }
-            Object::Pod(o) => self.apply_pod(o),
+            Object::Pod(o) => self.apply_pod(o, record_pod_events),
             Object::NodePool(o) => {
                 self.node_pools.insert(named(&o.metadata), o);
             }
@@ -111,8 +127,23 @@ impl Cluster {
         }
     }
 
-    fn apply_pod(&mut self, pod: Pod) {
+    fn apply_pod(&mut self, pod: Pod, record_pod_events: bool) {
         let key = namespaced(&pod.metadata);
+        if record_pod_events && let Some(node) = bound_node(&pod) {
+            let old = self.pods.get(&key);
+            let event = match old {
+                None => true,
+                Some(old) => {
+                    bound_node(old) != Some(node)
+                        || (is_terminal(&pod) && !is_terminal(old))
+                        || (pod.metadata.deletion_timestamp.is_some()
+                            && old.metadata.deletion_timestamp.is_none())
+                }
+            };
+            if event {
+                self.record_pod_event(node.to_owned());
+            }
+        }
         self.unbind(&key);
         if let Some(node) = bound_node(&pod) {
             self.pods_by_node
@@ -152,6 +183,7 @@ impl Cluster {
             Kind::Node => {
                 self.nodes.remove(&object.name);
                 self.nominations.remove(&object.name);
+                self.pod_events.remove(&object.name);
             }
             Kind::NodeClaim => {
                 self.node_claims.remove(&object.name);
@@ -160,6 +192,10 @@ impl Cluster {
             }
             Kind::Pod => {
                 let key = key();
+                if let Some(node) = self.pods.get(&key).and_then(|p| bound_node(p)) {
+                    let node = node.to_owned();
+                    self.record_pod_event(node);
+                }
                 self.unbind(&key);
                 self.pods.remove(&key);
             }
@@ -205,8 +241,20 @@ impl Cluster {
             self.delete(&stale);
         }
         for object in objects.into_iter().filter(|o| o.kind() == kind) {
-            self.apply(object);
+            self.apply_object(object, false);
         }
+    }
+
+    fn record_pod_event(&mut self, node: String) {
+        self.pod_event_seq += 1;
+        self.pod_events.insert(node, self.pod_event_seq);
+    }
+
+    /// The sequence number of the latest pod event on `node` (a pod bound to it, finished,
+    /// terminating, or deleted while bound); compare two readings to learn whether one
+    /// happened in between (the caller owns the clock).
+    pub fn pod_event_seq(&self, node: &str) -> Option<u64> {
+        self.pod_events.get(node).copied()
     }
 
     fn references(&self, kind: Kind) -> Vec<ObjectRef> {

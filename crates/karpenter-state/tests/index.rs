@@ -358,3 +358,40 @@ fn volume_attachments_are_found_by_node_and_forgotten_when_deleted() {
     assert!(on(&cluster, "n1").is_empty(), "a relist drops what is gone");
     assert_eq!(on(&cluster, "n2"), ["b"]);
 }
+
+#[test]
+fn pod_events_are_binds_finishes_terminations_and_deletions_not_status_churn_or_relists() {
+    let mut cluster = Cluster::new();
+    cluster.reset(Kind::Pod, vec![Object::Pod(pod("old", Some("n1"), false))]);
+    assert_eq!(
+        cluster.pod_event_seq("n1"),
+        None,
+        "a relist is not a pod event"
+    );
+    cluster.apply(Object::Pod(pod("web-1", None, true)));
+    assert_eq!(cluster.pod_event_seq("n1"), None, "pending pods touch no node");
+    cluster.apply(Object::Pod(pod("web-1", Some("n1"), false)));
+    let bound = cluster.pod_event_seq("n1");
+    assert!(bound.is_some(), "a bind is an event");
+    let mut relabelled = pod("web-1", Some("n1"), false);
+    relabelled.metadata.labels = Some([("v".to_owned(), "2".to_owned())].into());
+    cluster.apply(Object::Pod(relabelled));
+    assert_eq!(cluster.pod_event_seq("n1"), bound, "an update is not");
+    let mut finished = pod("web-1", Some("n1"), false);
+    finished.status.get_or_insert_default().phase = Some("Succeeded".into());
+    cluster.apply(Object::Pod(finished));
+    let after_finish = cluster.pod_event_seq("n1");
+    assert!(after_finish > bound, "finishing is an event");
+    let mut terminating = pod("old", Some("n1"), false);
+    terminating.metadata.deletion_timestamp = karpenter_state::conditions::api_time(now());
+    cluster.apply(Object::Pod(terminating));
+    let after_terminating = cluster.pod_event_seq("n1");
+    assert!(after_terminating > after_finish, "terminating is an event");
+    cluster.delete(&ObjectRef::new(Kind::Pod, Some("shop"), "old"));
+    assert!(
+        cluster.pod_event_seq("n1") > after_terminating,
+        "a deletion is an event"
+    );
+    cluster.delete(&ObjectRef::new(Kind::Node, None, "n1"));
+    assert_eq!(cluster.pod_event_seq("n1"), None, "forgotten with the node");
+}
