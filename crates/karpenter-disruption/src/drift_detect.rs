@@ -2,7 +2,7 @@
 //! carry a `Drifted` condition already. Reasons in upstream order: `NodePoolDrifted` (the
 //! nodepool-hash annotation differs and the hash versions agree), `RequirementsDrifted` (a node
 //! label the NodePool constrains no longer satisfies the requirement), `InstanceTypeNotFound`
-//! (checked once the node is over an hour old). Provider drift arrives as `NodeState::drifted`.
+//! (checked once the node is over an hour old, and only when the pool's catalog is known). Provider drift arrives as `NodeState::drifted`.
 
 use chrono::{DateTime, Utc};
 use karpenter_api::labels::{NODEPOOL_HASH, NODEPOOL_HASH_VERSION};
@@ -61,8 +61,11 @@ pub fn drift(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> Optio
             return mark("RequirementsDrifted");
         }
     }
+    // An empty catalog means the pool's instance types are unknown (the provider failed to
+    // list them), not that every type is gone: no drift from that.
     let old_enough = now - node.created > chrono::Duration::hours(1);
     if old_enough
+        && !snapshot.catalog(node.node_pool()?).is_empty()
         && let Some(it) = node.instance_type()
         && snapshot.instance_type(node.node_pool()?, it).is_none()
     {

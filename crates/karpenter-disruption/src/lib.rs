@@ -25,6 +25,7 @@ pub(crate) mod budget_window;
 pub(crate) mod budgets;
 pub(crate) mod candidate;
 pub mod command;
+pub(crate) mod conditions;
 pub(crate) mod consolidatable;
 pub(crate) mod consolidation;
 pub(crate) mod cost;
@@ -55,7 +56,10 @@ pub(crate) mod time_fmt;
 pub mod validation;
 
 pub use command::{Command, CommandCandidate, Considered, Decision, Method};
+pub use conditions::{ClaimConditions, claim_conditions};
+pub use consolidatable::consolidatable;
 pub use decide::decide;
+pub use drift_detect::drift as detect_drift;
 pub use expiration::{Expired, expired};
 pub use pdb::Pdb;
 pub use queue::{CommandId, Queue, Replacement, Step};
