@@ -10,6 +10,7 @@ pub mod nodeclaim;
 pub mod nodepool_counter;
 pub mod provisioner;
 pub mod termination;
+pub mod writes;
 
 use std::sync::Arc;
 

@@ -48,6 +48,22 @@ const SCAN_INTERVAL: Duration = Duration::from_millis(100);
 /// NodeClaims of one batch created at once (the client's QPS limit still applies).
 const CREATE_CONCURRENCY: usize = 32;
 
+/// The solver's options from the settings (`PREFERENCE_POLICY`, `MIN_VALUES_POLICY`, zone
+/// pinning).
+pub fn solve_options(settings: &Settings) -> SolveOptions {
+    SolveOptions {
+        preference_policy: match settings.preference_policy {
+            settings::PreferencePolicy::Respect => PreferencePolicy::Respect,
+            settings::PreferencePolicy::Ignore => PreferencePolicy::Ignore,
+        },
+        min_values_policy: match settings.min_values_policy {
+            settings::MinValuesPolicy::Strict => MinValuesPolicy::Strict,
+            settings::MinValuesPolicy::BestEffort => MinValuesPolicy::BestEffort,
+        },
+        pin_anti_affinity_domains: settings.zone_pinning,
+        ..SolveOptions::default()
+    }
+}
 /// The provisioning loop.
 pub struct Provisioner<C> {
     pub cache: ClusterCache,
@@ -139,21 +155,6 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         })
     }
 
-    fn solve_options(&self) -> SolveOptions {
-        SolveOptions {
-            preference_policy: match self.settings.preference_policy {
-                settings::PreferencePolicy::Respect => PreferencePolicy::Respect,
-                settings::PreferencePolicy::Ignore => PreferencePolicy::Ignore,
-            },
-            min_values_policy: match self.settings.min_values_policy {
-                settings::MinValuesPolicy::Strict => MinValuesPolicy::Strict,
-                settings::MinValuesPolicy::BestEffort => MinValuesPolicy::BestEffort,
-            },
-            pin_anti_affinity_domains: self.settings.zone_pinning,
-            ..SolveOptions::default()
-        }
-    }
-
     /// One batch: solve the provisionable pods and act on the result.
     pub async fn provision(&self) -> Result<BatchOutcome, ProvisionError> {
         let started = Instant::now();
@@ -172,44 +173,23 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         if !any_pending {
             return Ok(BatchOutcome::default());
         }
-        let mut solver_pools = Vec::new();
-        let mut instance_types: BTreeMap<String, Vec<InstanceType>> = BTreeMap::new();
-        let mut by_name: BTreeMap<String, NodePool> = BTreeMap::new();
-        for pool in pools {
-            let name = pool.metadata.name.clone().unwrap_or_default();
-            let converted = match karpenter_scheduling::v1::node_pool(&pool) {
-                Ok(converted) => converted,
-                Err(error) => {
-                    tracing::error!(nodepool = %name, %error, "NodePool left out of provisioning");
-                    continue;
-                }
-            };
-            match self.cloud.instance_types(&pool).await {
-                Ok(infos) if !infos.is_empty() => {
-                    instance_types
-                        .insert(name.clone(), infos.iter().map(InstanceType::from).collect());
-                }
-                Ok(_) => {
-                    self.events
-                        .warn_node_pool(&pool, "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types")
-                        .await;
-                    continue;
-                }
-                Err(error) => {
-                    tracing::error!(nodepool = %name, %error, "instance types unavailable; NodePool left out of this batch");
-                    continue;
-                }
-            }
-            solver_pools.push(converted);
-            by_name.insert(name, pool);
-        }
+        let PoolCatalogs {
+            solver_pools,
+            instance_types,
+            by_name,
+        } = pool_catalogs(&*self.cloud, &self.events, pools).await;
         // Pending pods and nodes from one look at the index: a pod bound while the instance
         // types were fetched must not count both as pending and on its node (the solver would
         // see it twice and launch a NodeClaim for it).
         let input = {
             let cluster = self.cache.lock();
             let pods: Vec<Arc<Pod>> = cluster.provisionable_pods().into_iter().cloned().collect();
-            cluster.solve_input(pods, solver_pools, instance_types, self.solve_options())
+            cluster.solve_input(
+                pods,
+                solver_pools,
+                instance_types,
+                solve_options(&self.settings),
+            )
         };
         if input.pods.is_empty() {
             return Ok(BatchOutcome::default());
@@ -334,18 +314,22 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         pool: &NodePool,
         pods_by_key: &BTreeMap<String, &Pod>,
     ) -> Option<String> {
-        let shaped = nodeclaim::node_claim(claim, pool);
-        let created = match self.create(&shaped).await {
-            Ok(created) => created,
+        let name = match create_node_claim(
+            &self.client,
+            &self.cache,
+            &self.metrics,
+            claim,
+            pool,
+            "provisioning",
+        )
+        .await
+        {
+            Ok(name) => name,
             Err(error) => {
                 tracing::error!(nodepool = %claim.node_pool, %error, "creating a NodeClaim failed");
                 return None;
             }
         };
-        let name = created.metadata.name.clone().unwrap_or_default();
-        self.metrics
-            .nodeclaim_created("provisioning", &claim.node_pool, claim.min_values_relaxed);
-        self.cache.apply(Object::NodeClaim(created));
         for pod in &claim.pods {
             if let Some(p) = pods_by_key.get(&pod.to_string()) {
                 self.events
@@ -359,11 +343,79 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         }
         Some(name)
     }
+}
 
-    async fn create(&self, claim: &NodeClaim) -> Result<NodeClaim, kube::Error> {
-        let api: Api<NodeClaim> = Api::all(self.client.clone());
-        api.create(&PostParams::default(), claim).await
+/// The NodePools that can launch, as the solver takes them, with their instance types.
+#[derive(Debug)]
+pub struct PoolCatalogs {
+    /// In the solver's form; a NodePool that does not convert is left out (logged).
+    pub solver_pools: Vec<karpenter_scheduling::NodePool>,
+    /// Instance types by NodePool name; a NodePool whose listing failed or came back empty is
+    /// left out (logged, and a `NoCompatibleInstanceTypes` event for an empty one).
+    pub instance_types: BTreeMap<String, Vec<InstanceType>>,
+    /// The NodePools kept, by name.
+    pub by_name: BTreeMap<String, NodePool>,
+}
+
+/// Converts `pools` for the solver and lists their instance types from the cloud.
+pub async fn pool_catalogs<C: CloudProvider>(
+    cloud: &C,
+    events: &Events,
+    pools: Vec<NodePool>,
+) -> PoolCatalogs {
+    let mut out = PoolCatalogs {
+        solver_pools: Vec::new(),
+        instance_types: BTreeMap::new(),
+        by_name: BTreeMap::new(),
+    };
+    for pool in pools {
+        let name = pool.metadata.name.clone().unwrap_or_default();
+        let converted = match karpenter_scheduling::v1::node_pool(&pool) {
+            Ok(converted) => converted,
+            Err(error) => {
+                tracing::error!(nodepool = %name, %error, "NodePool left out: it does not convert");
+                continue;
+            }
+        };
+        match cloud.instance_types(&pool).await {
+            Ok(infos) if !infos.is_empty() => {
+                out.instance_types
+                    .insert(name.clone(), infos.iter().map(InstanceType::from).collect());
+            }
+            Ok(_) => {
+                events
+                    .warn_node_pool(&pool, "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types")
+                    .await;
+                continue;
+            }
+            Err(error) => {
+                tracing::error!(nodepool = %name, %error, "instance types unavailable; NodePool left out this time");
+                continue;
+            }
+        }
+        out.solver_pools.push(converted);
+        out.by_name.insert(name, pool);
     }
+    out
+}
+
+/// Creates the NodeClaim upstream would write for `claim` from `pool`, counts it in
+/// `karpenter_nodeclaims_created_total{reason}` and puts it in the index; its name.
+pub async fn create_node_claim(
+    client: &Client,
+    cache: &ClusterCache,
+    metrics: &ControllerMetrics,
+    claim: &NewNodeClaim,
+    pool: &NodePool,
+    reason: &str,
+) -> Result<String, kube::Error> {
+    let shaped = nodeclaim::node_claim(claim, pool);
+    let api: Api<NodeClaim> = Api::all(client.clone());
+    let created = api.create(&PostParams::default(), &shaped).await?;
+    let name = created.metadata.name.clone().unwrap_or_default();
+    metrics.nodeclaim_created(reason, &claim.node_pool, claim.min_values_relaxed);
+    cache.apply(Object::NodeClaim(created));
+    Ok(name)
 }
 
 /// A batch could not be provisioned.

@@ -18,13 +18,9 @@ use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_cloud::{CloudError, CloudProvider};
-use karpenter_lifecycle::lifecycle::set_condition;
-use karpenter_lifecycle::termination::{
-    PodAction, attachments_to_await, disrupted_taint, is_tainted, plan_drain,
-};
-use kube::api::{Api, DeleteParams, EvictParams, Patch, PatchParams};
+use karpenter_lifecycle::termination::{PodAction, attachments_to_await, is_tainted, plan_drain};
+use kube::api::{Api, DeleteParams, EvictParams};
 use kube::{Client, ResourceExt};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
@@ -32,6 +28,7 @@ use super::events::Events;
 use super::in_flight::InFlight;
 use super::metrics::ControllerMetrics;
 use super::nodeclaim::{StepError, release};
+use super::writes;
 
 /// The loop looks at terminating nodes at most this often on changes.
 const SCAN_INTERVAL: Duration = Duration::from_millis(200);
@@ -141,27 +138,11 @@ impl<C: CloudProvider + 'static> Termination<C> {
         let name = node.metadata.name.clone().unwrap_or_default();
         let nodes: Api<Node> = Api::all(self.client.clone());
         if let Some(claim) = claim.filter(|c| c.metadata.deletion_timestamp.is_none()) {
-            let claims: Api<NodeClaim> = Api::all(self.client.clone());
             let claim_name = claim.metadata.name.as_deref().unwrap_or_default();
-            match claims.delete(claim_name, &DeleteParams::default()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
-                Err(e) => return Err(Self::api_error("deleting the nodeclaim", &name)(e)),
-            }
+            writes::delete_claim(&self.client, claim_name).await?;
         }
         if !is_tainted(node) {
-            let mut taints = node
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.clone())
-                .unwrap_or_default();
-            taints.push(disrupted_taint());
-            let patch = json!({"spec": {"taints": taints}});
-            let patched = nodes
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map_err(Self::api_error("tainting", &name))?;
-            self.cache.apply(karpenter_state::Object::Node(patched));
+            writes::set_disrupted_taint(&self.client, &self.cache, &name, true).await?;
         }
         let now = Utc::now();
         // The drain plan and the attachments it waits for from one look at the index.
@@ -288,40 +269,18 @@ impl<C: CloudProvider + 'static> Termination<C> {
         status: &str,
         reason: &str,
     ) -> Result<(), StepError> {
-        let Some(claim) = claim else { return Ok(()) };
-        // The index's copy: an earlier condition of this pass is already in it, and the patch
-        // below replaces the whole list.
-        let name = claim.metadata.name.clone().unwrap_or_default();
-        let latest = self.cache.lock().node_claim(&name).cloned();
-        let claim = latest.as_ref().unwrap_or(claim);
-        let current = claim
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == type_));
-        if current.is_some_and(|c| c.status == status && c.reason == reason) {
+        let Some(name) = claim.and_then(|c| c.metadata.name.as_deref()) else {
             return Ok(());
-        }
-        let mut updated = claim.clone();
-        set_condition(&mut updated, type_, status, reason, "", Utc::now());
-        let patch = json!({"status": {"conditions": updated.status.as_ref().and_then(|s| s.conditions.clone())}});
-        let claims: Api<NodeClaim> = Api::all(self.client.clone());
-        match claims
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(patched) => {
-                self.cache
-                    .apply(karpenter_state::Object::NodeClaim(patched));
-                Ok(())
-            }
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-            Err(source) => Err(StepError::Api {
-                step: "writing a termination condition",
-                claim: name,
-                source,
-            }),
-        }
+        };
+        writes::set_claim_condition(
+            &self.client,
+            &self.cache,
+            name,
+            type_,
+            Some((status, reason, "")),
+            Utc::now(),
+        )
+        .await
     }
 
     /// Evicts or deletes one pod; `false` when a PodDisruptionBudget refused the eviction.
