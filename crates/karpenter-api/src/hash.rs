@@ -54,7 +54,9 @@ pub fn node_pool_hash(pool: &NodePool) -> String {
 pub fn pool_annotations(pool: &NodePool) -> Option<BTreeMap<String, String>> {
     let hash = node_pool_hash(pool);
     let current = pool.metadata.annotations.as_ref();
-    let has = |key: &str, value: &str| current.and_then(|a| a.get(key)).map(String::as_str) == Some(value);
+    let has = |key: &str, value: &str| {
+        current.and_then(|a| a.get(key)).map(String::as_str) == Some(value)
+    };
     if has(NODEPOOL_HASH, &hash) && has(NODEPOOL_HASH_VERSION, NODEPOOL_HASH_VERSION_VALUE) {
         return None;
     }
@@ -197,10 +199,16 @@ spec:
         let base = node_pool_hash(&pool(BASE));
         for changed in [
             BASE.replace("team: a", "team: b"),
-            BASE.replace("{key: b, effect: NoSchedule}", "{key: b, effect: NoExecute}"),
+            BASE.replace(
+                "{key: b, effect: NoSchedule}",
+                "{key: b, effect: NoExecute}",
+            ),
             BASE.replace("name: default}", "name: other}"),
             BASE.replace("expireAfter: 720h", "expireAfter: Never"),
-            BASE.replace("expireAfter: 720h", "expireAfter: 720h\n      terminationGracePeriod: 1h"),
+            BASE.replace(
+                "expireAfter: 720h",
+                "expireAfter: 720h\n      terminationGracePeriod: 1h",
+            ),
         ] {
             assert_ne!(node_pool_hash(&pool(&changed)), base, "{changed}");
         }
@@ -214,7 +222,10 @@ spec:
             stamp.get(NODEPOOL_HASH_VERSION).map(String::as_str),
             Some(NODEPOOL_HASH_VERSION_VALUE)
         );
-        assert_ne!(NODEPOOL_HASH_VERSION_VALUE, "v3", "must differ from upstream's");
+        assert_ne!(
+            NODEPOOL_HASH_VERSION_VALUE, "v3",
+            "must differ from upstream's"
+        );
         p.metadata.annotations = Some(stamp);
         assert_eq!(pool_annotations(&p), None);
     }

@@ -55,6 +55,7 @@ mod testing;
 pub(crate) mod time_fmt;
 pub mod validation;
 
+pub use budget_map::{BudgetMap, PoolAllowance};
 pub use command::{Command, CommandCandidate, Considered, Decision, Method};
 pub use conditions::{ClaimConditions, claim_conditions};
 pub use consolidatable::consolidatable;

@@ -257,6 +257,11 @@ impl Cluster {
         self.pod_events.get(node).copied()
     }
 
+    /// The latest pod event's sequence number on any node (0 before the first).
+    pub fn pod_event_max(&self) -> u64 {
+        self.pod_event_seq
+    }
+
     fn references(&self, kind: Kind) -> Vec<ObjectRef> {
         let names = |names: Vec<&String>| -> Vec<ObjectRef> {
             names

@@ -369,7 +369,11 @@ fn pod_events_are_binds_finishes_terminations_and_deletions_not_status_churn_or_
         "a relist is not a pod event"
     );
     cluster.apply(Object::Pod(pod("web-1", None, true)));
-    assert_eq!(cluster.pod_event_seq("n1"), None, "pending pods touch no node");
+    assert_eq!(
+        cluster.pod_event_seq("n1"),
+        None,
+        "pending pods touch no node"
+    );
     cluster.apply(Object::Pod(pod("web-1", Some("n1"), false)));
     let bound = cluster.pod_event_seq("n1");
     assert!(bound.is_some(), "a bind is an event");

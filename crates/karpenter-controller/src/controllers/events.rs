@@ -7,7 +7,7 @@
 //! full the event is dropped and counted in the log. A failure to publish is logged, never
 //! fatal: events are for people.
 
-use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use karpenter_api::v1::{NodeClaim, NodePool};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
@@ -98,6 +98,16 @@ impl Events {
 
     pub async fn normal_node_claim(&self, claim: &NodeClaim, reason: &str, note: &str) {
         self.publish(claim.object_ref(&()), EventType::Normal, reason, note)
+            .await;
+    }
+
+    pub async fn normal_node(&self, node: &Node, reason: &str, note: &str) {
+        self.publish(node.object_ref(&()), EventType::Normal, reason, note)
+            .await;
+    }
+
+    pub async fn warn_node(&self, node: &Node, reason: &str, note: &str) {
+        self.publish(node.object_ref(&()), EventType::Warning, reason, note)
             .await;
     }
 }

@@ -27,6 +27,16 @@ pub struct ControllerMetrics {
     nodepool_limit: Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     pub cluster_state_synced: Gauge,
     pub cluster_state_node_count: Gauge,
+    disruption_evaluation: Family<Labels, Histogram, fn() -> Histogram>,
+    disruption_decisions: Family<Labels, Counter>,
+    disruption_failed_validations: Family<Labels, Counter>,
+    disruption_queue_failures: Family<Labels, Counter>,
+    allowed_disruptions: Family<Labels, Gauge>,
+    pods_disruption_initiated: Family<Labels, Counter>,
+}
+
+fn evaluation_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.01, 2.0, 12))
 }
 
 impl ControllerMetrics {
@@ -46,6 +56,12 @@ impl ControllerMetrics {
             nodepool_limit: Family::default(),
             cluster_state_synced: Gauge::default(),
             cluster_state_node_count: Gauge::default(),
+            disruption_evaluation: Family::new_with_constructor(evaluation_histogram),
+            disruption_decisions: Family::default(),
+            disruption_failed_validations: Family::default(),
+            disruption_queue_failures: Family::default(),
+            allowed_disruptions: Family::default(),
+            pods_disruption_initiated: Family::default(),
         };
         registry.register(
             "karpenter_nodeclaims_created",
@@ -112,7 +128,92 @@ impl ControllerMetrics {
             "Current count of nodes in cluster state",
             metrics.cluster_state_node_count.clone(),
         );
+        registry.register(
+            "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
+            "Duration of the disruption decision evaluation process in seconds. Labeled by method and consolidation type.",
+            metrics.disruption_evaluation.clone(),
+        );
+        registry.register(
+            "karpenter_voluntary_disruption_decisions",
+            "Number of disruption decisions performed. Labeled by disruption decision, reason, and consolidation type.",
+            metrics.disruption_decisions.clone(),
+        );
+        registry.register(
+            "karpenter_voluntary_disruption_failed_validations",
+            "Number of candidates that were selected for disruption but failed validation. Labeled by consolidation type.",
+            metrics.disruption_failed_validations.clone(),
+        );
+        registry.register(
+            "karpenter_voluntary_disruption_queue_failures",
+            "The number of times that an enqueued disruption decision failed. Labeled by disruption method.",
+            metrics.disruption_queue_failures.clone(),
+        );
+        registry.register(
+            "karpenter_nodepools_allowed_disruptions",
+            "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool. Note that allowed disruptions can change very rapidly, as new nodes may be created and others may be deleted at any point.",
+            metrics.allowed_disruptions.clone(),
+        );
+        registry.register(
+            "karpenter_pods_disruption_initiated",
+            "The number of pods whose disruption was initiated by Karpenter's disruption (the pods of a node whose deletion a disruption command started).",
+            metrics.pods_disruption_initiated.clone(),
+        );
         metrics
+    }
+
+    /// One disruption pass took `seconds`; `method` is the method whose command it produced
+    /// (`none` when it produced none).
+    pub fn disruption_evaluated(&self, method: &str, consolidation_type: &str, seconds: f64) {
+        self.disruption_evaluation
+            .get_or_create(&vec![
+                ("method", method.to_owned()),
+                ("consolidation_type", consolidation_type.to_owned()),
+            ])
+            .observe(seconds);
+    }
+
+    pub fn disruption_decision(&self, decision: &str, reason: &str, consolidation_type: &str) {
+        self.disruption_decisions
+            .get_or_create(&vec![
+                ("decision", decision.to_owned()),
+                ("reason", reason.to_owned()),
+                ("consolidation_type", consolidation_type.to_owned()),
+            ])
+            .inc();
+    }
+
+    pub fn disruption_failed_validation(&self, consolidation_type: &str) {
+        self.disruption_failed_validations
+            .get_or_create(&vec![("consolidation_type", consolidation_type.to_owned())])
+            .inc();
+    }
+
+    pub fn disruption_queue_failure(&self, decision: &str, reason: &str, consolidation_type: &str) {
+        self.disruption_queue_failures
+            .get_or_create(&vec![
+                ("decision", decision.to_owned()),
+                ("reason", reason.to_owned()),
+                ("consolidation_type", consolidation_type.to_owned()),
+            ])
+            .inc();
+    }
+
+    pub fn allowed_disruptions(&self, nodepool: &str, reason: &str, allowed: u32) {
+        self.allowed_disruptions
+            .get_or_create(&vec![
+                ("nodepool", nodepool.to_owned()),
+                ("reason", reason.to_owned()),
+            ])
+            .set(i64::from(allowed));
+    }
+
+    pub fn pods_disruption_initiated(&self, nodepool: &str, reason: &str, pods: usize) {
+        self.pods_disruption_initiated
+            .get_or_create(&vec![
+                ("nodepool", nodepool.to_owned()),
+                ("reason", reason.to_owned()),
+            ])
+            .inc_by(u64::try_from(pods).unwrap_or(u64::MAX));
     }
 
     pub fn nodeclaim_created(&self, reason: &str, nodepool: &str, min_values_relaxed: bool) {

@@ -3,6 +3,8 @@
 //! of [`crate::run()`] (so only while this replica leads).
 
 pub mod cache;
+pub mod claim_disruption;
+pub mod disruption;
 pub mod events;
 pub mod in_flight;
 pub mod metrics;
@@ -119,6 +121,27 @@ async fn run_with<C: CloudProvider + 'static>(
     let events = Events::new(client.clone());
     tasks.spawn(
         provisioner::Provisioner {
+            cache: cache.clone(),
+            cloud: cloud.clone(),
+            client: client.clone(),
+            settings: ctx.settings.clone(),
+            events: events.clone(),
+            metrics: metrics.clone(),
+        }
+        .run(ctx.cancel.clone()),
+    );
+    tasks.spawn(
+        claim_disruption::ClaimDisruption {
+            cache: cache.clone(),
+            cloud: cloud.clone(),
+            client: client.clone(),
+            settings: ctx.settings.clone(),
+            events: events.clone(),
+        }
+        .run(ctx.cancel.clone()),
+    );
+    tasks.spawn(
+        disruption::Disruption {
             cache: cache.clone(),
             cloud: cloud.clone(),
             client: client.clone(),

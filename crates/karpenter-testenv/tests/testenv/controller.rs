@@ -29,6 +29,8 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
 
+mod disruption;
+
 /// One controller test at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -192,7 +194,17 @@ async fn prepare(test: &str, args: &[&str], kwok: KwokOptions) -> Harness {
 impl Harness {
     /// A NodePool only this test's pods tolerate, whose nodes carry the scope label.
     async fn node_pool(&self, limits: Option<serde_json::Value>, requirements: serde_json::Value) {
-        self.create_node_pool(&self.pool, None, limits, requirements)
+        self.create_node_pool(&self.pool, None, limits, requirements, None)
+            .await;
+    }
+
+    /// The test's NodePool with this `spec.disruption` (the default pool never consolidates).
+    async fn node_pool_disrupting(
+        &self,
+        disruption: serde_json::Value,
+        requirements: serde_json::Value,
+    ) {
+        self.create_node_pool(&self.pool, None, None, requirements, Some(disruption))
             .await;
     }
 
@@ -207,7 +219,7 @@ impl Harness {
         if let Ok(mut pools) = self.pools.lock() {
             pools.push(name.clone());
         }
-        self.create_node_pool(&name, Some(weight), None, requirements)
+        self.create_node_pool(&name, Some(weight), None, requirements, None)
             .await;
         name
     }
@@ -218,6 +230,7 @@ impl Harness {
         weight: Option<i32>,
         limits: Option<serde_json::Value>,
         requirements: serde_json::Value,
+        disruption: Option<serde_json::Value>,
     ) {
         let mut spec = serde_json::json!({
             "template": {
@@ -229,7 +242,7 @@ impl Harness {
                     "expireAfter": "720h"
                 }
             },
-            "disruption": {"consolidateAfter": "Never"}
+            "disruption": disruption.unwrap_or_else(|| serde_json::json!({"consolidateAfter": "Never"}))
         });
         if let Some(limits) = limits {
             spec["limits"] = limits;

@@ -1,0 +1,569 @@
+//! The disruption controller (upstream `disruption`, `disruption.queue` and
+//! `nodeclaim.expiration`): every [`PASS_INTERVAL`] the index becomes a
+//! [`karpenter_disruption::Snapshot`], [`karpenter_disruption::decide`] picks the commands, and
+//! the orchestration queue ([`karpenter_disruption::Queue`], the same one `simulate --timeline`
+//! drives) says what to do with each; this module only performs the steps:
+//!
+//! - **hold**: a graceful command (emptiness, consolidation) waits 15 s, then is validated
+//!   against the cluster as it is then, and started or dropped;
+//! - **start**: the candidates are tainted `karpenter.sh/disrupted:NoSchedule` and get
+//!   `DisruptionReason`, the replacements are created, then the candidates are marked for
+//!   deletion in the index (launch before terminate; in that order, so the provisioner never
+//!   sees their pods as homeless while the replacements are not known yet);
+//! - **delete**: once every replacement is initialized (or at once when there are none) the
+//!   candidates' NodeClaims are deleted, and the termination controller drains them;
+//! - **abandon**: a replacement that is gone or not initialized in time untaints the
+//!   candidates; they stay.
+//!
+//! Expiration is forceful and outside budgets: a NodeClaim past `expireAfter` is deleted on the
+//! next pass. A `karpenter.sh/disrupted` taint on a node no command holds (a restart mid-command)
+//! is removed, as upstream does. Every node a pass leaves alone gets its reason in a
+//! `DisruptionBlocked` event and a log line, when the reason changes (and at most every
+//! [`BLOCKED_REPEAT`] for the same one).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use karpenter_api::v1::DisruptionReason;
+use karpenter_api::v1::nodeclaim::conditions;
+use karpenter_cloud::CloudProvider;
+use karpenter_disruption::{
+    BudgetMap, Command, Decision, Features, Method, Queue, Replacement, Snapshot, Step,
+};
+use karpenter_scheduling::InstanceType;
+use kube::Client;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::cache::ClusterCache;
+use super::events::Events;
+use super::metrics::ControllerMetrics;
+use super::nodeclaim::StepError;
+use super::provisioner::{create_node_claim, pool_catalogs, solve_options};
+use super::writes;
+use crate::settings::Settings;
+
+/// How often a disruption pass runs when nothing else asks for one (upstream: 10 s).
+pub const PASS_INTERVAL: Duration = Duration::from_secs(10);
+/// How often the queue is looked at (replacements ready, commands due for validation).
+const TICK: Duration = Duration::from_secs(1);
+/// A node left alone for the same reason is told again after this long.
+pub const BLOCKED_REPEAT: Duration = Duration::from_secs(15 * 60);
+
+/// `DisruptionReason` condition type (upstream `ConditionTypeDisruptionReason`).
+pub const DISRUPTION_REASON: &str = "DisruptionReason";
+
+/// The disruption loop.
+pub struct Disruption<C> {
+    pub cache: ClusterCache,
+    pub cloud: Arc<C>,
+    pub client: Client,
+    pub settings: Arc<Settings>,
+    pub events: Events,
+    pub metrics: ControllerMetrics,
+}
+
+impl<C> std::fmt::Debug for Disruption<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Disruption").finish_non_exhaustive()
+    }
+}
+
+/// What the loop remembers between ticks.
+#[derive(Debug, Default)]
+struct LoopState {
+    queue: Queue,
+    /// Node -> the reason last told, and when.
+    told: HashMap<String, (String, Instant)>,
+}
+
+/// `consolidation_type` label of a method (upstream: `multi`, `single`, or empty).
+fn consolidation_type(method: Method) -> &'static str {
+    match method {
+        Method::MultiNodeConsolidation => "multi",
+        Method::SingleNodeConsolidation => "single",
+        _ => "",
+    }
+}
+
+/// `reason` label of a command (upstream lowercases the disruption reason).
+fn reason_label(reason: DisruptionReason) -> String {
+    reason.as_str().to_lowercase()
+}
+
+fn decision_label(command: &Command) -> &'static str {
+    if command.is_delete() {
+        "delete"
+    } else {
+        "replace"
+    }
+}
+
+impl<C: CloudProvider + 'static> Disruption<C> {
+    /// Runs until `cancel` trips.
+    pub async fn run(self, cancel: CancellationToken) {
+        let mut state = LoopState::default();
+        let mut next_pass = Instant::now();
+        loop {
+            if self.cache.synced() {
+                self.tick(&mut state, &mut next_pass).await;
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = tokio::time::sleep(TICK) => {}
+            }
+        }
+    }
+
+    async fn tick(&self, state: &mut LoopState, next_pass: &mut Instant) {
+        self.clear_stale_taints(&state.queue).await;
+        let now = Utc::now();
+        let steps = state.queue.poll(now, |name| self.replacement(name));
+        for step in steps {
+            self.execute(&mut state.queue, step).await;
+        }
+        let validation_due = state.queue.next_validation().is_some_and(|at| at <= now);
+        let pass_due = Instant::now() >= *next_pass;
+        if !validation_due && !pass_due {
+            return;
+        }
+        let instance_types = self.instance_types().await;
+        while let Some(command) = state.queue.pop_due(now) {
+            let snapshot = self.snapshot(&instance_types, &state.queue, now);
+            let step = state.queue.validate(command, &snapshot, now);
+            self.execute(&mut state.queue, step).await;
+        }
+        if !pass_due {
+            return;
+        }
+        *next_pass = Instant::now() + PASS_INTERVAL;
+        let snapshot = self.snapshot(&instance_types, &state.queue, now);
+        self.expire(&snapshot, now).await;
+        self.report_budgets(&snapshot, now);
+        let started = Instant::now();
+        let decided = tokio::task::spawn_blocking(move || {
+            let decision = karpenter_disruption::decide(&snapshot, now);
+            (decision, snapshot)
+        })
+        .await;
+        let (decision, _snapshot) = match decided {
+            Ok(decided) => decided,
+            Err(error) => {
+                tracing::error!(%error, "the disruption decision task failed");
+                return;
+            }
+        };
+        let (method, kind) = decision.commands.first().map_or(("none", ""), |c| {
+            (c.method.as_str(), consolidation_type(c.method))
+        });
+        self.metrics
+            .disruption_evaluated(method, kind, started.elapsed().as_secs_f64());
+        if !decision.commands.is_empty() {
+            // Upstream goes again at once after acting: more may be possible.
+            *next_pass = Instant::now();
+        }
+        self.report_blocked(&decision, &mut state.told).await;
+        for command in decision.commands {
+            tracing::info!(
+                method = command.method.as_str(),
+                nodes = ?command.candidate_names(),
+                replacements = command.replacements.len(),
+                savings_per_hour = command.savings_per_hour,
+                "disruption decided: {}",
+                command.explanation
+            );
+            let step = state.queue.submit(command, now);
+            self.execute(&mut state.queue, step).await;
+        }
+    }
+
+    /// Instance types per NodePool, as the provisioner lists them.
+    async fn instance_types(&self) -> std::collections::BTreeMap<String, Vec<InstanceType>> {
+        let pools: Vec<_> = self
+            .cache
+            .lock()
+            .node_pools()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .cloned()
+            .collect();
+        pool_catalogs(&*self.cloud, &self.events, pools)
+            .await
+            .instance_types
+    }
+
+    /// The cluster as disruption sees it at `now`. NodePools carry the hash their template
+    /// has now (their annotation may lag a template change by a moment).
+    fn snapshot(
+        &self,
+        instance_types: &std::collections::BTreeMap<String, Vec<InstanceType>>,
+        queue: &Queue,
+        now: chrono::DateTime<Utc>,
+    ) -> Snapshot {
+        let held = queue.held_nodes();
+        let features = Features {
+            spot_to_spot_consolidation: self.settings.feature_gates.spot_to_spot_consolidation,
+        };
+        let mut snapshot = self.cache.lock().disruption_snapshot(
+            now,
+            instance_types.clone(),
+            &held,
+            features,
+            solve_options(&self.settings),
+        );
+        for pool in &mut snapshot.node_pools {
+            if let Some(stamp) = karpenter_api::hash::pool_annotations(pool) {
+                pool.metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .extend(stamp);
+            }
+        }
+        snapshot
+    }
+
+    /// What became of a replacement NodeClaim.
+    fn replacement(&self, name: &str) -> Replacement {
+        let cluster = self.cache.lock();
+        let Some(claim) = cluster.node_claim(name) else {
+            return Replacement::Gone;
+        };
+        if claim.metadata.deletion_timestamp.is_some() {
+            return Replacement::Gone;
+        }
+        let initialized = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == conditions::INITIALIZED))
+            .is_some_and(|c| c.status == "True");
+        if initialized {
+            Replacement::Ready
+        } else {
+            Replacement::Pending
+        }
+    }
+
+    /// Performs one step of the orchestration queue.
+    async fn execute(&self, queue: &mut Queue, step: Step) {
+        match step {
+            Step::Hold { until } => {
+                tracing::info!(until = %until, "disruption command held for validation");
+            }
+            Step::Start { id, command } => {
+                let launched = self.start(&command).await;
+                queue.launched(id, launched);
+            }
+            Step::Delete { command } => self.delete(&command).await,
+            Step::Abandon { command, reason } => self.abandon(&command, &reason).await,
+            Step::Drop { command, rejection } => {
+                tracing::info!(
+                    method = command.method.as_str(),
+                    nodes = ?command.candidate_names(),
+                    %rejection,
+                    "disruption command dropped at validation"
+                );
+                self.metrics
+                    .disruption_failed_validation(consolidation_type(command.method));
+            }
+        }
+    }
+
+    /// Taints the candidates and sets their `DisruptionReason`; false (candidates untainted
+    /// again) when one of them could not be marked.
+    async fn mark(&self, command: &Command) -> bool {
+        let reason = command.reason.as_str();
+        let now = Utc::now();
+        for candidate in &command.candidates {
+            let marked = async {
+                writes::set_disrupted_taint(&self.client, &self.cache, &candidate.node, true)
+                    .await?;
+                writes::set_claim_condition(
+                    &self.client,
+                    &self.cache,
+                    &candidate.node_claim,
+                    DISRUPTION_REASON,
+                    Some(("True", reason, "")),
+                    now,
+                )
+                .await
+            }
+            .await;
+            if let Err(error) = marked {
+                tracing::warn!(%error, node = %candidate.node, "marking a disruption candidate failed; command not started");
+                self.unmark(command).await;
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Removes the taint and `DisruptionReason` from the candidates and their deletion mark.
+    async fn unmark(&self, command: &Command) {
+        let now = Utc::now();
+        for candidate in &command.candidates {
+            self.cache
+                .lock()
+                .mark_for_deletion(&candidate.node_claim, false);
+            if let Err(error) =
+                writes::set_disrupted_taint(&self.client, &self.cache, &candidate.node, false).await
+            {
+                tracing::warn!(%error, "untainting a candidate failed; the next pass retries");
+            }
+            if let Err(error) = writes::set_claim_condition(
+                &self.client,
+                &self.cache,
+                &candidate.node_claim,
+                DISRUPTION_REASON,
+                None,
+                now,
+            )
+            .await
+            {
+                tracing::warn!(%error, "clearing DisruptionReason failed");
+            }
+        }
+    }
+
+    /// Starts a command with replacements: marks the candidates, creates the replacements,
+    /// then marks the candidates for deletion in the index. The replacements' names; none
+    /// (the queue abandons the command) when marking or any creation failed.
+    async fn start(&self, command: &Command) -> Vec<String> {
+        if !self.mark(command).await {
+            return Vec::new();
+        }
+        let reason = reason_label(command.reason);
+        let mut created = Vec::new();
+        for replacement in &command.replacements {
+            let pool = self.cache.lock().node_pool(&replacement.node_pool).cloned();
+            let result = match pool {
+                Some(pool) => create_node_claim(
+                    &self.client,
+                    &self.cache,
+                    &self.metrics,
+                    replacement,
+                    &pool,
+                    &reason,
+                )
+                .await
+                .map_err(|e| e.to_string()),
+                None => Err(format!("nodepool {} is gone", replacement.node_pool)),
+            };
+            match result {
+                Ok(name) => created.push(name),
+                Err(error) => {
+                    tracing::warn!(%error, nodes = ?command.candidate_names(), "creating a replacement failed; command abandoned");
+                    for name in &created {
+                        if let Err(error) = writes::delete_claim(&self.client, name).await {
+                            tracing::warn!(%error, "deleting an unused replacement failed");
+                        }
+                    }
+                    return Vec::new();
+                }
+            }
+        }
+        self.mark_for_deletion(command);
+        for candidate in &command.candidates {
+            self.node_event(
+                &candidate.node,
+                "DisruptionLaunching",
+                &format!(
+                    "Launching NodeClaim: {} ({})",
+                    command.reason.as_str(),
+                    created.join(", ")
+                ),
+            )
+            .await;
+        }
+        tracing::info!(
+            method = command.method.as_str(),
+            nodes = ?command.candidate_names(),
+            replacements = ?created,
+            "disruption started: candidates tainted, replacements launched"
+        );
+        created
+    }
+
+    fn mark_for_deletion(&self, command: &Command) {
+        let mut cluster = self.cache.lock();
+        for candidate in &command.candidates {
+            cluster.mark_for_deletion(&candidate.node_claim, true);
+        }
+    }
+
+    /// Deletes the candidates' NodeClaims (a command without replacements is marked first).
+    async fn delete(&self, command: &Command) {
+        if command.is_delete() {
+            if !self.mark(command).await {
+                return;
+            }
+            self.mark_for_deletion(command);
+        }
+        let reason = reason_label(command.reason);
+        self.metrics.disruption_decision(
+            decision_label(command),
+            &reason,
+            consolidation_type(command.method),
+        );
+        for candidate in &command.candidates {
+            if let Err(error) = writes::delete_claim(&self.client, &candidate.node_claim).await {
+                tracing::warn!(%error, "deleting a disrupted NodeClaim failed; the next pass retries");
+                continue;
+            }
+            self.metrics.nodeclaim_disrupted(
+                &reason,
+                &candidate.node_pool,
+                &candidate.capacity_type,
+            );
+            self.metrics
+                .pods_disruption_initiated(&candidate.node_pool, &reason, candidate.pods);
+            self.node_event(
+                &candidate.node,
+                "DisruptionTerminating",
+                &format!("Disrupting Node: {}", command.reason.as_str()),
+            )
+            .await;
+        }
+        tracing::info!(
+            method = command.method.as_str(),
+            nodes = ?command.candidate_names(),
+            "disruption: candidates deleted"
+        );
+    }
+
+    async fn abandon(&self, command: &Command, reason: &str) {
+        tracing::warn!(
+            method = command.method.as_str(),
+            nodes = ?command.candidate_names(),
+            reason,
+            "disruption command abandoned; candidates untainted"
+        );
+        self.metrics.disruption_queue_failure(
+            decision_label(command),
+            &reason_label(command.reason),
+            consolidation_type(command.method),
+        );
+        self.unmark(command).await;
+    }
+
+    /// Untaints nodes carrying `karpenter.sh/disrupted` that no command holds and nothing
+    /// deletes (left by a command this process did not finish, e.g. before a restart).
+    async fn clear_stale_taints(&self, queue: &Queue) {
+        let stale: Vec<(String, Option<String>)> = {
+            let cluster = self.cache.lock();
+            cluster
+                .state_nodes()
+                .iter()
+                .filter(|n| !n.deleting() && !n.marked_for_deletion)
+                .filter(|n| {
+                    n.node
+                        .is_some_and(karpenter_lifecycle::termination::is_tainted)
+                })
+                .filter(|n| !queue.is_queued(n.name()))
+                .map(|n| {
+                    (
+                        n.name().to_owned(),
+                        n.node_claim.and_then(|c| c.metadata.name.clone()),
+                    )
+                })
+                .collect()
+        };
+        for (node, claim) in stale {
+            tracing::info!(%node, "removing a stale karpenter.sh/disrupted taint");
+            let cleared = async {
+                writes::set_disrupted_taint(&self.client, &self.cache, &node, false).await?;
+                if let Some(claim) = claim {
+                    writes::set_claim_condition(
+                        &self.client,
+                        &self.cache,
+                        &claim,
+                        DISRUPTION_REASON,
+                        None,
+                        Utc::now(),
+                    )
+                    .await?;
+                }
+                Ok::<(), StepError>(())
+            }
+            .await;
+            if let Err(error) = cleared {
+                tracing::warn!(%error, "clearing a stale disruption mark failed");
+            }
+        }
+    }
+
+    /// Deletes expired NodeClaims (forceful: no budget, no validation).
+    async fn expire(&self, snapshot: &Snapshot, now: chrono::DateTime<Utc>) {
+        for expired in karpenter_disruption::expired(snapshot, now) {
+            tracing::info!(node = %expired.node, nodeclaim = %expired.node_claim, "{}", expired.reason);
+            if let Err(error) = writes::delete_claim(&self.client, &expired.node_claim).await {
+                tracing::warn!(%error, "deleting an expired NodeClaim failed; the next pass retries");
+                continue;
+            }
+            let node = snapshot.nodes.iter().find(|n| n.name == expired.node);
+            self.metrics.nodeclaim_disrupted(
+                "expired",
+                node.and_then(|n| n.node_pool()).unwrap_or_default(),
+                node.and_then(|n| n.capacity_type()).unwrap_or_default(),
+            );
+            self.node_event(
+                &expired.node,
+                "DisruptionTerminating",
+                &format!("Disrupting Node: Expired ({})", expired.reason),
+            )
+            .await;
+        }
+    }
+
+    /// `karpenter_nodepools_allowed_disruptions{nodepool, reason}` for every pool and reason.
+    fn report_budgets(&self, snapshot: &Snapshot, now: chrono::DateTime<Utc>) {
+        for reason in [
+            DisruptionReason::Empty,
+            DisruptionReason::Drifted,
+            DisruptionReason::Underutilized,
+        ] {
+            let map = BudgetMap::build(snapshot, reason, now);
+            for (pool, allowance) in &map.pools {
+                self.metrics
+                    .allowed_disruptions(pool, &reason_label(reason), allowance.initial);
+            }
+        }
+    }
+
+    /// Tells, per node left alone, why: an event and a log line when the reason is new for
+    /// the node (or was last told [`BLOCKED_REPEAT`] ago).
+    async fn report_blocked(
+        &self,
+        decision: &Decision,
+        told: &mut HashMap<String, (String, Instant)>,
+    ) {
+        let present: BTreeSet<&str> = decision
+            .considered
+            .iter()
+            .map(|c| c.node.as_str())
+            .collect();
+        told.retain(|node, _| present.contains(node.as_str()));
+        for considered in &decision.considered {
+            let text = considered.reason.to_string();
+            let fresh = match told.get(&considered.node) {
+                Some((last, at)) => *last != text || at.elapsed() >= BLOCKED_REPEAT,
+                None => true,
+            };
+            if !fresh {
+                continue;
+            }
+            tracing::info!(node = %considered.node, reason = %text, "not disrupted");
+            self.node_event(&considered.node, "DisruptionBlocked", &text)
+                .await;
+            told.insert(considered.node.clone(), (text, Instant::now()));
+        }
+    }
+
+    async fn node_event(&self, node: &str, reason: &str, note: &str) {
+        let node = self.cache.lock().node(node).cloned();
+        if let Some(node) = node {
+            self.events.normal_node(&node, reason, note).await;
+        }
+    }
+}
