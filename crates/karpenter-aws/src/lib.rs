@@ -9,12 +9,19 @@
 //! * an IAM policy evaluator ([`iam::eval`]) and an auditor that runs a user's policy against the
 //!   contract and against probes the contract would never make ([`iam::audit`]).
 //!
+//! It also owns the **pure half of interruption handling** (module [`interruption`]): parsing
+//! the EventBridge events that arrive on the SQS interruption queue, deciding what to do about
+//! the NodeClaims they name (delete, mark a spot offering unavailable, record events), the
+//! upstream metric names and labels, and whether a message is deleted or retried. The SQS
+//! long-poll loop that performs those decisions belongs to the async shell, not here.
+//!
 //! A later issue adds the EC2 `CloudProvider` (aws-sdk clients, SQS interruption, SSM AMIs,
 //! pricing, instance profiles) next to it. That code must stay inside the contract: every call it
 //! makes has an entry in [`iam::contract::calls`], and a test against the AWS emulator checks
 //! recorded calls against it.
 //!
-//! What the `iam` module must not do: talk to AWS, read the clock, or do any I/O (callers read
-//! policy files and print reports).
+//! What neither module may do: talk to AWS, read the clock, or do any I/O (callers read policy
+//! files, receive SQS messages and print reports). No tokio and no AWS SDK in this crate.
 
 pub mod iam;
+pub mod interruption;

@@ -2,7 +2,8 @@
 //!
 //! `bench scheduling` builds upstream's benchmark input (one NodePool, `fake.InstanceTypes(N)`,
 //! the diverse or preference workload), runs one solve on a fresh solver and reports throughput,
-//! node count, cost and peak memory.
+//! node count, cost and peak memory. `bench consolidation` and `bench interruption` live next to
+//! it (`bench_consolidation.rs`, `bench_interruption.rs`) and share its peak-RSS reading.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -26,6 +27,8 @@ enum BenchCommand {
     Scheduling(SchedulingArgs),
     /// One full disruption pass over the diverse workload spread across many nodes.
     Consolidation(super::bench_consolidation::ConsolidationArgs),
+    /// The interruption handler, from SQS message body to decision, over generated messages.
+    Interruption(super::bench_interruption::InterruptionArgs),
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -61,6 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         BenchCommand::Scheduling(a) => scheduling(a),
         BenchCommand::Consolidation(a) => super::bench_consolidation::run(a, peak_rss_mb),
+        BenchCommand::Interruption(a) => super::bench_interruption::run(a, peak_rss_mb),
     }
 }
 

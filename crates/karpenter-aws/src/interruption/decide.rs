@@ -1,0 +1,91 @@
+//! From a parsed message to the actions upstream takes on the NodeClaims it names.
+//!
+//! Owns: per instance id that maps to one of our NodeClaims, in this order, the kind's events
+//! (NodeClaim and Node), marking the (spot, instance type, zone) offering unavailable for a spot
+//! interruption, and deleting the NodeClaim for every kind except a rebalance recommendation.
+//! Instance ids that are not ours produce nothing (the message is still deleted).
+//!
+//! Must not: look anything up itself (the caller's `lookup` maps instance ids to NodeClaims),
+//! call the API server or EC2, or read the clock.
+
+use super::events::{self, InterruptionEvent};
+use super::kind::MessageKind;
+use super::message::Message;
+
+/// The capacity type a spot interruption marks unavailable.
+pub const CAPACITY_TYPE_SPOT: &str = "spot";
+
+/// What the caller knows of the NodeClaim that owns an instance: names, and the offering it runs
+/// on as read from its labels (`node.kubernetes.io/instance-type`, `topology.kubernetes.io/zone`,
+/// `karpenter.sh/capacity-type`), each absent when the label is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClaimRef {
+    pub name: String,
+    pub node_name: Option<String>,
+    pub instance_type: Option<String>,
+    pub zone: Option<String>,
+    /// The `karpenter.sh/capacity-type` label, for the shell's
+    /// `karpenter_nodeclaims_disrupted_total{capacity_type}`.
+    pub capacity_type: Option<String>,
+}
+
+/// One thing to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Mark the offering unavailable in the unavailable-offerings cache (its usual 3-minute TTL).
+    MarkUnavailable {
+        instance_type: String,
+        zone: String,
+        capacity_type: &'static str,
+    },
+    /// Delete the NodeClaim; the core termination flow cordons, drains and terminates. After the
+    /// API server accepts it the shell records [`events::terminating_on_interruption`] and counts
+    /// `karpenter_nodeclaims_disrupted_total{reason}` with `reason` as the label.
+    DeleteNodeClaim {
+        name: String,
+        node_name: Option<String>,
+        reason: MessageKind,
+    },
+    /// Record an event.
+    Event(InterruptionEvent),
+}
+
+/// The actions for `message`. `lookup` maps an EC2 instance id to our NodeClaim, if any.
+pub fn decide(message: &Message, lookup: impl Fn(&str) -> Option<ClaimRef>) -> Vec<Action> {
+    let kind = message.kind();
+    if kind == MessageKind::NoOp {
+        return Vec::new();
+    }
+    let mut actions = Vec::new();
+    for instance_id in message.instance_ids() {
+        let Some(claim) = lookup(instance_id) else {
+            continue;
+        };
+        actions.extend(
+            events::for_message(kind, &claim.name, claim.node_name.as_deref())
+                .into_iter()
+                .map(Action::Event),
+        );
+        if kind == MessageKind::SpotInterrupted {
+            // Upstream marks only when both labels are known.
+            if let (Some(instance_type), Some(zone)) = (
+                claim.instance_type.filter(|t| !t.is_empty()),
+                claim.zone.filter(|z| !z.is_empty()),
+            ) {
+                actions.push(Action::MarkUnavailable {
+                    instance_type,
+                    zone,
+                    capacity_type: CAPACITY_TYPE_SPOT,
+                });
+            }
+        }
+        if kind != MessageKind::RebalanceRecommendation {
+            actions.push(Action::DeleteNodeClaim {
+                name: claim.name,
+                node_name: claim.node_name,
+                reason: kind,
+            });
+        }
+    }
+    actions
+}
