@@ -201,7 +201,7 @@ for kind in WATCHED:
 for group, resource, verb in [
     ("karpenter.sh", "nodeclaims", "create"), ("karpenter.sh", "nodeclaims", "patch"),
     ("karpenter.sh", "nodeclaims", "delete"), ("karpenter.sh", "nodeclaims/status", "patch"),
-    ("karpenter.sh", "nodepools/status", "patch"), ("", "nodes", "create"), ("", "nodes", "get"),
+    ("karpenter.sh", "nodepools/status", "patch"), ("karpenter.sh", "nodepools", "patch"), ("", "nodes", "create"), ("", "nodes", "get"),
     ("", "nodes", "patch"), ("", "nodes", "delete"), ("", "pods/eviction", "create"), ("", "pods", "delete"),
     ("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch"),
     ("karpenter.k8s.aws", "ec2nodeclasses", "get"), ("karpenter.k8s.aws", "ec2nodeclasses", "list"),

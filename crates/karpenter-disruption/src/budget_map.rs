@@ -1,9 +1,10 @@
 //! Per-NodePool allowances for one disruption reason (upstream `BuildDisruptionBudgetMapping`),
 //! decremented as a method takes candidates.
 //!
-//! A pool's size counts managed, initialized, not-deleting nodes; those that are NotReady or
-//! marked for deletion are already disrupting and consume the budget. When a pool has nothing
-//! left, [`BudgetMap::why_not`] says which budget binds and until when.
+//! A pool's size counts managed, initialized nodes whose instance is not terminating yet; those
+//! that are NotReady, marked for deletion or draining are already disrupting and consume the
+//! budget. When a pool has nothing left, [`BudgetMap::why_not`] says which budget binds and
+//! until when.
 
 use std::collections::BTreeMap;
 
@@ -22,6 +23,9 @@ pub struct PoolAllowance {
     pub allowed: u32,
     /// The allowance before this pass took any.
     pub initial: u32,
+    /// What the active budgets allow before the nodes already disrupting are subtracted
+    /// (`karpenter_nodepools_allowed_disruptions`).
+    pub budget: u32,
     pub num_nodes: u32,
     pub disrupting: u32,
     /// Why the allowance is what it is.
@@ -43,12 +47,14 @@ impl BudgetMap {
             let Some(pool) = node.node_pool() else {
                 continue;
             };
-            if !node.managed() || !node.initialized || node.deleting {
+            if !node.managed() || !node.initialized || node.instance_terminating {
                 continue;
             }
             let entry = counts.entry(pool).or_default();
             entry.0 += 1;
-            if !node.ready || node.marked_for_deletion {
+            // A node draining (being deleted) still disrupts until its instance terminates,
+            // as upstream counts it (`MarkedForDeletion` includes a deletion timestamp).
+            if !node.ready || node.marked_for_deletion || node.deleting {
                 entry.1 += 1;
             }
         }
@@ -60,6 +66,7 @@ impl BudgetMap {
             let (num_nodes, disrupting) = counts.get(name).copied().unwrap_or_default();
             let budgets = &pool.spec.disruption.budgets;
             let allowance = allowed_disruptions(budgets, reason, num_nodes, disrupting, now);
+            let budget = allowed_disruptions(budgets, reason, num_nodes, 0, now).allowed;
             let explanation = if allowance.allowed > 0 {
                 allowance.explanation
             } else {
@@ -77,6 +84,7 @@ impl BudgetMap {
                 PoolAllowance {
                     allowed: allowance.allowed,
                     initial: allowance.allowed,
+                    budget,
                     num_nodes,
                     disrupting,
                     explanation,
@@ -155,5 +163,41 @@ fn zero_explanation(
         ),
         _ if num_nodes == 0 => format!("{prefix} is 0: the pool has no initialized nodes"),
         _ => format!("{prefix} is 0 ({fallback})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{managed, now, pool_with};
+
+    fn snapshot(nodes: Vec<crate::NodeState>) -> Snapshot {
+        Snapshot {
+            node_pools: vec![pool_with(
+                "general",
+                serde_json::json!({"budgets": [{"nodes": "1"}]}),
+            )],
+            nodes,
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn a_draining_node_uses_the_budget_until_its_instance_terminates() {
+        let mut draining = managed("a", "general");
+        draining.deleting = true;
+        let others = || vec![managed("b", "general"), managed("c", "general")];
+        let mut nodes = others();
+        nodes.push(draining.clone());
+        let map = BudgetMap::build(&snapshot(nodes), DisruptionReason::Drifted, now());
+        assert_eq!(map.allowed("general"), 0, "{map:?}");
+        assert_eq!(map.pools["general"].disrupting, 1);
+        assert_eq!(map.pools["general"].budget, 1, "the budget itself");
+        draining.instance_terminating = true;
+        let mut nodes = others();
+        nodes.push(draining);
+        let map = BudgetMap::build(&snapshot(nodes), DisruptionReason::Drifted, now());
+        assert_eq!(map.allowed("general"), 1, "{map:?}");
+        assert_eq!(map.pools["general"].num_nodes, 2);
     }
 }

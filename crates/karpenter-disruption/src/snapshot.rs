@@ -57,8 +57,11 @@ pub struct NodeState {
     pub ready: bool,
     /// Marked for deletion by a disruption command (counts against budgets).
     pub marked_for_deletion: bool,
-    /// Deletion timestamp set or instance terminating.
+    /// Deletion timestamp set (on the Node or the NodeClaim): draining.
     pub deleting: bool,
+    /// `InstanceTerminating=True`: drained, the instance is going away (no longer counted in
+    /// its pool's budget).
+    pub instance_terminating: bool,
     /// In the orchestration queue already.
     pub queued: bool,
     /// Nominated for pending pods until this time.
@@ -94,6 +97,7 @@ impl NodeState {
             ready: true,
             marked_for_deletion: false,
             deleting: false,
+            instance_terminating: false,
             queued: false,
             nominated_until: None,
             drifted: None,

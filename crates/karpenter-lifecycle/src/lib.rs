@@ -18,6 +18,8 @@
 //!   waits for, the drain order (workloads, DaemonSet pods, then critical ones), which pods the
 //!   Eviction API is asked for and which are deleted because the termination grace period
 //!   runs out.
+//! - **Garbage collection** ([`garbage::collect`]): NodeClaims whose instance is gone, instances
+//!   and Nodes of ours that nothing claims.
 //!
 //! # What it must not do
 //!
@@ -26,6 +28,7 @@
 //! nothing (the controller does).
 
 pub mod batcher;
+pub mod garbage;
 pub mod lifecycle;
 pub mod limits;
 pub mod nodeclaim;

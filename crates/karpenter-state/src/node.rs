@@ -288,6 +288,7 @@ impl<'a> StateNode<'a> {
         state.ready = self.ready();
         state.marked_for_deletion = self.marked_for_deletion;
         state.deleting = self.deleting();
+        state.instance_terminating = self.claim_condition_true(conditions::INSTANCE_TERMINATING);
         state.nominated_until = self.nominated_until.filter(|until| *until > now);
         state.drifted = self.drifted();
         state.last_pod_event = self

@@ -362,6 +362,11 @@ fn claim_view(node: &Node, claim: Option<&NodeClaim>) -> NodeClaim {
         .unwrap_or_else(|_| unreachable_spec()),
         status: None,
     });
+    if view.metadata.creation_timestamp.is_none() {
+        view.metadata
+            .creation_timestamp
+            .clone_from(&node.metadata.creation_timestamp);
+    }
     let mut view_labels = node.metadata.labels.clone().unwrap_or_default();
     view_labels.remove(labels::HOSTNAME);
     view_labels.remove(KWOK_NODE);

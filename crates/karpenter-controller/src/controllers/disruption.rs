@@ -516,7 +516,8 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         }
     }
 
-    /// `karpenter_nodepools_allowed_disruptions{nodepool, reason}` for every pool and reason.
+    /// `karpenter_nodepools_allowed_disruptions` and `karpenter_nodepools_nodes_consuming_budgets`
+    /// (`{nodepool, reason}`) for every pool and reason.
     fn report_budgets(&self, snapshot: &Snapshot, now: chrono::DateTime<Utc>) {
         for reason in [
             DisruptionReason::Empty,
@@ -525,8 +526,13 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         ] {
             let map = BudgetMap::build(snapshot, reason, now);
             for (pool, allowance) in &map.pools {
-                self.metrics
-                    .allowed_disruptions(pool, &reason_label(reason), allowance.initial);
+                // Upstream labels these two with the reason as written in the budget.
+                self.metrics.allowed_disruptions(
+                    pool,
+                    reason.as_str(),
+                    allowance.budget,
+                    allowance.disrupting,
+                );
             }
         }
     }

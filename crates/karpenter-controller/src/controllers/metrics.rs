@@ -32,6 +32,7 @@ pub struct ControllerMetrics {
     disruption_failed_validations: Family<Labels, Counter>,
     disruption_queue_failures: Family<Labels, Counter>,
     allowed_disruptions: Family<Labels, Gauge>,
+    nodes_consuming_budgets: Family<Labels, Gauge>,
     pods_disruption_initiated: Family<Labels, Counter>,
 }
 
@@ -61,6 +62,7 @@ impl ControllerMetrics {
             disruption_failed_validations: Family::default(),
             disruption_queue_failures: Family::default(),
             allowed_disruptions: Family::default(),
+            nodes_consuming_budgets: Family::default(),
             pods_disruption_initiated: Family::default(),
         };
         registry.register(
@@ -154,6 +156,11 @@ impl ControllerMetrics {
             metrics.allowed_disruptions.clone(),
         );
         registry.register(
+            "karpenter_nodepools_nodes_consuming_budgets",
+            "The number of nodes for a given NodePool that are consuming disruption budgets (NotReady or being disrupted). Labeled by NodePool and reason.",
+            metrics.nodes_consuming_budgets.clone(),
+        );
+        registry.register(
             "karpenter_pods_disruption_initiated",
             "The number of pods whose disruption was initiated by Karpenter's disruption (the pods of a node whose deletion a disruption command started).",
             metrics.pods_disruption_initiated.clone(),
@@ -198,13 +205,18 @@ impl ControllerMetrics {
             .inc();
     }
 
-    pub fn allowed_disruptions(&self, nodepool: &str, reason: &str, allowed: u32) {
+    /// The budget (before nodes already disrupting) and the nodes consuming it.
+    pub fn allowed_disruptions(&self, nodepool: &str, reason: &str, allowed: u32, consuming: u32) {
+        let labels = vec![
+            ("nodepool", nodepool.to_owned()),
+            ("reason", reason.to_owned()),
+        ];
         self.allowed_disruptions
-            .get_or_create(&vec![
-                ("nodepool", nodepool.to_owned()),
-                ("reason", reason.to_owned()),
-            ])
+            .get_or_create(&labels)
             .set(i64::from(allowed));
+        self.nodes_consuming_budgets
+            .get_or_create(&labels)
+            .set(i64::from(consuming));
     }
 
     pub fn pods_disruption_initiated(&self, nodepool: &str, reason: &str, pods: usize) {

@@ -6,6 +6,7 @@ pub mod cache;
 pub mod claim_disruption;
 pub mod disruption;
 pub mod events;
+pub mod garbage;
 pub mod in_flight;
 pub mod metrics;
 pub mod nodeclaim;
@@ -137,6 +138,15 @@ async fn run_with<C: CloudProvider + 'static>(
             client: client.clone(),
             settings: ctx.settings.clone(),
             events: events.clone(),
+        }
+        .run(ctx.cancel.clone()),
+    );
+    tasks.spawn(
+        garbage::GarbageCollection {
+            cache: cache.clone(),
+            cloud: cloud.clone(),
+            client: client.clone(),
+            metrics: metrics.clone(),
         }
         .run(ctx.cancel.clone()),
     );

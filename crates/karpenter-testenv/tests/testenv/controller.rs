@@ -55,6 +55,9 @@ fn init_logs() {
 /// it spawned at once (elector, watchers, controllers) without any of them cleaning up.
 struct Controller {
     cancel: CancellationToken,
+    /// Stops the controller when a failed test unwinds past it: left running, it would act
+    /// on the next test's objects.
+    _stop_on_drop: tokio_util::sync::DropGuard,
     crash: tokio::sync::oneshot::Sender<()>,
     /// `Some(result)` when the run loop returned, `None` after a crash.
     done: tokio::sync::oneshot::Receiver<Option<Result<(), karpenter_controller::RunError>>>,
@@ -144,6 +147,7 @@ async fn spawn_controller(
     });
     let (health, metrics) = bound_rx.await.expect("the controller binds its servers");
     Controller {
+        _stop_on_drop: cancel.clone().drop_guard(),
         cancel,
         crash,
         done,

@@ -361,7 +361,7 @@ async fn a_zero_budget_blocks_emptiness_until_its_schedule_window_is_not_active(
     assert_eq!(
         h.metric(
             "karpenter_nodepools_allowed_disruptions",
-            &[&format!("nodepool=\"{}\"", h.pool), "reason=\"empty\""]
+            &[&format!("nodepool=\"{}\"", h.pool), "reason=\"Empty\""]
         )
         .await,
         0.0
@@ -420,6 +420,9 @@ async fn a_template_change_drifts_nodes_and_replaces_them_one_budget_at_a_time()
                 let disrupting = claims
                     .iter()
                     .filter(|c| old.contains(c.metadata.name.as_deref().unwrap_or_default()))
+                    // As the budget counts them: draining or tainted, until the instance
+                    // terminates.
+                    .filter(|c| !has_condition(c, "InstanceTerminating"))
                     .filter(|c| {
                         c.metadata.deletion_timestamp.is_some()
                             || node_name(c).is_some_and(|n| tainted.contains(&n))
@@ -576,5 +579,109 @@ async fn switching_from_upstream_restamps_node_claims_and_drifts_none() {
             == pool_hash),
         "NodeClaims carry the NodePool's (our) hash: {pool_hash:?}"
     );
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_controller_killed_during_a_replacement_leaves_nothing_leaked_or_unplaced() {
+    let mut h = start("disrupt-crash", &[], KwokOptions::default()).await;
+    h.node_pool_disrupting(consolidating(), only(&["c5.xlarge"]))
+        .await;
+    h.create_deployment("web", 1, "500m").await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+    let old = names(&h.node_claims().await);
+    h.patch_pool(serde_json::json!({"spec": {"template": {"spec": {"requirements": only(&["c5.large", "c5.xlarge"])}}}}))
+        .await;
+    wait_for(
+        "a replacement NodeClaim launched",
+        Duration::from_secs(120),
+        || async {
+            let claims = h.node_claims().await;
+            Ok(claims
+                .iter()
+                .any(|c| !old.contains(c.metadata.name.as_deref().unwrap_or_default()))
+                .then_some(()))
+        },
+    )
+    .await
+    .expect("consolidation starts a replacement");
+    // Killed mid-command: the candidate is tainted, the replacement launching.
+    h.crash(0).await;
+    let controller = super::spawn_controller(&h.env, &h.scope, &h.spec, None).await;
+    h.controllers.push(controller);
+    wait_for(
+        "one NodeClaim with its Node, the pod running on it, no node tainted",
+        Duration::from_secs(240),
+        || async {
+            let claims = h.node_claims().await;
+            let nodes = h.nodes().await;
+            let tainted = nodes.iter().any(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_ref())
+                    .is_some_and(|ts| ts.iter().any(|t| t.key == "karpenter.sh/disrupted"))
+            });
+            let running = running_on(&h.pods().await);
+            let homes: BTreeSet<String> = claims.iter().filter_map(node_name).collect();
+            let steady = claims.len() == 1
+                && nodes.len() == 1
+                && !tainted
+                && running.len() == 1
+                && running == homes;
+            Ok(steady.then_some(()))
+        },
+    )
+    .await
+    .expect("the restarted controller converges");
+    h.assert_one_node_per_claim(1, "after the crash").await;
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_leaked_instance_is_collected() {
+    use k8s_openapi::api::core::v1::Node;
+
+    let h = start("disrupt-leak", &[], KwokOptions::default()).await;
+    h.node_pool(None, only(&["c5.large"])).await;
+    // An instance of ours (KWOK's Node is the kwok cloud's instance) that no NodeClaim claims,
+    // as a crash between launch and the NodeClaim's status write would leave it.
+    let name = h.scope.name("leaked");
+    let mut labels = h.scope.labels();
+    labels.insert("karpenter.sh/nodepool".into(), h.pool.clone());
+    labels.insert("type".into(), "kwok".into());
+    let node: Node = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {"kwok.x-k8s.io/node": "fake"}
+        },
+        "spec": {"providerID": format!("kwok://{name}")}
+    }))
+    .expect("the Node parses");
+    Api::<Node>::all(h.client.clone())
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("creating the leaked Node");
+    wait_for(
+        "the leaked instance terminated",
+        Duration::from_secs(150),
+        || async {
+            let gone = Api::<Node>::all(h.client.clone())
+                .get_opt(&name)
+                .await
+                .map_err(|e| karpenter_testenv::Error::Kube {
+                    action: "reading the leaked Node".into(),
+                    source: e,
+                })?
+                .is_none();
+            Ok(gone.then_some(()))
+        },
+    )
+    .await
+    .expect("garbage collection terminates instances nothing claims");
     h.finish().await;
 }
