@@ -22,7 +22,7 @@ use karpenter_api::labels;
 use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_api::v1::{NodeClaim, NodePool};
 use karpenter_cloud::CloudProvider;
-use karpenter_disruption::{ClaimConditions, DriftMark, Features};
+use karpenter_disruption::{ClaimConditions, DriftMark};
 use karpenter_state::conditions::api_time;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
 use super::events::Events;
-use super::provisioner::{pool_catalogs, solve_options};
+use super::provisioner::pool_catalogs;
 use super::writes;
 use crate::settings::Settings;
 
@@ -228,21 +228,13 @@ impl<C: CloudProvider + 'static> ClaimDisruption<C> {
             .await
             .instance_types;
         let now = Utc::now();
-        let mut snapshot = self.cache.lock().disruption_snapshot(
-            now,
+        let snapshot = super::disruption::snapshot(
+            &self.cache,
+            &self.settings,
             instance_types,
             &Default::default(),
-            Features::default(),
-            solve_options(&self.settings),
+            now,
         );
-        for pool in &mut snapshot.node_pools {
-            if let Some(stamp) = karpenter_api::hash::pool_annotations(pool) {
-                pool.metadata
-                    .annotations
-                    .get_or_insert_with(Default::default)
-                    .extend(stamp);
-            }
-        }
         for wanted in karpenter_disruption::claim_conditions(&snapshot, now) {
             if let Err(error) = self.write(wanted, now).await {
                 tracing::warn!(%error, "writing a disruption condition failed; retried");

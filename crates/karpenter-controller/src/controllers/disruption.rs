@@ -55,6 +55,37 @@ pub const BLOCKED_REPEAT: Duration = Duration::from_secs(15 * 60);
 /// `DisruptionReason` condition type (upstream `ConditionTypeDisruptionReason`).
 pub const DISRUPTION_REASON: &str = "DisruptionReason";
 
+/// The cluster as disruption sees it at `now`, with `queued` nodes held by the orchestration
+/// queue. NodePools carry the hash their template has now (their annotation may lag a template
+/// change by a moment, and a lagging one must not read as drift).
+pub fn snapshot(
+    cache: &ClusterCache,
+    settings: &Settings,
+    instance_types: std::collections::BTreeMap<String, Vec<InstanceType>>,
+    queued: &BTreeSet<&str>,
+    now: chrono::DateTime<Utc>,
+) -> Snapshot {
+    let features = Features {
+        spot_to_spot_consolidation: settings.feature_gates.spot_to_spot_consolidation,
+    };
+    let mut snapshot = cache.lock().disruption_snapshot(
+        now,
+        instance_types,
+        queued,
+        features,
+        solve_options(settings),
+    );
+    for pool in &mut snapshot.node_pools {
+        if let Some(stamp) = karpenter_api::hash::pool_annotations(pool) {
+            pool.metadata
+                .annotations
+                .get_or_insert_with(Default::default)
+                .extend(stamp);
+        }
+    }
+    snapshot
+}
+
 /// The disruption loop.
 pub struct Disruption<C> {
     pub cache: ClusterCache,
@@ -193,34 +224,20 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             .instance_types
     }
 
-    /// The cluster as disruption sees it at `now`. NodePools carry the hash their template
-    /// has now (their annotation may lag a template change by a moment).
+    /// The cluster as disruption sees it at `now`, the held commands' nodes queued.
     fn snapshot(
         &self,
         instance_types: &std::collections::BTreeMap<String, Vec<InstanceType>>,
         queue: &Queue,
         now: chrono::DateTime<Utc>,
     ) -> Snapshot {
-        let held = queue.held_nodes();
-        let features = Features {
-            spot_to_spot_consolidation: self.settings.feature_gates.spot_to_spot_consolidation,
-        };
-        let mut snapshot = self.cache.lock().disruption_snapshot(
-            now,
+        snapshot(
+            &self.cache,
+            &self.settings,
             instance_types.clone(),
-            &held,
-            features,
-            solve_options(&self.settings),
-        );
-        for pool in &mut snapshot.node_pools {
-            if let Some(stamp) = karpenter_api::hash::pool_annotations(pool) {
-                pool.metadata
-                    .annotations
-                    .get_or_insert_with(Default::default)
-                    .extend(stamp);
-            }
-        }
-        snapshot
+            &queue.held_nodes(),
+            now,
+        )
     }
 
     /// What became of a replacement NodeClaim.

@@ -1,6 +1,7 @@
 //! The controllers: watches into the cluster-state index, the provisioner, the NodeClaim
-//! lifecycle and the NodePool counter, started together by [`run`] as the controller future
-//! of [`crate::run()`] (so only while this replica leads).
+//! lifecycle, termination, disruption (with the NodeClaim-side conditions and hash stamps),
+//! garbage collection and the NodePool counter, started together by [`run`] as the controller
+//! future of [`crate::run()`] (so only while this replica leads).
 
 pub mod cache;
 pub mod claim_disruption;

@@ -64,6 +64,7 @@ pub fn solve_options(settings: &Settings) -> SolveOptions {
         ..SolveOptions::default()
     }
 }
+
 /// The provisioning loop.
 pub struct Provisioner<C> {
     pub cache: ClusterCache,
