@@ -25,3 +25,4 @@
 
 pub mod iam;
 pub mod interruption;
+pub mod userdata;
