@@ -25,4 +25,5 @@
 
 pub mod iam;
 pub mod interruption;
+pub mod launch_template;
 pub mod userdata;
