@@ -26,4 +26,5 @@
 pub mod iam;
 pub mod interruption;
 pub mod launch_template;
+pub mod pricing;
 pub mod userdata;
