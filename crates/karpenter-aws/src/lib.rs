@@ -24,6 +24,7 @@
 //! files, receive SQS messages and print reports). No tokio and no AWS SDK in this crate.
 
 pub mod iam;
+pub mod instance_types;
 pub mod interruption;
 pub mod launch_template;
 pub mod pricing;
