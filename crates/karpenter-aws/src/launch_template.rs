@@ -490,7 +490,7 @@ fn network_interfaces(
         (c.tcp_established_timeout.is_some()
             || c.udp_stream_timeout.is_some()
             || c.udp_timeout.is_some())
-        .then(|| ConnectionTrackingRequest {
+        .then_some(ConnectionTrackingRequest {
             tcp_established_timeout: c.tcp_established_timeout,
             udp_stream_timeout: c.udp_stream_timeout,
             udp_timeout: c.udp_timeout,
