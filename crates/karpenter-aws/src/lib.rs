@@ -15,13 +15,30 @@
 //! upstream metric names and labels, and whether a message is deleted or retried. The SQS
 //! long-poll loop that performs those decisions belongs to the async shell, not here.
 //!
+//! And it owns the **pure pieces of the EC2 provider**, each fed what EC2 answered rather than
+//! calling it:
+//!
+//! * [`userdata`]: user data per AMI family (AL2 `bootstrap.sh` and AL2023 nodeadm `NodeConfig`
+//!   in MIME multipart, Bottlerocket TOML, Windows PowerShell, Custom as is), merged with the
+//!   EC2NodeClass `spec.userData`;
+//! * [`launch_template`]: the `CreateLaunchTemplate` contents for a NodeClaim and their
+//!   `karpenter.k8s.aws/<hash>` name;
+//! * [`pricing`]: Pricing API and spot price history parsers and [`pricing::Prices`], with the
+//!   catalog's embedded prices as the fallback;
+//! * [`instance_types`]: `DescribeInstanceTypes`/`DescribeInstanceTypeOfferings` answers into
+//!   `karpenter_cloud::InstanceTypeInfo`, through the catalog crate's formulas.
+//!
 //! A later issue adds the EC2 `CloudProvider` (aws-sdk clients, SQS interruption, SSM AMIs,
 //! pricing, instance profiles) next to it. That code must stay inside the contract: every call it
 //! makes has an entry in [`iam::contract::calls`], and a test against the AWS emulator checks
 //! recorded calls against it.
 //!
-//! What neither module may do: talk to AWS, read the clock, or do any I/O (callers read policy
+//! What no module here may do: talk to AWS, read the clock, or do any I/O (callers read policy
 //! files, receive SQS messages and print reports). No tokio and no AWS SDK in this crate.
 
 pub mod iam;
+pub mod instance_types;
 pub mod interruption;
+pub mod launch_template;
+pub mod pricing;
+pub mod userdata;
