@@ -75,7 +75,7 @@ def deployment(case, pods):
     # 1 vCPU / 1536Mi per pod; antiaffinity: 500m / 512Mi, required hostname anti-affinity
     # (a node each).
     labels = {"app": "bench"}
-    if case == "scaleout":
+    if case in ("scaleout", "consolidation", "drift"):
         requests = {"cpu": "1", "memory": "1536Mi"}
         affinity = None
     else:
@@ -218,6 +218,125 @@ def handle(pods, bound, kind, pod):
         bound[name] = time.time()
 
 
+def price_table(side, path):
+    """(instance type, capacity type, zone) -> USD/hour, from the side's own catalog: ours the
+    embedded EC2 catalog (on-demand list price; spot at the kwok cloud's default 60% discount,
+    karpenter-cloud DEFAULT_SPOT_DISCOUNT), upstream its KWOK instance_types.json offerings."""
+    table = {}
+    if side == "ours":
+        with open(path) as fh:
+            next(fh)  # the header record
+            for line in fh:
+                it = json.loads(line)
+                od = it.get("price")
+                if od is None:
+                    continue
+                table[(it["name"], "on-demand", None)] = od
+                table[(it["name"], "spot", None)] = round(od * (1 - 0.6), 6)
+    else:
+        for it in json.load(open(path)):
+            for o in it.get("offerings", []):
+                req = {r["key"]: r["values"][0] for r in o.get("Requirements", [])}
+                table[(it["name"], req.get("karpenter.sh/capacity-type"),
+                       req.get("topology.kubernetes.io/zone"))] = o["Price"]
+    return table
+
+
+def cluster_cost(claims, prices):
+    total = 0.0
+    for c in claims:
+        labels = c["metadata"].get("labels", {})
+        key = (labels.get("node.kubernetes.io/instance-type"), labels.get("karpenter.sh/capacity-type"))
+        price = prices.get(key + (labels.get("topology.kubernetes.io/zone"),), prices.get(key + (None,)))
+        if price is None:
+            raise SystemExit("no price for %s" % (key,))
+        total += price
+    return round(total, 4)
+
+
+def scrape(port, metric, label):
+    """Sum of a metric's samples whose labels contain `label`, from /metrics on `port`."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+        text = r.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(metric) and label in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def cmd_disrupt(args):
+    """After `run`: the disruption step of a case, measured until the cluster is steady."""
+    api = Api(args.state)
+    prices = price_table(args.side, args.prices)
+    claims = api.get("/apis/karpenter.sh/v1/nodeclaims")["items"]
+    before = {c["metadata"]["name"] for c in claims}
+    cost_before = cluster_cost(claims, prices)
+    evictions_before = scrape(args.metrics_port, "karpenter_pods_eviction_requests_total", 'code="200"')
+    merge = {"Content-Type": "application/merge-patch+json"}
+    pods = args.pods
+    started = time.time()
+    if args.case == "consolidation":
+        pods = args.scale_to
+        patch(api, "/apis/apps/v1/namespaces/%s/deployments/bench-%s" % (NAMESPACE, args.case),
+              {"spec": {"replicas": pods}}, merge)
+        patch(api, "/apis/karpenter.sh/v1/nodepools/default",
+              {"spec": {"disruption": {"consolidateAfter": "0s"}}}, merge)
+    else:
+        patch(api, "/apis/karpenter.sh/v1/nodepools/default",
+              {"spec": {"template": {"metadata": {"labels": {"bench-rev": "2"}}}}}, merge)
+    deadline = started + args.timeout
+    last_change, last_names, steady = time.time(), None, False
+    while time.time() < deadline:
+        claims = api.get("/apis/karpenter.sh/v1/nodeclaims")["items"]
+        names = {c["metadata"]["name"] for c in claims}
+        nodes = api.get("/api/v1/nodes")["items"]
+        tainted = any(t.get("key") == "karpenter.sh/disrupted"
+                      for n in nodes for t in (n.get("spec", {}).get("taints") or []))
+        deleting = any(c["metadata"].get("deletionTimestamp") for c in claims)
+        lst = api.get("/api/v1/namespaces/%s/pods?labelSelector=%s" % (NAMESPACE, LABEL))["items"]
+        live = [p for p in lst if not p["metadata"].get("deletionTimestamp")]
+        running = sum(1 for p in live if p["spec"].get("nodeName")
+                      and p.get("status", {}).get("phase") == "Running")
+        done = running == pods and len(live) == pods and not tainted and not deleting
+        if args.case == "drift":
+            done = done and not (names & before)
+        if names != last_names or not done:
+            last_names, last_change = names, time.time()
+        elif time.time() - last_change >= args.quiet:
+            steady = True
+            break
+        time.sleep(2)
+    claims = api.get("/apis/karpenter.sh/v1/nodeclaims")["items"]
+    result = {
+        "case": args.case,
+        "pods": args.pods,
+        "pods_after": pods,
+        "complete": steady,
+        "seconds_to_steady": round(last_change - started, 1) if steady else None,
+        "seconds_waited": round(time.time() - started, 1),
+        "nodes_before": len(before),
+        "nodes_after": len(claims),
+        "nodes_replaced": len(before - {c["metadata"]["name"] for c in claims}),
+        "cost_per_hour_before": cost_before,
+        "cost_per_hour_after": cluster_cost(claims, prices),
+        "evictions": int(scrape(args.metrics_port, "karpenter_pods_eviction_requests_total",
+                                'code="200"') - evictions_before),
+    }
+    json.dump(result, sys.stdout)
+    print()
+
+
+def patch(api, path, body, headers):
+    data = json.dumps(body).encode()
+    req = urllib.request.Request(api.base + path, data=data, method="PATCH")
+    req.add_header("Authorization", "Bearer " + api.token)
+    for k, v in headers.items():
+        req.add_header(k, v)
+    with urllib.request.urlopen(req, context=api.ctx, timeout=30) as r:
+        return json.load(r)
+
+
 ROWS = [
     ("pods bound", lambda r: "%s/%s" % (r.get("bound"), r.get("pods"))),
     ("time to all bound (s)", lambda r: fmt(r.get("seconds_to_all_bound"), 1)
@@ -226,6 +345,13 @@ ROWS = [
     ("bind latency p99 (s)", lambda r: fmt(r.get("bind_latency_p99_s"), 0)),
     ("NodeClaims", lambda r: fmt(r.get("nodeclaims"), 0)),
     ("nodes", lambda r: fmt(r.get("nodes"), 0)),
+    ("time to steady after the change (s)", lambda r: fmt(r.get("seconds_to_steady"), 1)
+     if "seconds_to_steady" in r else None),
+    ("nodes before -> after", lambda r: "%s -> %s" % (r["nodes_before"], r["nodes_after"])
+     if "nodes_before" in r else None),
+    ("cost per hour before -> after ($)", lambda r: "%.2f -> %.2f" % (
+        r["cost_per_hour_before"], r["cost_per_hour_after"]) if "cost_per_hour_before" in r else None),
+    ("evictions", lambda r: fmt(r.get("evictions"), 0) if "evictions" in r else None),
     ("controller peak RSS (MiB)", lambda r: fmt(r["vmhwm_kib"] / 1024, 1) if r.get("vmhwm_kib") else "-"),
     ("controller CPU (s)", lambda r: fmt(r.get("cpu_seconds"), 2)),
 ]
@@ -255,11 +381,13 @@ def cmd_report(args):
         pods = cols[0].get("pods")
         print("%s (%s pods)" % (case, pods))
         header = ["metric"] + [r["side"] for r in cols]
-        table = [[name] + [get(r) if "error" not in r else "failed" for r in cols]
-                 for name, get in ROWS]
+        rows = [(name, get) for name, get in ROWS
+                if any("error" not in r and get(r) is not None for r in cols)]
+        table = [[name] + [(get(r) or "-") if "error" not in r else "failed" for r in cols]
+                 for name, get in rows]
         if len(cols) == 2 and all("error" not in r for r in cols):
             header.append("ours/upstream")
-            for row, (name, _) in zip(table, ROWS):
+            for row, (name, _) in zip(table, rows):
                 row.append(ratio(cols, name))
         widths = [max(len(x[i]) for x in [header] + table) for i in range(len(header))]
         print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
@@ -274,7 +402,8 @@ def cmd_report(args):
 
 def ratio(cols, name):
     key = {"time to all bound (s)": "seconds_to_all_bound", "controller peak RSS (MiB)": "vmhwm_kib",
-           "controller CPU (s)": "cpu_seconds"}.get(name)
+           "controller CPU (s)": "cpu_seconds",
+           "time to steady after the change (s)": "seconds_to_steady"}.get(name)
     if key is None:
         return ""
     a, b = cols[0].get(key), cols[1].get(key)
@@ -290,10 +419,22 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--state", required=True)
-    r.add_argument("--case", choices=["scaleout", "antiaffinity"], required=True)
+    r.add_argument("--case", choices=["scaleout", "antiaffinity", "consolidation", "drift"],
+                   required=True)
     r.add_argument("--pods", type=int, required=True)
     r.add_argument("--timeout", type=float, default=900)
     r.set_defaults(fn=cmd_run)
+    d = sub.add_parser("disrupt")
+    d.add_argument("--state", required=True)
+    d.add_argument("--case", choices=["consolidation", "drift"], required=True)
+    d.add_argument("--side", choices=["ours", "upstream"], required=True)
+    d.add_argument("--prices", required=True)
+    d.add_argument("--pods", type=int, required=True)
+    d.add_argument("--scale-to", type=int, required=True)
+    d.add_argument("--metrics-port", type=int, required=True)
+    d.add_argument("--quiet", type=float, default=60)
+    d.add_argument("--timeout", type=float, default=1800)
+    d.set_defaults(fn=cmd_disrupt)
     rep = sub.add_parser("report")
     rep.add_argument("--json", action="store_true")
     rep.add_argument("files", nargs="+")
