@@ -5,7 +5,8 @@
 //! drives) says what to do with each; this module only performs the steps:
 //!
 //! - **hold**: a graceful command (emptiness, consolidation) waits 15 s, then is validated
-//!   against the cluster as it is then, and started or dropped;
+//!   against the cluster as it is then, and started or dropped; no new pass decides meanwhile
+//!   (upstream validates inside its pass);
 //! - **start**: the candidates are tainted `karpenter.sh/disrupted:NoSchedule` and get
 //!   `DisruptionReason`, the replacements are created, then the candidates are marked for
 //!   deletion in the index (launch before terminate; in that order, so the provisioner never
@@ -166,7 +167,10 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             let step = state.queue.validate(command, &snapshot, now);
             self.execute(&mut state.queue, step).await;
         }
-        if !pass_due {
+        // Like upstream, whose pass waits out a command's validation before it decides again:
+        // a pass while a command is held would decide around the held nodes, whose fate is
+        // open, and its command would mostly be dropped at validation.
+        if !pass_due || state.queue.next_validation().is_some() {
             return;
         }
         *next_pass = Instant::now() + PASS_INTERVAL;

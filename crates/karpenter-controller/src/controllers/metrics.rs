@@ -34,6 +34,8 @@ pub struct ControllerMetrics {
     allowed_disruptions: Family<Labels, Gauge>,
     nodes_consuming_budgets: Family<Labels, Gauge>,
     pods_disruption_initiated: Family<Labels, Counter>,
+    pods_drained: Family<Labels, Counter>,
+    node_termination_duration: Histogram,
 }
 
 fn evaluation_histogram() -> Histogram {
@@ -64,6 +66,8 @@ impl ControllerMetrics {
             allowed_disruptions: Family::default(),
             nodes_consuming_budgets: Family::default(),
             pods_disruption_initiated: Family::default(),
+            pods_drained: Family::default(),
+            node_termination_duration: Histogram::new(exponential_buckets(1.0, 2.0, 14)),
         };
         registry.register(
             "karpenter_nodeclaims_created",
@@ -154,6 +158,16 @@ impl ControllerMetrics {
             "karpenter_nodepools_allowed_disruptions",
             "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool. Note that allowed disruptions can change very rapidly, as new nodes may be created and others may be deleted at any point.",
             metrics.allowed_disruptions.clone(),
+        );
+        registry.register(
+            "karpenter_pods_drained",
+            "Number of pods drained by Karpenter. Labeled by the reason the node was disrupted.",
+            metrics.pods_drained.clone(),
+        );
+        registry.register(
+            "karpenter_nodes_termination_duration_seconds",
+            "The time taken between a node's deletion request and the removal of its finalizer.",
+            metrics.node_termination_duration.clone(),
         );
         registry.register(
             "karpenter_nodepools_nodes_consuming_budgets",
@@ -274,6 +288,17 @@ impl ControllerMetrics {
         self.nodes_terminated
             .get_or_create(&vec![("nodepool", nodepool.to_owned())])
             .inc();
+    }
+
+    /// A pod evicted by a drain; `reason` is the node's disruption reason.
+    pub fn pod_drained(&self, reason: &str) {
+        self.pods_drained
+            .get_or_create(&vec![("reason", reason.to_owned())])
+            .inc();
+    }
+
+    pub fn node_termination_duration(&self, seconds: f64) {
+        self.node_termination_duration.observe(seconds);
     }
 
     /// One Eviction API call answered with `code`.

@@ -70,6 +70,19 @@ fn deadline(claim: Option<&NodeClaim>) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
+/// The `reason` of `karpenter_pods_drained_total`: the disruption that deleted the NodeClaim
+/// (its `DisruptionReason` condition), else `Forceful Termination` (deleted by a user or an
+/// expiry), as upstream labels it.
+fn drain_reason(claim: Option<&NodeClaim>) -> &str {
+    claim
+        .and_then(|c| c.status.as_ref()?.conditions.as_ref())
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.type_ == super::disruption::DISRUPTION_REASON && c.status == "True")
+        })
+        .map_or("Forceful Termination", |c| c.reason.as_str())
+}
+
 impl<C: CloudProvider + 'static> Termination<C> {
     /// Runs until `cancel` trips.
     pub async fn run(self, cancel: CancellationToken) {
@@ -171,9 +184,10 @@ impl<C: CloudProvider + 'static> Termination<C> {
             self.condition(claim, conditions::DRAINED, "Unknown", "Draining")
                 .await?;
             let mut refused = 0usize;
+            let reason = drain_reason(claim);
             for (key, action) in &plan.actions {
                 let Some(pod) = pods.get(key) else { continue };
-                if !self.act(pod, action).await? {
+                if !self.act(pod, action, reason).await? {
                     refused += 1;
                 }
             }
@@ -256,6 +270,15 @@ impl<C: CloudProvider + 'static> Termination<C> {
         // counts nothing twice.
         self.metrics.node_drained(&pool);
         self.metrics.node_terminated(&pool);
+        if let Some(since) = node
+            .metadata
+            .deletion_timestamp
+            .as_ref()
+            .and_then(karpenter_state::conditions::from_api_time)
+        {
+            self.metrics
+                .node_termination_duration((Utc::now() - since).as_seconds_f64().max(0.0));
+        }
         tracing::info!(node = %name, "drained and terminated");
         Ok(())
     }
@@ -284,7 +307,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
     }
 
     /// Evicts or deletes one pod; `false` when a PodDisruptionBudget refused the eviction.
-    async fn act(&self, pod: &Pod, action: &PodAction) -> Result<bool, StepError> {
+    async fn act(&self, pod: &Pod, action: &PodAction, reason: &str) -> Result<bool, StepError> {
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
@@ -315,6 +338,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
                 });
                 match answer {
                     Ok(_) => {
+                        self.metrics.pod_drained(reason);
                         self.events
                             .normal_pod(pod, "Evicted", "Evicted pod: the node is terminating")
                             .await;

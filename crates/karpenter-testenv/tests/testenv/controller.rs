@@ -1041,6 +1041,14 @@ async fn a_deleted_node_claim_is_drained_through_evictions_that_never_break_a_pd
             .unwrap_or_else(|| panic!("{metric} is not in /metrics:\n{scraped}"))
     };
     assert!(value("karpenter_pods_eviction_requests_total{code=\"200\"}") >= 3.0);
+    assert!(
+        value("karpenter_pods_drained_total{reason=\"Forceful Termination\"}") >= 3.0,
+        "a NodeClaim deleted by hand drains as a forceful termination"
+    );
+    assert_eq!(
+        value("karpenter_nodes_termination_duration_seconds_count"),
+        1.0
+    );
     let pool = format!("{{nodepool=\"{}\"}}", h.pool);
     assert_eq!(value(&format!("karpenter_nodes_drained_total{pool}")), 1.0);
     assert_eq!(

@@ -234,6 +234,15 @@ async fn under_used_nodes_are_merged_without_ever_breaking_a_pdb() {
         .await
             >= 1.0
     );
+    assert!(
+        h.metric(
+            "karpenter_pods_drained_total",
+            &["reason=\"Underutilized\""]
+        )
+        .await
+            >= 1.0,
+        "the moved pod was drained for the node's disruption reason"
+    );
     h.finish().await;
 }
 
