@@ -31,7 +31,7 @@ use karpenter_api::v1::DisruptionReason;
 use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_cloud::CloudProvider;
 use karpenter_disruption::{
-    BudgetMap, Command, Decision, Features, Method, Queue, Replacement, Snapshot, Step,
+    BudgetMap, Code, Command, Decision, Features, Method, Queue, Replacement, Snapshot, Step,
 };
 use karpenter_scheduling::InstanceType;
 use kube::Client;
@@ -572,6 +572,10 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             .collect();
         told.retain(|node, _| present.contains(node.as_str()));
         for considered in &decision.considered {
+            // Nodes Karpenter does not manage (a managed node group's) are not its to explain.
+            if considered.reason.codes().contains(&Code::Unmanaged) {
+                continue;
+            }
             let text = considered.reason.to_string();
             let fresh = match told.get(&considered.node) {
                 Some((last, at)) => *last != text || at.elapsed() >= BLOCKED_REPEAT,

@@ -692,5 +692,11 @@ async fn a_leaked_instance_is_collected() {
     )
     .await
     .expect("garbage collection terminates instances nothing claims");
+    // Disruption passes ran while it lived (every 10 s, the collection waits 30 s): a node
+    // without a NodeClaim is not Karpenter's to explain.
+    assert!(
+        h.node_events(&name, "DisruptionBlocked").await.is_empty(),
+        "no DisruptionBlocked event on a node Karpenter does not manage"
+    );
     h.finish().await;
 }
