@@ -28,6 +28,20 @@ impl std::fmt::Debug for Events {
     }
 }
 
+/// The event's `action`: its reason and a digest of its note. kube's [`Recorder`] folds a
+/// repeat of the same (type, reason, action, object) into a series of the *first* event, note
+/// included, so an event whose note changed (`DisruptionBlocked` with a new reason,
+/// `FailedScheduling` with new lines) would keep showing the old one. client-go keys on the
+/// message too; putting the note's digest in `action` does the same here.
+fn action(reason: &str, note: &str) -> String {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in note.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    format!("{reason}-{hash:08x}")
+}
+
 impl Events {
     pub fn new(client: Client) -> Self {
         let reporter = Reporter {
@@ -64,8 +78,8 @@ impl Events {
         let event = Event {
             type_,
             reason: reason.to_owned(),
+            action: action(reason, &note),
             note: Some(note),
-            action: reason.to_owned(),
             secondary: None,
         };
         if let Err(mpsc::error::TrySendError::Full(_)) = self.queue.try_send((reference, event)) {
@@ -109,5 +123,25 @@ impl Events {
     pub async fn warn_node(&self, node: &Node, reason: &str, note: &str) {
         self.publish(node.object_ref(&()), EventType::Warning, reason, note)
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::action;
+
+    #[test]
+    fn an_event_with_a_new_note_gets_a_new_action_and_a_repeat_the_same() {
+        let first = action("DisruptionBlocked", "not consolidatable until 10:00:05 UTC");
+        assert_eq!(
+            first,
+            action("DisruptionBlocked", "not consolidatable until 10:00:05 UTC")
+        );
+        assert_ne!(
+            first,
+            action("DisruptionBlocked", "blocked: PDB shop/web allows 0 disruptions")
+        );
+        assert!(first.starts_with("DisruptionBlocked-"));
+        assert!(first.len() <= 128, "the API's limit for action");
     }
 }
