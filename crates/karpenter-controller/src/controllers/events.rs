@@ -139,7 +139,10 @@ mod tests {
         );
         assert_ne!(
             first,
-            action("DisruptionBlocked", "blocked: PDB shop/web allows 0 disruptions")
+            action(
+                "DisruptionBlocked",
+                "blocked: PDB shop/web allows 0 disruptions"
+            )
         );
         assert!(first.starts_with("DisruptionBlocked-"));
         assert!(first.len() <= 128, "the API's limit for action");
