@@ -29,6 +29,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
 
+mod chart;
 mod disruption;
 
 /// One controller test at a time.
@@ -70,6 +71,8 @@ struct Controller {
 struct ControllerSpec {
     args: Vec<String>,
     kwok: KwokOptions,
+    /// A bearer token to run as (a ServiceAccount's) instead of the admin.
+    token: Option<String>,
 }
 
 /// The running controllers and the test's scope.
@@ -107,6 +110,7 @@ async fn spawn_controller(
         timings: LeaseTimings::default(),
     });
     let kwok = spec.kwok.clone();
+    let bearer = spec.token.clone();
     let cancel = CancellationToken::new();
     let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
     let (crash, crashed) = tokio::sync::oneshot::channel::<()>();
@@ -119,10 +123,15 @@ async fn spawn_controller(
             .build()
             .expect("a runtime for the controller");
         let outcome = runtime.block_on(async move {
-            let config =
+            let mut config =
                 kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                     .await
                     .expect("loading the kubeconfig");
+            if let Some(bearer) = bearer {
+                // AuthInfo keeps its token in a SecretString; build it through serde.
+                config.auth_info = serde_json::from_value(serde_json::json!({ "token": bearer }))
+                    .expect("token credentials");
+            }
             let clients = Clients::from_config(config, &settings).expect("building the clients");
             let bound = Runtime::new(settings, clients)
                 .with_lease(lease)
@@ -189,6 +198,7 @@ async fn prepare(test: &str, args: &[&str], kwok: KwokOptions) -> Harness {
         spec: ControllerSpec {
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             kwok,
+            token: None,
         },
         controllers: Vec::new(),
         _serial: serial,
