@@ -228,3 +228,19 @@ fn iam_audit_reports_unreadable_policies_with_exit_code_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("reading /nonexistent/policy.json"));
 }
+
+#[test]
+fn iam_policy_prints_a_terraform_data_block_on_request() {
+    let mut args = vec!["iam", "policy"];
+    args.extend(DEMO);
+    args.extend(["-o", "terraform", "--terraform-name", "karpenter"]);
+    let out = karpenter(&args, None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("data \"aws_iam_policy_document\" \"karpenter\" {"),
+        "{text}"
+    );
+    assert!(text.contains("sid    = \"AllowScopedEC2InstanceAccessActions\""));
+    assert!(text.contains("ec2:CreateFleet"));
+}

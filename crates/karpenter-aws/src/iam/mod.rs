@@ -8,6 +8,7 @@ pub mod eval;
 pub mod generate;
 pub mod policy;
 pub mod scope;
+pub mod terraform;
 
 pub use policy::PolicyDocument;
 pub use scope::{Partition, Scope, ScopeError};

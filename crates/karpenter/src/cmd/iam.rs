@@ -96,6 +96,19 @@ impl ScopeArgs {
 struct PolicyArgs {
     #[command(flatten)]
     scope: ScopeArgs,
+    /// Output format: the policy document (JSON), or a Terraform `aws_iam_policy_document`
+    /// data block saying the same.
+    #[arg(short = 'o', long, value_enum, default_value = "json")]
+    output: PolicyFormat,
+    /// Name of the Terraform data block.
+    #[arg(long, default_value = "karpenter_controller")]
+    terraform_name: String,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum PolicyFormat {
+    Json,
+    Terraform,
 }
 
 #[derive(Debug, clap::Args)]
@@ -147,7 +160,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn policy(args: PolicyArgs) -> anyhow::Result<ExitCode> {
     let scope = args.scope.scope(None)?;
     let doc = generate::controller_policy(&scope);
-    println!("{doc}");
+    match args.output {
+        PolicyFormat::Json => println!("{doc}"),
+        PolicyFormat::Terraform => {
+            print!(
+                "{}",
+                karpenter_aws::iam::terraform::policy_document(&doc, &args.terraform_name)
+            );
+        }
+    }
     let size = generate::policy_size(&doc);
     if size > MANAGED_POLICY_LIMIT {
         eprintln!(
