@@ -135,6 +135,10 @@ pub trait CloudProvider: Send + Sync {
         &self,
         node_claim: &NodeClaim,
     ) -> impl Future<Output = Result<Option<DriftReason>, CloudError>> + Send;
+
+    /// Marks offerings unavailable for a while (insufficient capacity, a spot interruption):
+    /// instance-type listings leave them out until then.
+    fn mark_unavailable(&self, offerings: &[OfferingRef]);
 }
 
 #[cfg(test)]
@@ -229,6 +233,8 @@ mod tests {
         async fn is_drifted(&self, _: &NodeClaim) -> Result<Option<DriftReason>, CloudError> {
             Ok(None)
         }
+
+        fn mark_unavailable(&self, _: &[OfferingRef]) {}
     }
 
     fn claim(name: &str, capacity_type: &str) -> NodeClaim {

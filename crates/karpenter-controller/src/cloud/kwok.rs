@@ -642,6 +642,10 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
     async fn is_drifted(&self, _node_claim: &NodeClaim) -> Result<Option<DriftReason>, CloudError> {
         Ok(None)
     }
+
+    fn mark_unavailable(&self, offerings: &[OfferingRef]) {
+        self.cloud.mark_unavailable(offerings);
+    }
 }
 
 #[cfg(test)]

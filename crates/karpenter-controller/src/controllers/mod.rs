@@ -9,6 +9,7 @@ pub mod disruption;
 pub mod events;
 pub mod garbage;
 pub mod in_flight;
+pub mod interruption;
 pub mod metrics;
 pub mod nodeclaim;
 pub mod nodepool_counter;
@@ -65,6 +66,16 @@ pub async fn run(ctx: ControllerContext) -> Result<(), ControllerError> {
 
 /// Starts every controller on the simulated cloud with `options`.
 pub async fn run_kwok(ctx: ControllerContext, options: KwokOptions) -> Result<(), ControllerError> {
+    run_kwok_with(ctx, options, None).await
+}
+
+/// [`run_kwok`], with the SQS client interruption handling uses (`None`: from the SDK's
+/// default chain), e.g. one for an AWS emulator.
+pub async fn run_kwok_with(
+    ctx: ControllerContext,
+    options: KwokOptions,
+    sqs: Option<aws_sdk_sqs::Client>,
+) -> Result<(), ControllerError> {
     let catalog = match &ctx.settings.instance_types_file_path {
         Some(path) => Catalog::from_file(path),
         None => Catalog::embedded(),
@@ -77,7 +88,7 @@ pub async fn run_kwok(ctx: ControllerContext, options: KwokOptions) -> Result<()
         cloud: KwokCloud::new(ctx.clients.main.clone(), catalog, options),
         pools: CachedPools(cache.clone()),
     };
-    run_with(ctx, cache, metrics, Arc::new(cloud)).await
+    run_with(ctx, cache, metrics, Arc::new(cloud), sqs).await
 }
 
 async fn run_with<C: CloudProvider + 'static>(
@@ -85,6 +96,7 @@ async fn run_with<C: CloudProvider + 'static>(
     cache: ClusterCache,
     metrics: ControllerMetrics,
     cloud: Arc<C>,
+    sqs: Option<aws_sdk_sqs::Client>,
 ) -> Result<(), ControllerError> {
     let mut tasks = JoinSet::new();
     // A standby keeps its caches warm and reports ready once they are synced; it writes
@@ -142,6 +154,24 @@ async fn run_with<C: CloudProvider + 'static>(
         }
         .run(ctx.cancel.clone()),
     );
+    if let Some(queue) = ctx.settings.interruption_queue.clone() {
+        tasks.spawn(
+            interruption::Interruption {
+                cache: cache.clone(),
+                cloud: cloud.clone(),
+                client: client.clone(),
+                sqs: match sqs {
+                    Some(sqs) => sqs,
+                    None => interruption::sqs_client().await,
+                },
+                queue,
+                events: events.clone(),
+                metrics: metrics.clone(),
+                interruption_metrics: interruption::InterruptionMetrics::register(&ctx.metrics),
+            }
+            .run(ctx.cancel.clone()),
+        );
+    }
     tasks.spawn(
         garbage::GarbageCollection {
             cache: cache.clone(),

@@ -159,6 +159,12 @@ pub struct Settings {
     #[arg(long, env = "CLOUD_PROVIDER", default_value = "kwok", value_parser = str::parse::<CloudProviderKind>)]
     pub cloud_provider: CloudProviderKind,
 
+    /// Name of the SQS queue of interruption events (spot interruptions, rebalance
+    /// recommendations, state changes, AWS Health); empty: interruption handling off. AWS
+    /// credentials, region and `AWS_ENDPOINT_URL` come from the SDK's usual chain.
+    #[arg(long, env = "INTERRUPTION_QUEUE", default_value = "", value_parser = parse_optional_string)]
+    pub interruption_queue: ::std::option::Option<String>,
+
     /// Instance types for the kwok provider, as a JSON file; empty: the built-in catalog.
     #[arg(long, env = "INSTANCE_TYPES_FILE_PATH", default_value = "", value_parser = parse_optional_path)]
     pub instance_types_file_path: ::std::option::Option<PathBuf>,
@@ -190,6 +196,10 @@ fn parse_non_empty(input: &str) -> Result<String, String> {
     } else {
         Ok(input.to_string())
     }
+}
+
+fn parse_optional_string(input: &str) -> Result<Option<String>, String> {
+    Ok((!input.is_empty()).then(|| input.to_owned()))
 }
 
 fn parse_optional_path(input: &str) -> Result<Option<PathBuf>, String> {

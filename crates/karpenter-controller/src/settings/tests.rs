@@ -46,6 +46,7 @@ fn with_nothing_set_every_setting_has_its_upstream_default() {
             feature_gates: FeatureGates::default(),
             scheduler_config: None,
             cloud_provider: CloudProviderKind::Kwok,
+            interruption_queue: None,
             instance_types_file_path: None,
             registration_ttl: Duration::from_secs(15 * 60),
             zone_pinning: true,
@@ -61,6 +62,9 @@ fn each_setting_is_read_from_its_environment_variable() {
             s.karpenter_service == "karpenter"
         }),
         ("METRICS_PORT", "9000", |s| s.metrics_port == 9000),
+        ("INTERRUPTION_QUEUE", "demo", |s| {
+            s.interruption_queue.as_deref() == Some("demo")
+        }),
         ("HEALTH_PROBE_PORT", "9001", |s| s.health_probe_port == 9001),
         ("KUBE_CLIENT_QPS", "50", |s| s.kube_client_qps == 50),
         ("KUBE_CLIENT_BURST", "60", |s| s.kube_client_burst == 60),

@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 mod chart;
 mod disruption;
+mod interruption;
 
 /// One controller test at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -73,6 +74,8 @@ struct ControllerSpec {
     kwok: KwokOptions,
     /// A bearer token to run as (a ServiceAccount's) instead of the admin.
     token: Option<String>,
+    /// The SQS client of interruption handling (the AWS emulator's).
+    sqs: Option<aws_sdk_sqs::Client>,
 }
 
 /// The running controllers and the test's scope.
@@ -111,6 +114,7 @@ async fn spawn_controller(
     });
     let kwok = spec.kwok.clone();
     let bearer = spec.token.clone();
+    let sqs = spec.sqs.clone();
     let cancel = CancellationToken::new();
     let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
     let (crash, crashed) = tokio::sync::oneshot::channel::<()>();
@@ -145,7 +149,7 @@ async fn spawn_controller(
             ));
             tokio::select! {
                 result = bound.run(token, move |ctx| {
-                    karpenter_controller::controllers::run_kwok(ctx, kwok)
+                    karpenter_controller::controllers::run_kwok_with(ctx, kwok, sqs)
                 }) => Some(result),
                 _ = crashed => None,
             }
@@ -199,6 +203,7 @@ async fn prepare(test: &str, args: &[&str], kwok: KwokOptions) -> Harness {
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             kwok,
             token: None,
+            sqs: None,
         },
         controllers: Vec::new(),
         _serial: serial,

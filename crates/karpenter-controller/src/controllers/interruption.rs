@@ -1,0 +1,357 @@
+//! The interruption controller (upstream `interruption`): long-polls the SQS queue named by
+//! `INTERRUPTION_QUEUE` (URL from `GetQueueUrl`; up to 10 messages, 20 s wait) and hands each
+//! body to [`karpenter_aws::interruption::plan`], which parses it and decides; this module
+//! performs the actions (offering marked unavailable, NodeClaim deleted so the normal
+//! termination drains it, events), counts the metrics, and deletes or leaves the message as
+//! the plan's disposition says. A body that does not parse is logged with its message id and
+//! deleted; nothing here stops the loop. Messages of one receive are handled concurrently
+//! (at most [`CONCURRENCY`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_sqs::types::Message;
+use chrono::Utc;
+use futures::StreamExt;
+use karpenter_api::labels;
+use karpenter_aws::interruption::{
+    Action, ActionOutcome, ClaimRef, Disposition, EventType, InterruptionEvent, Involved, plan,
+    provider_id,
+};
+use karpenter_cloud::{CapacityType, CloudProvider, OfferingRef};
+use kube::Client;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use tokio_util::sync::CancellationToken;
+
+use super::cache::ClusterCache;
+use super::events::Events;
+use super::metrics::ControllerMetrics;
+use super::writes;
+use crate::http::Metrics;
+
+/// Messages of one receive handled at once.
+pub const CONCURRENCY: usize = 10;
+const MAX_MESSAGES: i32 = 10;
+const WAIT_SECONDS: i32 = 20;
+/// After a failed SQS call.
+const BACKOFF: Duration = Duration::from_secs(5);
+
+/// The interruption metrics (upstream names).
+#[derive(Debug, Clone)]
+pub struct InterruptionMetrics {
+    received: Family<Vec<(&'static str, String)>, Counter>,
+    deleted: Counter,
+    queue_duration: Histogram,
+}
+
+impl InterruptionMetrics {
+    pub fn register(registry: &Metrics) -> Self {
+        let metrics = InterruptionMetrics {
+            received: Family::default(),
+            deleted: Counter::default(),
+            queue_duration: Histogram::new(exponential_buckets(0.1, 2.0, 14)),
+        };
+        registry.register(
+            "karpenter_interruption_received_messages",
+            "Count of messages received from the SQS queue. Broken down by message type and whether the message was actionable.",
+            metrics.received.clone(),
+        );
+        registry.register(
+            "karpenter_interruption_deleted_messages",
+            "Count of messages deleted from the SQS queue.",
+            metrics.deleted.clone(),
+        );
+        registry.register(
+            "karpenter_interruption_message_queue_duration_seconds",
+            "Amount of time an interruption message is on the queue before it is processed by karpenter.",
+            metrics.queue_duration.clone(),
+        );
+        metrics
+    }
+}
+
+/// The interruption loop.
+pub struct Interruption<C> {
+    pub cache: ClusterCache,
+    pub cloud: Arc<C>,
+    pub client: Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub queue: String,
+    pub events: Events,
+    pub metrics: ControllerMetrics,
+    pub interruption_metrics: InterruptionMetrics,
+}
+
+impl<C> std::fmt::Debug for Interruption<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Interruption")
+            .field("queue", &self.queue)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An SQS client from the SDK's default chain (environment, IRSA web identity, instance
+/// metadata; `AWS_ENDPOINT_URL` honoured) with a rustls (ring) HTTP client.
+pub async fn sqs_client() -> aws_sdk_sqs::Client {
+    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https();
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(http)
+        .load()
+        .await;
+    aws_sdk_sqs::Client::new(&config)
+}
+
+fn label(claim: &karpenter_api::v1::NodeClaim, key: &str) -> Option<String> {
+    claim.metadata.labels.as_ref()?.get(key).cloned()
+}
+
+impl<C: CloudProvider + 'static> Interruption<C> {
+    /// Runs until `cancel` trips.
+    pub async fn run(self, cancel: CancellationToken) {
+        let Some(url) = self.queue_url(&cancel).await else {
+            return;
+        };
+        tracing::info!(queue = %self.queue, %url, "handling interruption messages");
+        loop {
+            let received = tokio::select! {
+                () = cancel.cancelled() => return,
+                received = self.sqs.receive_message()
+                    .queue_url(&url)
+                    .max_number_of_messages(MAX_MESSAGES)
+                    .wait_time_seconds(WAIT_SECONDS)
+                    .send() => received,
+            };
+            let messages = match received {
+                Ok(out) => out.messages.unwrap_or_default(),
+                Err(error) => {
+                    tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&error), queue = %self.queue, "receiving interruption messages failed");
+                    tokio::select! {
+                        () = cancel.cancelled() => return,
+                        () = tokio::time::sleep(BACKOFF) => continue,
+                    }
+                }
+            };
+            if messages.is_empty() {
+                continue;
+            }
+            let claims = self.claims_by_instance();
+            futures::stream::iter(messages)
+                .for_each_concurrent(CONCURRENCY, |message| self.handle(&url, &claims, message))
+                .await;
+        }
+    }
+
+    /// The queue's URL, retried until it resolves (or `None` once cancelled).
+    async fn queue_url(&self, cancel: &CancellationToken) -> Option<String> {
+        loop {
+            match self
+                .sqs
+                .get_queue_url()
+                .queue_name(&self.queue)
+                .send()
+                .await
+            {
+                Ok(out) => {
+                    if let Some(url) = out.queue_url {
+                        return Some(url);
+                    }
+                    tracing::warn!(queue = %self.queue, "GetQueueUrl returned no URL");
+                }
+                Err(error) => tracing::warn!(
+                    error = %aws_sdk_sqs::error::DisplayErrorContext(&error),
+                    queue = %self.queue,
+                    "resolving the interruption queue failed; retrying"
+                ),
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return None,
+                () = tokio::time::sleep(BACKOFF) => {}
+            }
+        }
+    }
+
+    /// Our NodeClaims by EC2 instance id (from their provider ids). On the simulated cloud an
+    /// instance is named after its Node (`kwok://<name>`), so interruption events can be
+    /// rehearsed there with `instance-id` set to a node's name.
+    fn claims_by_instance(&self) -> HashMap<String, ClaimRef> {
+        let cluster = self.cache.lock();
+        cluster
+            .node_claims()
+            .filter_map(|c| {
+                let id = c.status.as_ref()?.provider_id.as_deref()?;
+                let id = provider_id::instance_id(id).or_else(|| id.strip_prefix("kwok://"))?;
+                Some((
+                    id.to_owned(),
+                    ClaimRef {
+                        name: c.metadata.name.clone()?,
+                        node_name: c.status.as_ref().and_then(|s| s.node_name.clone()),
+                        instance_type: label(c, labels::INSTANCE_TYPE),
+                        zone: label(c, labels::ZONE),
+                        capacity_type: label(c, labels::CAPACITY_TYPE),
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    async fn handle(&self, url: &str, claims: &HashMap<String, ClaimRef>, message: Message) {
+        let id = message.message_id().unwrap_or("<no id>").to_owned();
+        let body = message.body().unwrap_or_default();
+        let planned = plan(body, |instance| claims.get(instance).cloned());
+        match &planned.parsed {
+            Ok(parsed) => {
+                let kind = parsed.kind();
+                self.interruption_metrics
+                    .received
+                    .get_or_create(&vec![("message_type", kind.as_str().to_owned())])
+                    .inc();
+                if let Some(seconds) = parsed.queue_seconds(Utc::now()) {
+                    self.interruption_metrics.queue_duration.observe(seconds);
+                }
+                tracing::debug!(message = %id, kind = kind.as_str(), actions = planned.actions.len(), "interruption message");
+            }
+            Err(error) => {
+                tracing::warn!(message = %id, %error, "an interruption message that does not parse; deleted");
+            }
+        }
+        let mut outcomes = Vec::with_capacity(planned.actions.len());
+        for action in &planned.actions {
+            outcomes.push(self.act(action).await);
+        }
+        match planned.disposition(&outcomes) {
+            Disposition::Delete => {
+                let Some(receipt) = message.receipt_handle() else {
+                    return;
+                };
+                match self
+                    .sqs
+                    .delete_message()
+                    .queue_url(url)
+                    .receipt_handle(receipt)
+                    .send()
+                    .await
+                {
+                    Ok(_) => {
+                        self.interruption_metrics.deleted.inc();
+                    }
+                    Err(error) => tracing::warn!(
+                        message = %id,
+                        error = %aws_sdk_sqs::error::DisplayErrorContext(&error),
+                        "deleting an interruption message failed; it comes back after its visibility timeout"
+                    ),
+                }
+            }
+            Disposition::Retry => {
+                tracing::warn!(message = %id, "an interruption message was not fully handled; left for redelivery");
+            }
+        }
+    }
+
+    async fn act(&self, action: &Action) -> ActionOutcome {
+        match action {
+            Action::MarkUnavailable {
+                instance_type,
+                zone,
+                capacity_type,
+            } => {
+                let capacity_type = if *capacity_type == "spot" {
+                    CapacityType::Spot
+                } else {
+                    CapacityType::OnDemand
+                };
+                self.cloud.mark_unavailable(&[OfferingRef {
+                    instance_type: instance_type.clone(),
+                    zone: zone.clone(),
+                    capacity_type,
+                }]);
+                ActionOutcome::Done
+            }
+            Action::DeleteNodeClaim {
+                name,
+                node_name,
+                reason,
+            } => {
+                let (exists, pool, capacity) = {
+                    let cluster = self.cache.lock();
+                    let claim = cluster.node_claim(name);
+                    (
+                        claim.is_some_and(|c| c.metadata.deletion_timestamp.is_none()),
+                        claim.and_then(|c| label(c, labels::NODEPOOL)),
+                        claim.and_then(|c| label(c, labels::CAPACITY_TYPE)),
+                    )
+                };
+                if !exists {
+                    // Gone or already being deleted: nothing to do, nothing to count.
+                    return ActionOutcome::NotFound;
+                }
+                match writes::delete_claim(&self.client, name).await {
+                    Ok(()) => {
+                        tracing::info!(nodeclaim = %name, reason = reason.as_str(), "interruption: NodeClaim deleted");
+                        self.metrics.nodeclaim_disrupted(
+                            reason.as_str(),
+                            pool.as_deref().unwrap_or_default(),
+                            capacity.as_deref().unwrap_or_default(),
+                        );
+                        for event in
+                            karpenter_aws::interruption::events::terminating_on_interruption(
+                                name,
+                                node_name.as_deref(),
+                            )
+                        {
+                            self.publish(&event).await;
+                        }
+                        ActionOutcome::Done
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "interruption: deleting a NodeClaim failed");
+                        ActionOutcome::Failed
+                    }
+                }
+            }
+            Action::Event(event) => {
+                self.publish(event).await;
+                ActionOutcome::Done
+            }
+        }
+    }
+
+    async fn publish(&self, event: &InterruptionEvent) {
+        let warning = event.event_type == EventType::Warning;
+        match &event.involved {
+            Involved::NodeClaim(name) => {
+                let claim = self.cache.lock().node_claim(name).cloned();
+                if let Some(claim) = claim {
+                    if warning {
+                        self.events
+                            .warn_node_claim(&claim, event.reason, event.message)
+                            .await;
+                    } else {
+                        self.events
+                            .normal_node_claim(&claim, event.reason, event.message)
+                            .await;
+                    }
+                }
+            }
+            Involved::Node(name) => {
+                let node = self.cache.lock().node(name).cloned();
+                if let Some(node) = node {
+                    if warning {
+                        self.events
+                            .warn_node(&node, event.reason, event.message)
+                            .await;
+                    } else {
+                        self.events
+                            .normal_node(&node, event.reason, event.message)
+                            .await;
+                    }
+                }
+            }
+        }
+    }
+}
