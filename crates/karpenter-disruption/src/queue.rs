@@ -120,6 +120,14 @@ impl Queue {
         Step::Hold { until }
     }
 
+    /// Whether a disruption pass may decide now: not while a command waits for validation
+    /// (upstream validates inside its pass, so it never decides around a held command, whose
+    /// candidates' fate is still open; a command decided then would mostly be dropped at
+    /// validation). Started commands do not hold passes back.
+    pub fn may_decide(&self) -> bool {
+        self.held.is_empty()
+    }
+
     /// When the next held command is due for validation.
     pub fn next_validation(&self) -> Option<DateTime<Utc>> {
         self.held.iter().map(|h| h.due).min()
@@ -303,6 +311,7 @@ mod tests {
         assert!(matches!(step, Step::Start { .. }), "{step:?}");
         let step = queue.submit(command(Method::SingleNodeConsolidation, &["b"], 1), at(0));
         assert_eq!(step, Step::Hold { until: at(15) });
+        assert!(!queue.may_decide(), "a held command holds passes back");
         assert_eq!(queue.next_validation(), Some(at(15)));
         assert!(queue.is_queued("b"));
         assert_eq!(queue.held_nodes(), BTreeSet::from(["b"]));
@@ -313,6 +322,7 @@ mod tests {
             !queue.is_queued("b"),
             "popped commands no longer hold their nodes"
         );
+        assert!(queue.may_decide(), "nothing held: a pass may decide");
     }
 
     #[test]

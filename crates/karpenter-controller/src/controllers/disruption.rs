@@ -170,7 +170,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         // Like upstream, whose pass waits out a command's validation before it decides again:
         // a pass while a command is held would decide around the held nodes, whose fate is
         // open, and its command would mostly be dropped at validation.
-        if !pass_due || state.queue.next_validation().is_some() {
+        if !pass_due || !state.queue.may_decide() {
             return;
         }
         *next_pass = Instant::now() + PASS_INTERVAL;

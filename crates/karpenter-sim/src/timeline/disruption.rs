@@ -22,7 +22,7 @@ use crate::scenario::Scenario;
 pub const QUIET_AFTER: Duration = Duration::from_secs(60);
 
 /// What the report says about disruption.
-pub const NOTE: &str = "disruption runs every 10s through karpenter_disruption::decide (emptiness, drift, consolidation); graceful commands are validated after 15s, candidates go once their replacements are ready; PDBs and expiry are not simulated";
+pub const NOTE: &str = "disruption runs every 10s through karpenter_disruption::decide (emptiness, drift, consolidation); graceful commands are validated after 15s (no pass decides meanwhile), candidates go once their replacements are ready; PDBs and expiry are not simulated";
 
 /// The virtual clock as a timestamp: 2026-01-01T00:00:00Z plus `at`.
 pub fn instant(at: Duration) -> DateTime<Utc> {

@@ -391,6 +391,9 @@ impl<'a> Runner<'a> {
     /// candidates are deleted, their pods evicted and pending again, once every replacement is
     /// ready ([`Self::finish_orchestrations`]). A delete without replacements happens at once.
     pub fn disruption_pass(&mut self) -> bool {
+        if !self.queue.may_decide() {
+            return false;
+        }
         let snapshot = self.disruption_snapshot();
         let now = super::disruption::instant(self.now);
         let decision = karpenter_disruption::decide(&snapshot, now);
