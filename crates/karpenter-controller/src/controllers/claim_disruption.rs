@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
 use super::events::Events;
-use super::provisioner::pool_catalogs;
+use super::provisioner::live_instance_types;
 use super::writes;
 use crate::settings::Settings;
 
@@ -217,16 +217,7 @@ impl<C: CloudProvider + 'static> ClaimDisruption<C> {
 
     /// `Drifted` and `Consolidatable` on every managed NodeClaim.
     async fn conditions(&self) {
-        let pools: Vec<NodePool> = self
-            .cache
-            .lock()
-            .node_pools()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .cloned()
-            .collect();
-        let instance_types = pool_catalogs(&*self.cloud, &self.events, pools)
-            .await
-            .instance_types;
+        let instance_types = live_instance_types(&self.cache, &*self.cloud, &self.events).await;
         let now = Utc::now();
         let snapshot = super::disruption::snapshot(
             &self.cache,

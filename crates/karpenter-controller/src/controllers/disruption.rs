@@ -42,7 +42,7 @@ use super::cache::ClusterCache;
 use super::events::Events;
 use super::metrics::ControllerMetrics;
 use super::nodeclaim::StepError;
-use super::provisioner::{create_node_claim, pool_catalogs, solve_options};
+use super::provisioner::{create_node_claim, live_instance_types, solve_options};
 use super::writes;
 use crate::settings::Settings;
 
@@ -216,16 +216,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
 
     /// Instance types per NodePool, as the provisioner lists them.
     async fn instance_types(&self) -> std::collections::BTreeMap<String, Vec<InstanceType>> {
-        let pools: Vec<_> = self
-            .cache
-            .lock()
-            .node_pools()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .cloned()
-            .collect();
-        pool_catalogs(&*self.cloud, &self.events, pools)
-            .await
-            .instance_types
+        live_instance_types(&self.cache, &*self.cloud, &self.events).await
     }
 
     /// The cluster as disruption sees it at `now`, the held commands' nodes queued.

@@ -400,6 +400,21 @@ pub async fn pool_catalogs<C: CloudProvider>(
     out
 }
 
+/// Instance types of every NodePool not being deleted, by name, as [`pool_catalogs`] lists them.
+pub async fn live_instance_types<C: CloudProvider>(
+    cache: &ClusterCache,
+    cloud: &C,
+    events: &Events,
+) -> BTreeMap<String, Vec<InstanceType>> {
+    let pools: Vec<NodePool> = cache
+        .lock()
+        .node_pools()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .cloned()
+        .collect();
+    pool_catalogs(cloud, events, pools).await.instance_types
+}
+
 /// Creates the NodeClaim upstream would write for `claim` from `pool`, counts it in
 /// `karpenter_nodeclaims_created_total{reason}` and puts it in the index; its name.
 pub async fn create_node_claim(
