@@ -196,17 +196,20 @@ async fn the_scheduler_binds_a_pending_pod_to_a_kwok_node_once_its_taint_is_remo
         .await
         .expect("creating a test scope");
     let nodes: Api<Node> = Api::all(env.client());
-    // The taint upstream Karpenter puts on a node until it registers.
-    let unregistered = Taint {
-        key: "karpenter.sh/unregistered".into(),
+    // A NoSchedule taint, not the NoExecute `karpenter.sh/unregistered`: with NoExecute, the
+    // controller-manager's taint-eviction controller can see the binding before the untaint
+    // (its node cache lags the scheduler's) and delete the just-bound pod, a known Kubernetes
+    // race (kubernetes/kubernetes#139992, #119862) that failed this test once in CI.
+    let tainted = Taint {
+        key: "karpenter.sh/disrupted".into(),
         value: None,
-        effect: "NoExecute".into(),
+        effect: "NoSchedule".into(),
         time_added: None,
     };
     let node = nodes
         .create(
             &PostParams::default(),
-            &kwok_node(&scope, "kwok-tainted", vec![unregistered]),
+            &kwok_node(&scope, "kwok-tainted", vec![tainted]),
         )
         .await
         .expect("creating the node");
