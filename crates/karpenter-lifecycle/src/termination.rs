@@ -26,6 +26,27 @@ use karpenter_state::conditions::from_api_time;
 /// Upstream: a pod terminating for longer than this no longer holds the drain.
 pub const STUCK_TERMINATING_AFTER: Duration = Duration::from_secs(60);
 
+/// Upstream's `MinDrainTime`: a drain that had pods to wait for lasts at least this long after
+/// the NodeClaim's `Drained` condition went `Unknown`, before it may turn `True`.
+pub const MIN_DRAIN_TIME: Duration = Duration::from_secs(5);
+
+/// Whether a drain with nothing left to wait for may be declared done at `now`: not while the
+/// NodeClaim's `Drained` condition went `Unknown` less than [`MIN_DRAIN_TIME`] ago. A node that
+/// never waited (no `Unknown` condition) or has no NodeClaim is done at once.
+pub fn min_drain_time_elapsed(claim: Option<&NodeClaim>, now: DateTime<Utc>) -> bool {
+    let draining_since = claim
+        .and_then(|c| c.status.as_ref()?.conditions.as_ref())
+        .and_then(|cs| {
+            cs.iter().find(|c| {
+                c.type_ == karpenter_api::v1::nodeclaim::conditions::DRAINED
+                    && c.status == "Unknown"
+            })
+        })
+        .and_then(|c| from_api_time(&c.last_transition_time));
+    let min = chrono::Duration::from_std(MIN_DRAIN_TIME).unwrap_or_default();
+    draining_since.is_none_or(|since| now - since >= min)
+}
+
 /// Priority classes whose pods drain last.
 const CRITICAL_PRIORITY_CLASSES: [&str; 2] = ["system-cluster-critical", "system-node-critical"];
 
@@ -262,6 +283,43 @@ mod tests {
 
     fn pod(name: &str) -> Pod {
         PodBuilder::new(name).build()
+    }
+
+    fn claim_draining_since(condition: Option<(&str, DateTime<Utc>)>) -> NodeClaim {
+        let conditions: Vec<serde_json::Value> = condition
+            .into_iter()
+            .map(|(status, since)| {
+                serde_json::json!({
+                    "type": "Drained", "status": status, "reason": "Draining", "message": "",
+                    "lastTransitionTime": since.to_rfc3339(),
+                })
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "draining"},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+            "status": {"conditions": conditions},
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_drain_that_waited_for_pods_lasts_at_least_min_drain_time() {
+        let claim = claim_draining_since(Some(("Unknown", at(0))));
+        assert!(!min_drain_time_elapsed(Some(&claim), at(0)));
+        assert!(!min_drain_time_elapsed(Some(&claim), at(4)));
+        assert!(min_drain_time_elapsed(Some(&claim), at(5)));
+        assert!(min_drain_time_elapsed(Some(&claim), at(60)));
+    }
+
+    #[test]
+    fn a_drain_that_never_waited_or_has_no_claim_is_done_at_once() {
+        assert!(min_drain_time_elapsed(None, at(0)));
+        let never_draining = claim_draining_since(None);
+        assert!(min_drain_time_elapsed(Some(&never_draining), at(0)));
+        let already_drained = claim_draining_since(Some(("True", at(0))));
+        assert!(min_drain_time_elapsed(Some(&already_drained), at(0)));
     }
 
     fn daemon(mut pod: Pod) -> Pod {

@@ -3,7 +3,8 @@
 //! `karpenter.sh/disrupted:NoSchedule` and drained through the Eviction API
 //! ([`karpenter_lifecycle::termination::plan_drain`] decides what each pass does: a PDB that
 //! refuses is asked again on the next pass, never overridden; only the NodeClaim's termination
-//! grace period deletes pods past it). Once nothing holds the drain and the volumes of the pods
+//! grace period deletes pods past it). Once nothing holds the drain (and, if it had pods to wait
+//! for, at least `MinDrainTime` after `Drained` went `Unknown`) and the volumes of the pods
 //! that left are detached (not awaited past the deadline), the instance is terminated and the
 //! finalizer removed. One pass per Node at a time; every node is looked at on changes
 //! and at least every [`RESYNC`].
@@ -18,7 +19,9 @@ use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_cloud::{CloudError, CloudProvider};
-use karpenter_lifecycle::termination::{PodAction, attachments_to_await, is_tainted, plan_drain};
+use karpenter_lifecycle::termination::{
+    PodAction, attachments_to_await, is_tainted, min_drain_time_elapsed, plan_drain,
+};
 use kube::api::{Api, DeleteParams, EvictParams};
 use kube::{Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
@@ -200,6 +203,10 @@ impl<C: CloudProvider + 'static> Termination<C> {
                     "draining"
                 );
             }
+            return Ok(());
+        }
+        if !min_drain_time_elapsed(claim, now) {
+            // The next pass (at most RESYNC away) declares it.
             return Ok(());
         }
         self.condition(claim, conditions::DRAINED, "True", "Drained")
