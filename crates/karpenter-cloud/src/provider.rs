@@ -139,6 +139,12 @@ pub trait CloudProvider: Send + Sync {
     /// Marks offerings unavailable for a while (insufficient capacity, a spot interruption):
     /// instance-type listings leave them out until then.
     fn mark_unavailable(&self, offerings: &[OfferingRef]);
+
+    /// A number that changes whenever [`CloudProvider::instance_types`] may answer differently
+    /// for an unchanged NodePool: offerings marked unavailable or available again, prices or
+    /// instance types refreshed (upstream's unavailable-offerings `SeqNum`). Callers cache
+    /// converted catalogs under it.
+    fn catalog_version(&self) -> u64;
 }
 
 #[cfg(test)]
@@ -235,6 +241,10 @@ mod tests {
         }
 
         fn mark_unavailable(&self, _: &[OfferingRef]) {}
+
+        fn catalog_version(&self) -> u64 {
+            0
+        }
     }
 
     fn claim(name: &str, capacity_type: &str) -> NodeClaim {

@@ -143,7 +143,7 @@ mod tests {
             "catalog unknown"
         );
         let other = karpenter_scheduling::fixtures::fake_instance_types(1);
-        s.instance_types.insert("general".into(), other);
+        std::sync::Arc::make_mut(&mut s.instance_types).insert("general".into(), other);
         assert_eq!(
             claim_conditions(&s, now())[0]
                 .drifted

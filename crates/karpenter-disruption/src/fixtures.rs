@@ -137,7 +137,10 @@ pub fn consolidation_cluster(nodes: usize, pods: usize, seed: u64, now: DateTime
     let node_pools: Vec<NodePool> = node_pool().into_iter().collect();
     Snapshot {
         node_pools,
-        instance_types: [("default".to_owned(), catalog)].into_iter().collect(),
+        instance_types: [("default".to_owned(), catalog)]
+            .into_iter()
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into(),
         nodes: states,
         ..Default::default()
     }

@@ -140,7 +140,7 @@ impl NodeState {
 pub struct Snapshot {
     pub node_pools: Vec<NodePool>,
     /// Instance types offered to each NodePool, by NodePool name.
-    pub instance_types: BTreeMap<String, Vec<InstanceType>>,
+    pub instance_types: karpenter_scheduling::input::PoolInstanceTypes,
     pub nodes: Vec<NodeState>,
     pub pdbs: Vec<Pdb>,
     /// Pods waiting for capacity (they are simulated along with the candidates' pods).

@@ -213,7 +213,7 @@ fn template_claim(snapshot: &Snapshot, node_pool: &NodePool) -> Result<NewNodeCl
     };
     let input = SolveInput {
         node_pools: vec![converted],
-        instance_types: BTreeMap::from([(name.clone(), snapshot.catalog(&name).to_vec())]),
+        instance_types: BTreeMap::from([(name.clone(), snapshot.catalog(&name).to_vec())]).into(),
         daemonsets: snapshot.daemonsets.clone(),
         pods: vec![Arc::new(probe)],
         options: snapshot.solve_options.clone(),

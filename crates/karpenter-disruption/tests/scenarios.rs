@@ -558,7 +558,7 @@ fn snapshot(sc: &Scenario) -> Result<Snapshot, String> {
     }
     Ok(Snapshot {
         node_pools: pools,
-        instance_types,
+        instance_types: instance_types.into(),
         nodes: sc
             .nodes
             .iter()

@@ -223,13 +223,18 @@ impl Default for SolveOptions {
     }
 }
 
+/// The instance types offered to each NodePool, by NodePool name: built once per catalog
+/// change and shared (the provisioner, the disruption pass and its simulations, the NodeClaim
+/// conditions read the same one) rather than copied per use.
+pub type PoolInstanceTypes = Arc<BTreeMap<String, Vec<InstanceType>>>;
+
 /// Everything one scheduling simulation needs.
 #[derive(Debug, Clone, Default)]
 pub struct SolveInput {
     pub node_pools: Vec<NodePool>,
     /// Instance types offered to each NodePool, by NodePool name. A pool missing here gets
     /// `default_instance_types`.
-    pub instance_types: BTreeMap<String, Vec<InstanceType>>,
+    pub instance_types: PoolInstanceTypes,
     pub default_instance_types: Vec<InstanceType>,
     pub existing_nodes: Vec<ExistingNode>,
     pub daemonsets: Vec<DaemonSet>,

@@ -27,7 +27,7 @@ pub mod resources;
 
 pub use input::{
     ExistingNode, InstanceType, MinValuesPolicy, NodePool, Offering, Operator, Overhead,
-    PreferencePolicy, RequirementSpec, SolveInput, SolveOptions,
+    PoolInstanceTypes, PreferencePolicy, RequirementSpec, SolveInput, SolveOptions,
 };
 pub use output::{
     ExistingPlacement, InstanceTypeOption, NewNodeClaim, PodRef, SolveResult, Unschedulable,

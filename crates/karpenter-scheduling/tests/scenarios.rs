@@ -684,7 +684,8 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
             .pool_instance_types
             .into_iter()
             .map(|(k, v)| (k, compact_its(v)))
-            .collect(),
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into(),
         existing_nodes,
         daemonsets,
         pods: pods.iter().cloned().map(Arc::new).collect(),

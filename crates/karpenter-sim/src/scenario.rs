@@ -201,7 +201,8 @@ impl Scenario {
                 .pool_types
                 .iter()
                 .map(|(name, types)| (name.clone(), types.scheduling.clone()))
-                .collect(),
+                .collect::<std::collections::BTreeMap<_, _>>()
+                .into(),
             default_instance_types: Vec::new(),
             existing_nodes: existing.to_vec(),
             daemonsets: self.daemonsets.clone(),

@@ -13,7 +13,7 @@ use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use karpenter_api::labels;
 use karpenter_api::v1::{NodeClaim, NodePool};
 use karpenter_disruption::{Features, Pdb, Snapshot};
-use karpenter_scheduling::{InstanceType, ResourceList, SolveInput, SolveOptions};
+use karpenter_scheduling::{ResourceList, SolveInput, SolveOptions};
 
 use crate::node::StateNode;
 use crate::object::{Kind, Object, ObjectRef};
@@ -467,7 +467,7 @@ impl Cluster {
         &self,
         pods: Vec<Arc<Pod>>,
         node_pools: Vec<karpenter_scheduling::NodePool>,
-        instance_types: BTreeMap<String, Vec<InstanceType>>,
+        instance_types: karpenter_scheduling::PoolInstanceTypes,
         options: SolveOptions,
     ) -> SolveInput {
         SolveInput {
@@ -495,7 +495,7 @@ impl Cluster {
     pub fn disruption_snapshot(
         &self,
         now: DateTime<Utc>,
-        instance_types: BTreeMap<String, Vec<InstanceType>>,
+        instance_types: karpenter_scheduling::PoolInstanceTypes,
         queued: &BTreeSet<&str>,
         features: Features,
         solve_options: SolveOptions,

@@ -21,6 +21,7 @@
 //! - **Delete** deletes the Node; **get** and **list** read Nodes with `kwok://` provider ids.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -123,6 +124,8 @@ pub struct KwokCloud {
     /// The catalog resolved per distinct node-class options.
     resolved: Mutex<Vec<(CatalogOptions, Arc<Vec<InstanceTypeInfo>>)>>,
     unavailable: Mutex<HashMap<OfferingRef, Instant>>,
+    /// Bumped on every change of `unavailable`.
+    catalog_version: AtomicU64,
     /// Node classes whose ignored fields (or absence) were already logged.
     said: Mutex<BTreeSet<String>>,
 }
@@ -158,6 +161,7 @@ impl KwokCloud {
             options,
             resolved: Mutex::new(Vec::new()),
             unavailable: Mutex::new(HashMap::new()),
+            catalog_version: AtomicU64::new(0),
             said: Mutex::new(BTreeSet::new()),
         }
     }
@@ -209,13 +213,30 @@ impl KwokCloud {
     }
 
     fn unavailable_now(&self) -> BTreeSet<OfferingRef> {
+        let unavailable = self.expire_unavailable();
+        unavailable.keys().cloned().collect()
+    }
+
+    /// The unavailable offerings with the expired ones dropped (which changes the catalog
+    /// version).
+    fn expire_unavailable(&self) -> std::sync::MutexGuard<'_, HashMap<OfferingRef, Instant>> {
         let mut unavailable = match self.unavailable.lock() {
             Ok(u) => u,
             Err(poisoned) => poisoned.into_inner(),
         };
         let now = Instant::now();
+        let before = unavailable.len();
         unavailable.retain(|_, until| *until > now);
-        unavailable.keys().cloned().collect()
+        if unavailable.len() != before {
+            self.catalog_version.fetch_add(1, Ordering::Relaxed);
+        }
+        unavailable
+    }
+
+    /// Changes when an offering is marked unavailable or its mark expires.
+    pub fn catalog_version(&self) -> u64 {
+        drop(self.expire_unavailable());
+        self.catalog_version.load(Ordering::Relaxed)
     }
 
     /// Marks offerings unavailable for [`UNAVAILABLE_FOR`].
@@ -228,6 +249,7 @@ impl KwokCloud {
         for offering in offerings {
             unavailable.insert(offering.clone(), until);
         }
+        self.catalog_version.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Every instance type the pool's EC2NodeClass resolves to, shared (resolved once per
@@ -645,6 +667,10 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
 
     fn mark_unavailable(&self, offerings: &[OfferingRef]) {
         self.cloud.mark_unavailable(offerings);
+    }
+
+    fn catalog_version(&self) -> u64 {
+        self.cloud.catalog_version()
     }
 }
 

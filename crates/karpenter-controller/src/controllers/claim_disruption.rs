@@ -31,8 +31,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
+use super::catalogs::Catalogs;
 use super::events::Events;
-use super::provisioner::live_instance_types;
 use super::writes;
 use crate::settings::Settings;
 
@@ -53,6 +53,7 @@ pub struct ClaimDisruption<C> {
     pub client: Client,
     pub settings: Arc<Settings>,
     pub events: Events,
+    pub catalogs: Catalogs,
 }
 
 impl<C> std::fmt::Debug for ClaimDisruption<C> {
@@ -217,7 +218,10 @@ impl<C: CloudProvider + 'static> ClaimDisruption<C> {
 
     /// `Drifted` and `Consolidatable` on every managed NodeClaim.
     async fn conditions(&self) {
-        let instance_types = live_instance_types(&self.cache, &*self.cloud, &self.events).await;
+        let instance_types = self
+            .catalogs
+            .instance_types(&self.cache, &*self.cloud, &self.events)
+            .await;
         let now = Utc::now();
         let snapshot = super::disruption::snapshot(
             &self.cache,

@@ -33,16 +33,17 @@ use karpenter_cloud::CloudProvider;
 use karpenter_disruption::{
     BudgetMap, Code, Command, Decision, Features, Method, Queue, Replacement, Snapshot, Step,
 };
-use karpenter_scheduling::InstanceType;
+use karpenter_scheduling::PoolInstanceTypes;
 use kube::Client;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
+use super::catalogs::Catalogs;
 use super::events::Events;
 use super::metrics::ControllerMetrics;
 use super::nodeclaim::StepError;
-use super::provisioner::{create_node_claim, live_instance_types, solve_options};
+use super::provisioner::{create_node_claim, solve_options};
 use super::writes;
 use crate::settings::Settings;
 
@@ -62,7 +63,7 @@ pub const DISRUPTION_REASON: &str = "DisruptionReason";
 pub fn snapshot(
     cache: &ClusterCache,
     settings: &Settings,
-    instance_types: std::collections::BTreeMap<String, Vec<InstanceType>>,
+    instance_types: PoolInstanceTypes,
     queued: &BTreeSet<&str>,
     now: chrono::DateTime<Utc>,
 ) -> Snapshot {
@@ -95,6 +96,7 @@ pub struct Disruption<C> {
     pub settings: Arc<Settings>,
     pub events: Events,
     pub metrics: ControllerMetrics,
+    pub catalogs: Catalogs,
 }
 
 impl<C> std::fmt::Debug for Disruption<C> {
@@ -215,14 +217,16 @@ impl<C: CloudProvider + 'static> Disruption<C> {
     }
 
     /// Instance types per NodePool, as the provisioner lists them.
-    async fn instance_types(&self) -> std::collections::BTreeMap<String, Vec<InstanceType>> {
-        live_instance_types(&self.cache, &*self.cloud, &self.events).await
+    async fn instance_types(&self) -> PoolInstanceTypes {
+        self.catalogs
+            .instance_types(&self.cache, &*self.cloud, &self.events)
+            .await
     }
 
     /// The cluster as disruption sees it at `now`, the held commands' nodes queued.
     fn snapshot(
         &self,
-        instance_types: &std::collections::BTreeMap<String, Vec<InstanceType>>,
+        instance_types: &PoolInstanceTypes,
         queue: &Queue,
         now: chrono::DateTime<Utc>,
     ) -> Snapshot {

@@ -4,6 +4,7 @@
 //! future of [`crate::run()`] (so only while this replica leads).
 
 pub mod cache;
+pub mod catalogs;
 pub mod claim_disruption;
 pub mod disruption;
 pub mod events;
@@ -133,6 +134,8 @@ async fn run_with<C: CloudProvider + 'static>(
     }
     let client = ctx.clients.main.clone();
     let events = Events::new(client.clone());
+    // One instance-type conversion, shared by the loops that read it.
+    let catalogs = catalogs::Catalogs::default();
     tasks.spawn(
         provisioner::Provisioner {
             cache: cache.clone(),
@@ -141,6 +144,7 @@ async fn run_with<C: CloudProvider + 'static>(
             settings: ctx.settings.clone(),
             events: events.clone(),
             metrics: metrics.clone(),
+            catalogs: catalogs.clone(),
         }
         .run(ctx.cancel.clone()),
     );
@@ -151,6 +155,7 @@ async fn run_with<C: CloudProvider + 'static>(
             client: client.clone(),
             settings: ctx.settings.clone(),
             events: events.clone(),
+            catalogs: catalogs.clone(),
         }
         .run(ctx.cancel.clone()),
     );
@@ -189,6 +194,7 @@ async fn run_with<C: CloudProvider + 'static>(
             settings: ctx.settings.clone(),
             events: events.clone(),
             metrics: metrics.clone(),
+            catalogs,
         }
         .run(ctx.cancel.clone()),
     );

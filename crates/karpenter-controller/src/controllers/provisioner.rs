@@ -9,7 +9,7 @@
 //! Like upstream, a batch is solved only once the index is synced and every NodeClaim it holds
 //! has launched, so a NodeClaim whose capacity is not known yet cannot cause a duplicate.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,8 +21,7 @@ use karpenter_api::v1::{NodeClaim, NodePool};
 use karpenter_cloud::CloudProvider;
 use karpenter_lifecycle::{Batcher, limits, nodeclaim};
 use karpenter_scheduling::{
-    InstanceType, MinValuesPolicy, NewNodeClaim, PreferencePolicy, ResourceList, SolveOptions,
-    SolveResult,
+    MinValuesPolicy, NewNodeClaim, PreferencePolicy, ResourceList, SolveOptions, SolveResult,
 };
 use karpenter_state::Object;
 use kube::Client;
@@ -31,6 +30,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
+use super::catalogs::Catalogs;
 use super::events::Events;
 use super::metrics::ControllerMetrics;
 use crate::settings::{self, Settings};
@@ -73,6 +73,7 @@ pub struct Provisioner<C> {
     pub settings: Arc<Settings>,
     pub events: Events,
     pub metrics: ControllerMetrics,
+    pub catalogs: Catalogs,
 }
 
 impl<C> std::fmt::Debug for Provisioner<C> {
@@ -159,7 +160,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
     /// One batch: solve the provisionable pods and act on the result.
     pub async fn provision(&self) -> Result<BatchOutcome, ProvisionError> {
         let started = Instant::now();
-        let (any_pending, pools): (bool, Vec<NodePool>) = {
+        let (any_pending, pools): (bool, BTreeSet<String>) = {
             let cluster = self.cache.lock();
             (
                 !cluster.provisionable_pods().is_empty(),
@@ -167,18 +168,25 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                     .node_pools()
                     .filter(|p| p.metadata.deletion_timestamp.is_none())
                     .filter(|p| !karpenter_scheduling::v1::is_static(p))
-                    .cloned()
+                    .filter_map(|p| p.metadata.name.clone())
                     .collect(),
             )
         };
         if !any_pending {
             return Ok(BatchOutcome::default());
         }
-        let PoolCatalogs {
-            solver_pools,
-            instance_types,
-            by_name,
-        } = pool_catalogs(&*self.cloud, &self.events, pools).await;
+        let catalogs = self
+            .catalogs
+            .get(&self.cache, &*self.cloud, &self.events)
+            .await;
+        // Static NodePools keep their own replica count; the solver never launches for them.
+        let solver_pools: Vec<karpenter_scheduling::NodePool> = catalogs
+            .solver_pools
+            .iter()
+            .filter(|p| pools.contains(&p.name))
+            .cloned()
+            .collect();
+        let by_name = &catalogs.by_name;
         // Pending pods and nodes from one look at the index: a pod bound while the instance
         // types were fetched must not count both as pending and on its node (the solver would
         // see it twice and launch a NodeClaim for it).
@@ -188,7 +196,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             cluster.solve_input(
                 pods,
                 solver_pools,
-                instance_types,
+                catalogs.instance_types.clone(),
                 solve_options(&self.settings),
             )
         };
@@ -344,75 +352,6 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         }
         Some(name)
     }
-}
-
-/// The NodePools that can launch, as the solver takes them, with their instance types.
-#[derive(Debug)]
-pub struct PoolCatalogs {
-    /// In the solver's form; a NodePool that does not convert is left out (logged).
-    pub solver_pools: Vec<karpenter_scheduling::NodePool>,
-    /// Instance types by NodePool name; a NodePool whose listing failed or came back empty is
-    /// left out (logged, and a `NoCompatibleInstanceTypes` event for an empty one).
-    pub instance_types: BTreeMap<String, Vec<InstanceType>>,
-    /// The NodePools kept, by name.
-    pub by_name: BTreeMap<String, NodePool>,
-}
-
-/// Converts `pools` for the solver and lists their instance types from the cloud.
-pub async fn pool_catalogs<C: CloudProvider>(
-    cloud: &C,
-    events: &Events,
-    pools: Vec<NodePool>,
-) -> PoolCatalogs {
-    let mut out = PoolCatalogs {
-        solver_pools: Vec::new(),
-        instance_types: BTreeMap::new(),
-        by_name: BTreeMap::new(),
-    };
-    for pool in pools {
-        let name = pool.metadata.name.clone().unwrap_or_default();
-        let converted = match karpenter_scheduling::v1::node_pool(&pool) {
-            Ok(converted) => converted,
-            Err(error) => {
-                tracing::error!(nodepool = %name, %error, "NodePool left out: it does not convert");
-                continue;
-            }
-        };
-        match cloud.instance_types(&pool).await {
-            Ok(infos) if !infos.is_empty() => {
-                out.instance_types
-                    .insert(name.clone(), infos.iter().map(InstanceType::from).collect());
-            }
-            Ok(_) => {
-                events
-                    .warn_node_pool(&pool, "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types")
-                    .await;
-                continue;
-            }
-            Err(error) => {
-                tracing::error!(nodepool = %name, %error, "instance types unavailable; NodePool left out this time");
-                continue;
-            }
-        }
-        out.solver_pools.push(converted);
-        out.by_name.insert(name, pool);
-    }
-    out
-}
-
-/// Instance types of every NodePool not being deleted, by name, as [`pool_catalogs`] lists them.
-pub async fn live_instance_types<C: CloudProvider>(
-    cache: &ClusterCache,
-    cloud: &C,
-    events: &Events,
-) -> BTreeMap<String, Vec<InstanceType>> {
-    let pools: Vec<NodePool> = cache
-        .lock()
-        .node_pools()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .cloned()
-        .collect();
-    pool_catalogs(cloud, events, pools).await.instance_types
 }
 
 /// Creates the NodeClaim upstream would write for `claim` from `pool`, counts it in

@@ -42,7 +42,8 @@ pub fn snapshot(scenario: &Scenario, nodes: Vec<NodeState>, pending: Vec<Pod>) -
             .pool_types
             .iter()
             .map(|(name, types)| (name.clone(), types.scheduling.clone()))
-            .collect(),
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into(),
         nodes,
         pdbs: Vec::new(),
         pending_pods: pending.into_iter().map(Arc::new).collect(),

@@ -1,0 +1,283 @@
+//! The instance types every live NodePool may launch, listed from the cloud and converted for
+//! the solver once, then shared by the loops that read them (the provisioner, the disruption
+//! pass and its simulations, the NodeClaim conditions) instead of each converting its own copy
+//! per pass: one copy in memory, one listing per change.
+//!
+//! A conversion is reused while the NodePools (names and resourceVersions) and the cloud's
+//! [`CloudProvider::catalog_version`] (offerings marked unavailable or back) are what they
+//! were, for at most [`MAX_AGE`]: what neither shows (an EC2NodeClass edit) is picked up by
+//! then. Concurrent callers wait for one listing rather than each making one.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use karpenter_api::v1::NodePool;
+use karpenter_cloud::CloudProvider;
+use karpenter_scheduling::{InstanceType, PoolInstanceTypes};
+
+use super::cache::ClusterCache;
+use super::events::Events;
+
+/// How long a conversion is reused at most.
+pub const MAX_AGE: Duration = Duration::from_secs(5);
+
+/// Live NodePools in the solver's form with their instance types.
+#[derive(Debug, Clone, Default)]
+pub struct PoolCatalogs {
+    /// In the solver's form; a NodePool that does not convert is left out (logged).
+    pub solver_pools: Vec<karpenter_scheduling::NodePool>,
+    /// Instance types by NodePool name; a NodePool whose listing failed or came back empty is
+    /// left out (logged, and a `NoCompatibleInstanceTypes` event for an empty one).
+    pub instance_types: PoolInstanceTypes,
+    /// The NodePools kept, by name.
+    pub by_name: BTreeMap<String, NodePool>,
+}
+
+/// What a conversion was made from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Key {
+    /// Name and resourceVersion of each live NodePool.
+    pools: Vec<(String, Option<String>)>,
+    cloud: u64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    key: Key,
+    made: Instant,
+    value: Arc<PoolCatalogs>,
+}
+
+/// The shared conversion (cheap to clone: every clone reads the same one).
+#[derive(Debug, Clone, Default)]
+pub struct Catalogs {
+    entry: Arc<tokio::sync::Mutex<Option<Entry>>>,
+}
+
+impl Catalogs {
+    /// The catalogs of the NodePools the index holds now (those being deleted left out).
+    pub async fn get<C: CloudProvider>(
+        &self,
+        cache: &ClusterCache,
+        cloud: &C,
+        events: &Events,
+    ) -> Arc<PoolCatalogs> {
+        let pools: Vec<NodePool> = cache
+            .lock()
+            .node_pools()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .cloned()
+            .collect();
+        let key = Key {
+            pools: pools
+                .iter()
+                .map(|p| {
+                    (
+                        p.metadata.name.clone().unwrap_or_default(),
+                        p.metadata.resource_version.clone(),
+                    )
+                })
+                .collect(),
+            // Read before listing: a change during the listing makes the next call list again.
+            cloud: cloud.catalog_version(),
+        };
+        let mut entry = self.entry.lock().await;
+        if let Some(fresh) = entry
+            .as_ref()
+            .filter(|e| e.key == key && e.made.elapsed() < MAX_AGE)
+        {
+            return fresh.value.clone();
+        }
+        let made = Instant::now();
+        let value = Arc::new(pool_catalogs(cloud, events, pools).await);
+        *entry = Some(Entry {
+            key,
+            made,
+            value: value.clone(),
+        });
+        value
+    }
+
+    /// Just the instance types by NodePool name.
+    pub async fn instance_types<C: CloudProvider>(
+        &self,
+        cache: &ClusterCache,
+        cloud: &C,
+        events: &Events,
+    ) -> PoolInstanceTypes {
+        self.get(cache, cloud, events).await.instance_types.clone()
+    }
+}
+
+/// Converts `pools` for the solver and lists their instance types from the cloud.
+pub async fn pool_catalogs<C: CloudProvider>(
+    cloud: &C,
+    events: &Events,
+    pools: Vec<NodePool>,
+) -> PoolCatalogs {
+    let mut solver_pools = Vec::new();
+    let mut instance_types: BTreeMap<String, Vec<InstanceType>> = BTreeMap::new();
+    let mut by_name = BTreeMap::new();
+    for pool in pools {
+        let name = pool.metadata.name.clone().unwrap_or_default();
+        let converted = match karpenter_scheduling::v1::node_pool(&pool) {
+            Ok(converted) => converted,
+            Err(error) => {
+                tracing::error!(nodepool = %name, %error, "NodePool left out: it does not convert");
+                continue;
+            }
+        };
+        match cloud.instance_types(&pool).await {
+            Ok(infos) if !infos.is_empty() => {
+                instance_types.insert(name.clone(), infos.iter().map(InstanceType::from).collect());
+            }
+            Ok(_) => {
+                events
+                    .warn_node_pool(&pool, "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types")
+                    .await;
+                continue;
+            }
+            Err(error) => {
+                tracing::error!(nodepool = %name, %error, "instance types unavailable; NodePool left out this time");
+                continue;
+            }
+        }
+        solver_pools.push(converted);
+        by_name.insert(name, pool);
+    }
+    PoolCatalogs {
+        solver_pools,
+        instance_types: Arc::new(instance_types),
+        by_name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+    use karpenter_api::v1::NodeClaim;
+    use karpenter_cloud::{
+        Catalog, CatalogOptions, CloudError, DriftReason, InstanceTypeInfo, OfferingRef,
+    };
+    use karpenter_state::Object;
+
+    use super::*;
+
+    /// A cloud that counts its instance-type listings.
+    struct CountingCloud {
+        types: Vec<InstanceTypeInfo>,
+        listings: AtomicUsize,
+        version: AtomicU64,
+    }
+
+    impl CountingCloud {
+        fn new() -> Self {
+            let types = Catalog::embedded()
+                .unwrap_or_else(|e| panic!("embedded catalog: {e}"))
+                .instance_types(&CatalogOptions::default())
+                .unwrap_or_else(|e| panic!("default options: {e}"))
+                .into_iter()
+                .take(3)
+                .collect();
+            CountingCloud {
+                types,
+                listings: AtomicUsize::new(0),
+                version: AtomicU64::new(0),
+            }
+        }
+
+        fn listings(&self) -> usize {
+            self.listings.load(Ordering::SeqCst)
+        }
+    }
+
+    impl CloudProvider for CountingCloud {
+        fn name(&self) -> &'static str {
+            "counting"
+        }
+        async fn create(&self, _: &NodeClaim) -> Result<NodeClaim, CloudError> {
+            unreachable!("not launched in these tests")
+        }
+        async fn delete(&self, _: &NodeClaim) -> Result<(), CloudError> {
+            unreachable!("not deleted in these tests")
+        }
+        async fn get(&self, _: &str) -> Result<NodeClaim, CloudError> {
+            unreachable!("not read in these tests")
+        }
+        async fn list(&self) -> Result<Vec<NodeClaim>, CloudError> {
+            Ok(Vec::new())
+        }
+        async fn instance_types(&self, _: &NodePool) -> Result<Vec<InstanceTypeInfo>, CloudError> {
+            self.listings.fetch_add(1, Ordering::SeqCst);
+            Ok(self.types.clone())
+        }
+        async fn is_drifted(&self, _: &NodeClaim) -> Result<Option<DriftReason>, CloudError> {
+            Ok(None)
+        }
+        fn mark_unavailable(&self, _: &[OfferingRef]) {
+            self.version.fetch_add(1, Ordering::SeqCst);
+        }
+        fn catalog_version(&self) -> u64 {
+            self.version.load(Ordering::SeqCst)
+        }
+    }
+
+    fn pool(name: &str, resource_version: &str) -> Object {
+        let mut pool: NodePool = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "metadata": {"name": name, "resourceVersion": resource_version},
+            "spec": {"template": {"spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                "requirements": []
+            }}}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        pool.metadata.uid = Some(format!("uid-{name}"));
+        Object::NodePool(pool)
+    }
+
+    fn events() -> Events {
+        let config = kube::Config::new(
+            "http://127.0.0.1:9"
+                .parse()
+                .unwrap_or_else(|e| panic!("{e}")),
+        );
+        Events::new(kube::Client::try_from(config).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    #[tokio::test]
+    async fn loops_asking_for_an_unchanged_catalog_share_one_listing() {
+        let (cache, cloud, events) = (ClusterCache::new(), CountingCloud::new(), events());
+        cache.apply(pool("general", "1"));
+        let catalogs = Catalogs::default();
+        let first = catalogs.get(&cache, &cloud, &events).await;
+        let second = catalogs.clone().get(&cache, &cloud, &events).await;
+        assert_eq!(cloud.listings(), 1);
+        assert!(Arc::ptr_eq(&first, &second), "one copy, shared");
+        assert_eq!(first.instance_types["general"].len(), 3);
+        assert_eq!(first.solver_pools.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_offering_marked_unavailable_or_an_edited_nodepool_lists_again() {
+        let (cache, cloud, events) = (ClusterCache::new(), CountingCloud::new(), events());
+        cache.apply(pool("general", "1"));
+        let catalogs = Catalogs::default();
+        catalogs.get(&cache, &cloud, &events).await;
+        cloud.mark_unavailable(&[]);
+        catalogs.get(&cache, &cloud, &events).await;
+        assert_eq!(cloud.listings(), 2, "after the cloud's catalog changed");
+        cache.apply(pool("general", "2"));
+        catalogs.get(&cache, &cloud, &events).await;
+        assert_eq!(cloud.listings(), 3, "after the NodePool changed");
+        cache.apply(pool("spot", "1"));
+        let both = catalogs.get(&cache, &cloud, &events).await;
+        assert_eq!(cloud.listings(), 5, "a new NodePool: both listed");
+        assert_eq!(
+            both.instance_types.keys().collect::<Vec<_>>(),
+            ["general", "spot"]
+        );
+    }
+}
