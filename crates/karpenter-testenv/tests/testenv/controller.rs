@@ -170,7 +170,7 @@ async fn spawn_controller(
 }
 
 /// The Lease the replicas of a test elect on (in the test's namespace).
-const LEASE: &str = "karpenter-leader-election";
+pub(crate) const LEASE: &str = "karpenter-leader-election";
 
 async fn start(test: &str, args: &[&str], kwok: KwokOptions) -> Harness {
     let h = prepare(test, args, kwok).await;

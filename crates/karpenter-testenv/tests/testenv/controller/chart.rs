@@ -1,102 +1,117 @@
-//! The chart's RBAC against the real authorizer: the controller runs with a token of the
-//! ServiceAccount `charts/karpenter` renders, bound to the roles it renders, through a
-//! scale-out and a consolidation, and the API server's audit log (scripts/testenv logs what
-//! ServiceAccounts do) shows its requests and not one denial.
+//! The chart installed with `helm install` as the README says, on the real control plane, and
+//! its RBAC against the real authorizer: two controllers (the chart's `replicas: 2`) run with a
+//! token of the ServiceAccount the release created, bound to the roles it created; one leads
+//! and acts through a scale-out and a consolidation, the other stands by and acts on nothing;
+//! the API server's audit log (scripts/testenv logs what ServiceAccounts do) shows their
+//! requests and not one denial.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use karpenter_controller::cloud::kwok::KwokOptions;
 use karpenter_testenv::wait_for;
-use kube::Resource;
-use kube::api::{Api, PostParams};
-use serde::de::DeserializeOwned;
+use kube::api::{Api, ListParams, PostParams};
 
-use super::{only, prepare, spawn_controller};
+use super::{LEASE, only, prepare, spawn_controller};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `helm template` of the chart (scripts/helm builds helm once, cached).
-fn render(release: &str, namespace: &str) -> String {
-    let root = repo_root();
+/// Runs `scripts/helm ARGS --kubeconfig <testenv>` (helm is built once, cached) and returns
+/// its stdout; panics with its stderr when it fails.
+fn helm(kubeconfig: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("bash")
-        .arg(root.join("scripts/helm"))
-        .args(["template", release])
-        .arg(root.join("charts/karpenter"))
-        .args(["--namespace", namespace])
-        .args(["--set", "settings.clusterName=testenv"])
-        .args(["--set", "controller.cloudProvider=kwok"])
+        .arg(repo_root().join("scripts/helm"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
         .output()
         .expect("running scripts/helm");
     assert!(
         out.status.success(),
-        "helm template failed: {}",
+        "helm {} failed: {}",
+        args.join(" "),
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("helm prints UTF-8")
 }
 
-/// Creates `doc` as a `K`, labelled with the scope's labels (so cleanup finds it).
-async fn create<K>(
-    api: Api<K>,
-    doc: &serde_json::Value,
-    labels: &std::collections::BTreeMap<String, String>,
-) -> K
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let mut object: K = serde_json::from_value(doc.clone()).expect("a rendered object parses");
-    object
-        .meta_mut()
-        .labels
-        .get_or_insert_with(Default::default)
-        .extend(labels.clone());
-    api.create(&PostParams::default(), &object)
+/// The sum of `metric`'s samples whose labels include all of `labels`.
+async fn scrape(metrics: std::net::SocketAddr, metric: &str, labels: &[&str]) -> f64 {
+    crate::leader_election::http_get(metrics, "/metrics")
         .await
-        .unwrap_or_else(|e| panic!("creating {}: {e}", K::kind(&())))
+        .lines()
+        .filter(|l| l.starts_with(metric))
+        .filter(|l| labels.iter().all(|want| l.contains(want)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment with KWOK and helm: run scripts/test-integration"]
-async fn the_controller_under_the_charts_service_account_is_never_denied() {
+async fn the_chart_installs_with_helm_and_of_its_two_replicas_one_acts_never_denied() {
     let mut h = prepare("chart-rbac", &[], KwokOptions::default()).await;
     let namespace = h.scope.namespace().to_owned();
     let release = format!("r{}", h.scope.id());
+    let kubeconfig = h.env.kubeconfig_path().to_owned();
+    // Cluster-scoped objects of the release carry the scope label, so a failed run's cleanup
+    // finds them.
     h.scope.track::<ClusterRole>();
-    h.scope.track::<ClusterRoleBinding>();
-    let labels = h.scope.labels();
-    let mut service_account = None;
-    for doc in karpenter_api::yaml::parse_documents(&render(&release, &namespace))
-        .expect("the rendered chart is YAML")
-    {
-        let client = h.client.clone();
-        match doc.get("kind").and_then(|k| k.as_str()) {
-            Some("ServiceAccount") => {
-                let sa: ServiceAccount =
-                    create(Api::namespaced(client, &namespace), &doc, &labels).await;
-                service_account = sa.metadata.name;
-            }
-            Some("ClusterRole") => {
-                create::<ClusterRole>(Api::all(client), &doc, &labels).await;
-            }
-            Some("ClusterRoleBinding") => {
-                create::<ClusterRoleBinding>(Api::all(client), &doc, &labels).await;
-            }
-            Some("Role") => {
-                create::<Role>(Api::namespaced(client, &namespace), &doc, &labels).await;
-            }
-            Some("RoleBinding") => {
-                create::<RoleBinding>(Api::namespaced(client, &namespace), &doc, &labels).await;
-            }
-            _ => {}
-        }
-    }
-    let service_account = service_account.expect("the chart renders a ServiceAccount");
+    h.scope
+        .track::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>();
+    let chart = repo_root().join("charts/karpenter").display().to_string();
+    let additional_labels = serde_json::json!({ "testenv.karpenter-rs.dev/scope": h.scope.id() });
+    // As the README installs it, on the simulated cloud. The chart's own pods select a label no
+    // node has: KWOK would only fake them, and they must not land on another test's nodes.
+    helm(
+        &kubeconfig,
+        &[
+            "install",
+            &release,
+            &chart,
+            "--namespace",
+            &namespace,
+            "--set",
+            "settings.clusterName=testenv",
+            "--set",
+            "controller.cloudProvider=kwok",
+            "--set-json",
+            &format!("additionalLabels={additional_labels}"),
+            "--set-json",
+            r#"nodeSelector={"testenv.karpenter-rs.dev/chart-pods":"nowhere"}"#,
+        ],
+    );
+    let status = helm(
+        &kubeconfig,
+        &["status", &release, "--namespace", &namespace, "-o", "json"],
+    );
+    let status: serde_json::Value = serde_json::from_str(&status).expect("helm status is JSON");
+    assert_eq!(status["info"]["status"], "deployed", "{status:#}");
+    let deployments = Api::<Deployment>::namespaced(h.client.clone(), &namespace)
+        .list(&ListParams::default())
+        .await
+        .expect("listing Deployments");
+    let replicas: Vec<Option<i32>> = deployments.items.iter().map(|d| d.spec.replicas).collect();
+    assert_eq!(
+        replicas,
+        [Some(2)],
+        "one Deployment, the chart's 2 replicas"
+    );
+
+    let accounts = Api::<ServiceAccount>::namespaced(h.client.clone(), &namespace)
+        .list(&ListParams::default().labels(&format!("app.kubernetes.io/instance={release}")))
+        .await
+        .expect("listing ServiceAccounts");
+    let service_account = match accounts.items.as_slice() {
+        [one] => one.metadata.name.clone().expect("a name"),
+        other => panic!("the release has one ServiceAccount, found {}", other.len()),
+    };
     let request = TokenRequest {
         spec: Some(TokenRequestSpec {
             expiration_seconds: Some(3600),
@@ -112,9 +127,11 @@ async fn the_controller_under_the_charts_service_account_is_never_denied() {
         .and_then(|s| s.token)
         .expect("a token");
     h.spec.token = Some(token);
-    // With leader election: the chart's Role must cover the Lease too.
-    let controller = spawn_controller(&h.env, &h.scope, &h.spec, Some("chart-replica")).await;
-    h.controllers.push(controller);
+    // Two replicas with leader election: the chart's Role must cover the Lease too.
+    for identity in ["chart-a", "chart-b"] {
+        let controller = spawn_controller(&h.env, &h.scope, &h.spec, Some(identity)).await;
+        h.controllers.push(controller);
+    }
 
     h.node_pool_disrupting(
         serde_json::json!({"consolidateAfter": "5s", "consolidationPolicy": "WhenEmptyOrUnderutilized"}),
@@ -123,6 +140,31 @@ async fn the_controller_under_the_charts_service_account_is_never_denied() {
     .await;
     h.create_deployment("web", 2, "1500m").await;
     h.wait_running(2, Duration::from_secs(180)).await;
+    h.assert_one_node_per_claim(2, "two replicas, one acting")
+        .await;
+    let leader = Api::<Lease>::namespaced(h.client.clone(), &namespace)
+        .get(LEASE)
+        .await
+        .expect("the Lease")
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default();
+    let (leading, standing_by) = match leader.as_str() {
+        "chart-a" => (0, 1),
+        "chart-b" => (1, 0),
+        other => panic!("the Lease is held by {other:?}, not by a replica"),
+    };
+    let created = "karpenter_nodeclaims_created_total";
+    assert_eq!(
+        scrape(h.controllers[leading].metrics, created, &[]).await,
+        2.0,
+        "the leader launched both nodes"
+    );
+    assert_eq!(
+        scrape(h.controllers[standing_by].metrics, created, &[]).await,
+        0.0,
+        "the standby launched nothing"
+    );
     h.scale("web", 0).await;
     wait_for(
         "both nodes consolidated away",
@@ -131,11 +173,19 @@ async fn the_controller_under_the_charts_service_account_is_never_denied() {
     )
     .await
     .expect("emptiness removes the nodes under the chart's RBAC");
+    assert_eq!(
+        scrape(
+            h.controllers[standing_by].metrics,
+            "karpenter_nodeclaims_disrupted_total",
+            &[]
+        )
+        .await,
+        0.0,
+        "the standby disrupted nothing"
+    );
 
     let user = format!("system:serviceaccount:{namespace}:{service_account}");
-    let audit = h
-        .env
-        .kubeconfig_path()
+    let audit = kubeconfig
         .parent()
         .expect("the kubeconfig is in the testenv's state dir")
         .join("logs/audit.log");
@@ -161,7 +211,7 @@ async fn the_controller_under_the_charts_service_account_is_never_denied() {
     }
     assert!(
         requests >= 50,
-        "the audit log shows the controller's requests as {user} ({requests} found in {})",
+        "the audit log shows the controllers' requests as {user} ({requests} found in {})",
         audit.display()
     );
     assert!(
@@ -169,5 +219,6 @@ async fn the_controller_under_the_charts_service_account_is_never_denied() {
         "{} requests of {requests} were denied: {denied:#?}",
         denied.len()
     );
+    // The release goes with the scope: its namespace and its labelled cluster-scoped objects.
     h.finish().await;
 }
