@@ -17,7 +17,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::labels::{NODEPOOL_HASH, NODEPOOL_HASH_VERSION, NODEPOOL_HASH_VERSION_VALUE};
+use crate::labels::{
+    EC2NODECLASS_HASH, EC2NODECLASS_HASH_VERSION, EC2NODECLASS_HASH_VERSION_VALUE, NODEPOOL_HASH,
+    NODEPOOL_HASH_VERSION, NODEPOOL_HASH_VERSION_VALUE,
+};
 use crate::v1::NodePool;
 
 /// The hash of the NodePool's template, as `karpenter.sh/nodepool-hash` carries it.
@@ -78,18 +81,104 @@ pub fn restamp(
     claim_annotations: Option<&BTreeMap<String, String>>,
     drifted: bool,
 ) -> Option<BTreeMap<String, String>> {
-    let version = claim_annotations.and_then(|a| a.get(NODEPOOL_HASH_VERSION));
-    if version.map(String::as_str) == Some(NODEPOOL_HASH_VERSION_VALUE) {
+    restamp_keys(
+        (
+            NODEPOOL_HASH,
+            NODEPOOL_HASH_VERSION,
+            NODEPOOL_HASH_VERSION_VALUE,
+        ),
+        pool_hash,
+        claim_annotations,
+        drifted,
+    )
+}
+
+/// [`restamp`] for the EC2NodeClass hash annotations of a NodeClaim of `class_hash`'s class.
+pub fn restamp_node_class(
+    class_hash: &str,
+    claim_annotations: Option<&BTreeMap<String, String>>,
+    drifted: bool,
+) -> Option<BTreeMap<String, String>> {
+    restamp_keys(
+        (
+            EC2NODECLASS_HASH,
+            EC2NODECLASS_HASH_VERSION,
+            EC2NODECLASS_HASH_VERSION_VALUE,
+        ),
+        class_hash,
+        claim_annotations,
+        drifted,
+    )
+}
+
+/// The annotations an EC2NodeClass should carry; `None` when it carries them already.
+pub fn node_class_annotations(
+    class: &crate::v1::EC2NodeClass,
+    ca_bundle: Option<&str>,
+) -> Option<BTreeMap<String, String>> {
+    let hash = node_class_hash(class, ca_bundle);
+    let current = class.metadata.annotations.as_ref();
+    let has = |key: &str, value: &str| {
+        current.and_then(|a| a.get(key)).map(String::as_str) == Some(value)
+    };
+    if has(EC2NODECLASS_HASH, &hash)
+        && has(EC2NODECLASS_HASH_VERSION, EC2NODECLASS_HASH_VERSION_VALUE)
+    {
         return None;
     }
-    let mut out = BTreeMap::from([(
-        NODEPOOL_HASH_VERSION.to_owned(),
-        NODEPOOL_HASH_VERSION_VALUE.to_owned(),
-    )]);
+    Some(BTreeMap::from([
+        (EC2NODECLASS_HASH.to_owned(), hash),
+        (
+            EC2NODECLASS_HASH_VERSION.to_owned(),
+            EC2NODECLASS_HASH_VERSION_VALUE.to_owned(),
+        ),
+    ]))
+}
+
+fn restamp_keys(
+    (hash_key, version_key, version): (&str, &str, &str),
+    hash: &str,
+    claim_annotations: Option<&BTreeMap<String, String>>,
+    drifted: bool,
+) -> Option<BTreeMap<String, String>> {
+    let current = claim_annotations.and_then(|a| a.get(version_key));
+    if current.map(String::as_str) == Some(version) {
+        return None;
+    }
+    let mut out = BTreeMap::from([(version_key.to_owned(), version.to_owned())]);
     if !drifted {
-        out.insert(NODEPOOL_HASH.to_owned(), pool_hash.to_owned());
+        out.insert(hash_key.to_owned(), hash.to_owned());
     }
     Some(out)
+}
+
+/// The EC2NodeClass hash (`karpenter.k8s.aws/ec2nodeclass-hash`) over what upstream's static
+/// hash covers: the spec without the selector terms (subnets, security groups, capacity
+/// reservations, AMIs: their resolution drifts nodes through the provider instead),
+/// `ipPrefixCount` and the written `amiFamily`; plus the resolved AMI family and the cluster's
+/// CA bundle. Same canonical form as [`node_pool_hash`] (lists as sets, empty values absent).
+pub fn node_class_hash(class: &crate::v1::EC2NodeClass, ca_bundle: Option<&str>) -> String {
+    let mut spec = serde_json::to_value(&class.spec).unwrap_or(Value::Null);
+    if let Some(spec) = spec.as_object_mut() {
+        for key in [
+            "subnetSelectorTerms",
+            "securityGroupSelectorTerms",
+            "capacityReservationSelectorTerms",
+            "amiSelectorTerms",
+            "amiFamily",
+            "ipPrefixCount",
+        ] {
+            spec.remove(key);
+        }
+    }
+    let value = serde_json::json!({
+        "spec": spec,
+        "amiFamily": class.spec.resolved_ami_family().map(|f| f.as_str()),
+        "caBundle": ca_bundle,
+    });
+    let mut canonical = String::new();
+    write_canonical(&value, &mut canonical);
+    fnv1a64(canonical.as_bytes()).to_string()
 }
 
 /// Keys sorted, arrays as sets (elements sorted by their rendering, duplicates kept once),
@@ -247,5 +336,48 @@ spec:
         assert_eq!(drifted.get(NODEPOOL_HASH), None);
         // Ours already: nothing to write.
         assert_eq!(restamp("42", Some(&out), false), None);
+    }
+
+    fn class(yaml: &str) -> crate::v1::EC2NodeClass {
+        let docs = crate::yaml::parse_documents(yaml).unwrap_or_else(|e| panic!("{e}"));
+        crate::yaml::from_value(&docs[0]).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    const CLASS: &str = r#"
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-demo
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  tags: {team: a}
+"#;
+
+    #[test]
+    fn the_node_class_hash_follows_launch_settings_not_selectors() {
+        let base = node_class_hash(&class(CLASS), Some("Q0E="));
+        let selectors = CLASS.replace(
+            "{karpenter.sh/discovery: demo}}]\n  tags",
+            "{karpenter.sh/discovery: other}}]\n  tags",
+        );
+        assert_ne!(selectors, CLASS);
+        assert_eq!(node_class_hash(&class(&selectors), Some("Q0E=")), base);
+        let pinned = CLASS.replace("al2023@latest", "al2023@v20260101");
+        assert_eq!(node_class_hash(&class(&pinned), Some("Q0E=")), base);
+        let bottlerocket = CLASS.replace("al2023@latest", "bottlerocket@latest");
+        assert_ne!(
+            node_class_hash(&class(&bottlerocket), Some("Q0E=")),
+            base,
+            "the AMI family is hashed"
+        );
+        let tagged = CLASS.replace("{team: a}", "{team: b}");
+        assert_ne!(node_class_hash(&class(&tagged), Some("Q0E=")), base);
+        assert_ne!(
+            node_class_hash(&class(CLASS), Some("Q0I=")),
+            base,
+            "a CA rotation drifts"
+        );
     }
 }

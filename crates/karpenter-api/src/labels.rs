@@ -214,9 +214,18 @@ pub const CAPACITY_BUFFER_NAME: &str = "karpenter.sh/capacity-buffer-name";
 pub const CAPACITY_BUFFER_NAMESPACE: &str = "karpenter.sh/capacity-buffer-namespace";
 pub const EC2NODECLASS_HASH: &str = "karpenter.k8s.aws/ec2nodeclass-hash";
 pub const EC2NODECLASS_HASH_VERSION: &str = "karpenter.k8s.aws/ec2nodeclass-hash-version";
-/// The current EC2NodeClass hash version (upstream `EC2NodeClassHashVersion`).
-pub const EC2NODECLASS_HASH_VERSION_VALUE: &str = "v6";
+/// karpenter-rs's EC2NodeClass hash version. Upstream writes `v6`
+/// ([`UPSTREAM_EC2NODECLASS_HASH_VERSION`]) with a Go `hashstructure` hash; ours is computed
+/// differently ([`crate::hash::node_class_hash`]) and carries its own version, so NodeClaims
+/// stamped by the other implementation are re-stamped on a switch, never drifted.
+pub const EC2NODECLASS_HASH_VERSION_VALUE: &str = "rs1";
+/// The EC2NodeClass hash version upstream Karpenter writes (`EC2NodeClassHashVersion`).
+pub const UPSTREAM_EC2NODECLASS_HASH_VERSION: &str = "v6";
 pub const INSTANCE_PROFILE_NAME: &str = "karpenter.k8s.aws/instance-profile-name";
+/// On a NodeClaim: its instance carries the `Name` and `karpenter.sh/nodeclaim` tags.
+pub const TAGGED: &str = "karpenter.k8s.aws/tagged";
+/// On a NodeClaim: its instance carries the `eks:eks-cluster-name` tag.
+pub const CLUSTER_NAME_TAGGED: &str = "compatibility.karpenter.k8s.aws/cluster-name-tagged";
 /// Legacy (v1alpha5) pod annotation, replaced by [`DO_NOT_DISRUPT`].
 pub const DO_NOT_EVICT_V1ALPHA5: &str = "karpenter.sh/do-not-evict";
 /// Legacy (v1alpha5) node annotation, replaced by [`DO_NOT_DISRUPT`].

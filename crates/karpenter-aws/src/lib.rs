@@ -28,17 +28,25 @@
 //! * [`instance_types`]: `DescribeInstanceTypes`/`DescribeInstanceTypeOfferings` answers into
 //!   `karpenter_cloud::InstanceTypeInfo`, through the catalog crate's formulas.
 //!
-//! A later issue adds the EC2 `CloudProvider` (aws-sdk clients, SQS interruption, SSM AMIs,
-//! pricing, instance profiles) next to it. That code must stay inside the contract: every call it
-//! makes has an entry in [`iam::contract::calls`], and a test against the AWS emulator checks
-//! recorded calls against it.
+//! And, for the EC2 provider's controllers, [`nodeclass`] (selector terms into queries, AMI
+//! aliases into SSM parameters and the status AMIs, the managed instance profile, the status
+//! and its conditions), [`launch`] (a NodeClaim's launch plan and its `CreateFleet` request
+//! and answer) and [`drift`].
+//!
+//! The EC2 `CloudProvider` that asks AWS and performs these decisions is the crate
+//! `karpenter-aws-provider`. It must stay inside the contract: every call it makes has an entry
+//! in [`iam::contract::calls`], and the integration tests record its calls and check them
+//! ([`iam::recorded`]).
 //!
 //! What no module here may do: talk to AWS, read the clock, or do any I/O (callers read policy
 //! files, receive SQS messages and print reports). No tokio and no AWS SDK in this crate.
 
+pub mod drift;
 pub mod iam;
 pub mod instance_types;
 pub mod interruption;
+pub mod launch;
 pub mod launch_template;
+pub mod nodeclass;
 pub mod pricing;
 pub mod userdata;

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVo
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use karpenter_api::labels;
-use karpenter_api::v1::{NodeClaim, NodePool};
+use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
 use karpenter_disruption::{Features, Pdb, Snapshot};
 use karpenter_scheduling::{ResourceList, SolveInput, SolveOptions};
 
@@ -62,6 +62,7 @@ pub struct Cluster {
     storage_classes: BTreeMap<String, StorageClass>,
     namespaces: BTreeMap<String, Namespace>,
     volume_attachments: BTreeMap<String, VolumeAttachment>,
+    node_classes: BTreeMap<String, EC2NodeClass>,
     /// Node (or in-flight NodeClaim) name -> nominated for pending pods until.
     nominations: HashMap<String, DateTime<Utc>>,
     /// NodeClaim names chosen by a disruption command.
@@ -123,6 +124,9 @@ impl Cluster {
             }
             Object::VolumeAttachment(o) => {
                 self.volume_attachments.insert(named(&o.metadata), o);
+            }
+            Object::EC2NodeClass(o) => {
+                self.node_classes.insert(named(&o.metadata), o);
             }
         }
     }
@@ -223,6 +227,9 @@ impl Cluster {
             Kind::VolumeAttachment => {
                 self.volume_attachments.remove(&object.name);
             }
+            Kind::EC2NodeClass => {
+                self.node_classes.remove(&object.name);
+            }
         }
     }
 
@@ -286,6 +293,7 @@ impl Cluster {
             Kind::StorageClass => names(self.storage_classes.keys().collect()),
             Kind::Namespace => names(self.namespaces.keys().collect()),
             Kind::VolumeAttachment => names(self.volume_attachments.keys().collect()),
+            Kind::EC2NodeClass => names(self.node_classes.keys().collect()),
         }
     }
 
@@ -331,6 +339,14 @@ impl Cluster {
 
     pub fn node_pool(&self, name: &str) -> Option<&NodePool> {
         self.node_pools.get(name)
+    }
+
+    pub fn node_classes(&self) -> impl Iterator<Item = &EC2NodeClass> {
+        self.node_classes.values()
+    }
+
+    pub fn node_class(&self, name: &str) -> Option<&EC2NodeClass> {
+        self.node_classes.get(name)
     }
 
     pub fn daemonsets(&self) -> impl Iterator<Item = &DaemonSet> {

@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use karpenter_api::v1::NodeClaim;
 
@@ -50,25 +50,7 @@ pub fn set_node_claim_condition(
         .get_or_insert_with(Default::default)
         .conditions
         .get_or_insert_with(Vec::new);
-    match conditions.iter_mut().find(|c| c.type_ == type_) {
-        Some(existing) => {
-            if existing.status != status {
-                status.clone_into(&mut existing.status);
-                existing.last_transition_time = time;
-            }
-            reason.clone_into(&mut existing.reason);
-            message.clone_into(&mut existing.message);
-            existing.observed_generation = generation;
-        }
-        None => conditions.push(Condition {
-            type_: type_.to_owned(),
-            status: status.to_owned(),
-            reason: reason.to_owned(),
-            message: message.to_owned(),
-            last_transition_time: time,
-            observed_generation: generation,
-        }),
-    }
+    karpenter_api::conditions::set(conditions, generation, type_, status, reason, message, time);
 }
 
 /// Sets condition `type_` of a Node (e.g. `Ready`) to `value` with `reason`, as the kubelet

@@ -4,7 +4,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
-use karpenter_api::v1::{NodeClaim, NodePool};
+use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
 
 /// The kinds the index holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -20,6 +20,7 @@ pub enum Kind {
     StorageClass,
     Namespace,
     VolumeAttachment,
+    EC2NodeClass,
 }
 
 /// One API object.
@@ -40,6 +41,7 @@ pub enum Object {
     StorageClass(StorageClass),
     Namespace(Namespace),
     VolumeAttachment(VolumeAttachment),
+    EC2NodeClass(EC2NodeClass),
 }
 
 /// Names an object: kind, namespace (for namespaced kinds) and name.
@@ -74,6 +76,7 @@ impl Object {
             Object::StorageClass(_) => Kind::StorageClass,
             Object::Namespace(_) => Kind::Namespace,
             Object::VolumeAttachment(_) => Kind::VolumeAttachment,
+            Object::EC2NodeClass(_) => Kind::EC2NodeClass,
         }
     }
 
@@ -90,6 +93,7 @@ impl Object {
             Object::StorageClass(o) => &o.metadata,
             Object::Namespace(o) => &o.metadata,
             Object::VolumeAttachment(o) => &o.metadata,
+            Object::EC2NodeClass(o) => &o.metadata,
         }
     }
 

@@ -42,6 +42,7 @@ pub fn slim(object: &mut Object) {
             slim_meta(&mut o.metadata);
             o.status = None;
         }
+        Object::EC2NodeClass(o) => slim_meta(&mut o.metadata),
     }
 }
 

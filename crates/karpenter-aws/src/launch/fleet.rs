@@ -1,0 +1,278 @@
+//! The `CreateFleet` request of a launch plan and what its answer means (reference
+//! `karpenter-aws.md` 2.3 and 2.5).
+//!
+//! `Type=instant`, one instance, one launch-template config per template group with an
+//! override per (instance type, zone), spot with `price-capacity-optimized`, on-demand with
+//! `lowest-price`; the instance, its volumes and the fleet tagged with the launch tags. An
+//! answer without an instance is insufficient capacity when every error is one of the
+//! unfulfillable codes (the offerings it names are then marked unavailable), otherwise a
+//! launch failure named after the first error.
+
+use std::collections::BTreeMap;
+
+use karpenter_cloud::{CapacityType, OfferingRef};
+
+use super::plan::LaunchPlan;
+
+/// EC2 error codes that mean "no capacity for this offering now" (upstream's unfulfillable
+/// capacity codes).
+pub const UNFULFILLABLE_CODES: &[&str] = &[
+    "InsufficientInstanceCapacity",
+    "MaxSpotInstanceCountExceeded",
+    "VcpuLimitExceeded",
+    "UnfulfillableCapacity",
+    "Unsupported",
+    "InsufficientFreeAddressesInSubnet",
+    "MaxFleetCountExceeded",
+    "ReservationCapacityExceeded",
+];
+
+/// The service-linked role for spot is missing and we may not create it: spot is unavailable.
+pub const SPOT_ROLE_MISSING: &str = "AuthFailure.ServiceLinkedRoleCreationNotPermitted";
+
+/// One launch-template config of the request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateConfig {
+    pub launch_template_name: String,
+    pub overrides: Vec<super::plan::Override>,
+}
+
+/// A `CreateFleet` request, as values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetRequest {
+    pub capacity_type: CapacityType,
+    /// `price-capacity-optimized` (spot) or `lowest-price` (on-demand).
+    pub allocation_strategy: &'static str,
+    pub configs: Vec<TemplateConfig>,
+    /// Tags of the instance, its volumes and the fleet.
+    pub tags: BTreeMap<String, String>,
+    /// `spec.context` of the EC2NodeClass.
+    pub context: Option<String>,
+}
+
+/// The request for `plan`, with `template_names[i]` the launch template of `plan.groups[i]`.
+pub fn request(
+    plan: &LaunchPlan,
+    template_names: &[String],
+    tags: BTreeMap<String, String>,
+    context: Option<String>,
+) -> FleetRequest {
+    let configs = plan
+        .groups
+        .iter()
+        .zip(template_names)
+        .map(|(group, name)| TemplateConfig {
+            launch_template_name: name.clone(),
+            overrides: group.overrides.clone(),
+        })
+        .collect();
+    FleetRequest {
+        capacity_type: plan.capacity_type,
+        allocation_strategy: match plan.capacity_type {
+            CapacityType::Spot => "price-capacity-optimized",
+            CapacityType::OnDemand => "lowest-price",
+        },
+        configs,
+        tags,
+        context,
+    }
+}
+
+/// An instance the fleet launched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetInstance {
+    pub instance_id: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: CapacityType,
+}
+
+/// One entry of the answer's `Errors`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetError {
+    pub code: String,
+    pub message: String,
+    pub instance_type: Option<String>,
+    pub zone: Option<String>,
+}
+
+/// What the answer means.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FleetOutcome {
+    Launched {
+        instance: FleetInstance,
+        /// Offerings that failed on the way (marked unavailable all the same).
+        unavailable: Vec<OfferingRef>,
+    },
+    InsufficientCapacity {
+        unavailable: Vec<OfferingRef>,
+        /// Spot as a whole is unavailable (the spot service-linked role is missing).
+        spot_role_missing: bool,
+        message: String,
+    },
+    Failed {
+        code: String,
+        message: String,
+    },
+}
+
+/// Reads a `CreateFleet` answer.
+pub fn outcome(
+    capacity_type: CapacityType,
+    instances: Vec<FleetInstance>,
+    errors: &[FleetError],
+) -> FleetOutcome {
+    let unfulfillable = |e: &&FleetError| UNFULFILLABLE_CODES.contains(&e.code.as_str());
+    let mut unavailable: Vec<OfferingRef> = errors
+        .iter()
+        .filter(unfulfillable)
+        .filter_map(|e| {
+            Some(OfferingRef {
+                instance_type: e.instance_type.clone()?,
+                zone: e.zone.clone()?,
+                capacity_type,
+            })
+        })
+        .collect();
+    unavailable.sort();
+    unavailable.dedup();
+    if let Some(instance) = instances.into_iter().next() {
+        return FleetOutcome::Launched {
+            instance,
+            unavailable,
+        };
+    }
+    let spot_role_missing = errors.iter().any(|e| e.code == SPOT_ROLE_MISSING);
+    let other = errors
+        .iter()
+        .find(|e| !unfulfillable(e) && e.code != SPOT_ROLE_MISSING);
+    match other {
+        Some(error) => FleetOutcome::Failed {
+            code: error.code.clone(),
+            message: error.message.clone(),
+        },
+        None if errors.is_empty() => FleetOutcome::Failed {
+            code: "LaunchFailed".into(),
+            message: "CreateFleet returned neither an instance nor an error".into(),
+        },
+        None => FleetOutcome::InsufficientCapacity {
+            message: errors
+                .iter()
+                .map(|e| e.code.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join(", "),
+            unavailable,
+            spot_role_missing,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::plan::{Override, TemplateGroup};
+
+    fn error(code: &str, instance_type: &str, zone: &str) -> FleetError {
+        FleetError {
+            code: code.into(),
+            message: format!("{code} message"),
+            instance_type: Some(instance_type.into()),
+            zone: Some(zone.into()),
+        }
+    }
+
+    fn instance() -> FleetInstance {
+        FleetInstance {
+            instance_id: "i-1".into(),
+            instance_type: "m5.large".into(),
+            zone: "us-west-2a".into(),
+            capacity_type: CapacityType::Spot,
+        }
+    }
+
+    #[test]
+    fn a_request_has_one_config_per_template_and_the_strategy_of_its_capacity_type() {
+        let plan = LaunchPlan {
+            capacity_type: CapacityType::Spot,
+            groups: vec![TemplateGroup {
+                image_id: "ami-1".into(),
+                max_pods: 29,
+                instance_types: vec!["m5.large".into()],
+                overrides: vec![Override {
+                    instance_type: "m5.large".into(),
+                    zone: "us-west-2a".into(),
+                    subnet_id: "subnet-1".into(),
+                    image_id: "ami-1".into(),
+                    priority: 0.04,
+                }],
+            }],
+        };
+        let request = request(
+            &plan,
+            &["karpenter.k8s.aws/1".into()],
+            BTreeMap::new(),
+            None,
+        );
+        assert_eq!(request.allocation_strategy, "price-capacity-optimized");
+        assert_eq!(request.configs.len(), 1);
+        assert_eq!(
+            request.configs[0].launch_template_name,
+            "karpenter.k8s.aws/1"
+        );
+    }
+
+    #[test]
+    fn an_instance_is_a_launch_even_when_other_offerings_failed() {
+        let out = outcome(
+            CapacityType::Spot,
+            vec![instance()],
+            &[error(
+                "InsufficientInstanceCapacity",
+                "c5.large",
+                "us-west-2b",
+            )],
+        );
+        let FleetOutcome::Launched {
+            instance,
+            unavailable,
+        } = out
+        else {
+            panic!("{out:?}")
+        };
+        assert_eq!(instance.instance_id, "i-1");
+        assert_eq!(unavailable.len(), 1);
+    }
+
+    #[test]
+    fn only_unfulfillable_errors_mean_insufficient_capacity() {
+        let out = outcome(
+            CapacityType::OnDemand,
+            vec![],
+            &[
+                error("InsufficientInstanceCapacity", "m5.large", "us-west-2a"),
+                error("UnfulfillableCapacity", "m5.large", "us-west-2b"),
+            ],
+        );
+        let FleetOutcome::InsufficientCapacity { unavailable, .. } = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(unavailable.len(), 2);
+        let failed = outcome(
+            CapacityType::OnDemand,
+            vec![],
+            &[
+                error("InsufficientInstanceCapacity", "m5.large", "us-west-2a"),
+                error("InvalidParameterValue", "m5.large", "us-west-2b"),
+            ],
+        );
+        assert!(
+            matches!(failed, FleetOutcome::Failed { ref code, .. } if code == "InvalidParameterValue")
+        );
+        assert!(matches!(
+            outcome(CapacityType::Spot, vec![], &[]),
+            FleetOutcome::Failed { .. }
+        ));
+    }
+}

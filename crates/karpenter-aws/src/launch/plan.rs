@@ -1,0 +1,577 @@
+//! What one NodeClaim launches with (reference `karpenter-aws.md` 2.1 steps 4-7): the instance
+//! types it may get, narrowed as upstream's `instance.Create` narrows them, the capacity type,
+//! one subnet per zone, the AMI of each type and the launch-template groups.
+//!
+//! Order of the filters, as upstream: types with an available offering the claim allows;
+//! exotic types (metal, GPUs, accelerators) dropped unless nothing else is left; spot
+//! preferred when allowed and available; spot types dearer than the cheapest on-demand type
+//! dropped; the [`MAX_INSTANCE_TYPES`] cheapest kept. The two price filters are skipped when
+//! the claim carries `minValues` (they could break its flexibility).
+
+use std::collections::BTreeMap;
+
+use karpenter_api::labels;
+use karpenter_api::v1::ec2nodeclass::AmiStatus;
+use karpenter_api::v1::{EC2NodeClass, NodeClaim, Operator};
+use karpenter_cloud::{CapacityType, InstanceTypeInfo, Offering};
+use karpenter_scheduling::RequirementSpec;
+
+use crate::nodeclass::amis;
+
+/// Upstream's `maxInstanceTypes`: a fleet request names at most this many types.
+pub const MAX_INSTANCE_TYPES: usize = 60;
+
+/// Why nothing can be launched for the claim.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// No instance type the claim names has an available offering it allows.
+    #[error(
+        "no instance type of the nodeclaim has an available offering it allows ({tried} types tried)"
+    )]
+    NoOffering { tried: usize },
+    /// The class has no subnet in any zone the offerings are in.
+    #[error("the EC2NodeClass has no subnet in the zones the offerings are in ({zones})")]
+    NoSubnet { zones: String },
+    /// No status AMI is compatible with any remaining instance type.
+    #[error("no AMI in the EC2NodeClass status is compatible with the instance types ({types})")]
+    NoAmi { types: String },
+}
+
+/// One override of the fleet request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    pub instance_type: String,
+    pub zone: String,
+    pub subnet_id: String,
+    pub image_id: String,
+    /// The offering's price: lower is preferred.
+    pub priority: f64,
+}
+
+/// Instance types that share one launch template: the same AMI and the same max pods.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateGroup {
+    pub image_id: String,
+    pub max_pods: i64,
+    pub instance_types: Vec<String>,
+    /// This group's overrides, cheapest first.
+    pub overrides: Vec<Override>,
+}
+
+/// The launch of one NodeClaim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchPlan {
+    pub capacity_type: CapacityType,
+    pub groups: Vec<TemplateGroup>,
+}
+
+impl LaunchPlan {
+    /// Every override, group by group.
+    pub fn overrides(&self) -> impl Iterator<Item = &Override> {
+        self.groups.iter().flat_map(|g| g.overrides.iter())
+    }
+}
+
+fn requirement_specs(claim: &NodeClaim) -> Vec<RequirementSpec> {
+    claim
+        .spec
+        .requirements
+        .iter()
+        .map(|r| RequirementSpec {
+            key: r.key.clone(),
+            operator: r.operator,
+            values: r.values.clone(),
+            min_values: None,
+        })
+        .collect()
+}
+
+fn allows(requirements: &[RequirementSpec], offering: &Offering) -> bool {
+    requirements.iter().all(|r| match r.key.as_str() {
+        labels::ZONE => r.matches(Some(&offering.zone)),
+        labels::CAPACITY_TYPE => r.matches(Some(offering.capacity_type.as_str())),
+        _ => true,
+    })
+}
+
+fn is_exotic(info: &InstanceTypeInfo) -> bool {
+    info.labels
+        .get(labels::INSTANCE_SIZE)
+        .is_some_and(|size| size.contains("metal"))
+        || info.labels.contains_key(labels::INSTANCE_GPU_COUNT)
+        || info.labels.contains_key(labels::INSTANCE_ACCELERATOR_COUNT)
+}
+
+/// The claim's allowed, available offerings of one type.
+fn offerings<'a>(
+    info: &'a InstanceTypeInfo,
+    requirements: &'a [RequirementSpec],
+    unavailable: &'a dyn Fn(&str, &Offering) -> bool,
+) -> impl Iterator<Item = &'a Offering> + 'a {
+    info.offerings
+        .iter()
+        .filter(move |o| o.available && !unavailable(&info.name, o) && allows(requirements, o))
+}
+
+fn cheapest(
+    info: &InstanceTypeInfo,
+    requirements: &[RequirementSpec],
+    unavailable: &dyn Fn(&str, &Offering) -> bool,
+    capacity_type: CapacityType,
+) -> Option<f64> {
+    offerings(info, requirements, unavailable)
+        .filter(|o| o.capacity_type == capacity_type)
+        .map(|o| o.price_per_hour)
+        .min_by(f64::total_cmp)
+}
+
+/// Plans the launch of `claim` from the class's instance types (`by_name`), its status
+/// (subnets, AMIs) and the offerings recently found unavailable.
+pub fn plan<'a>(
+    claim: &NodeClaim,
+    class: &EC2NodeClass,
+    by_name: &dyn Fn(&str) -> Option<&'a InstanceTypeInfo>,
+    unavailable: &dyn Fn(&str, &Offering) -> bool,
+) -> Result<LaunchPlan, PlanError> {
+    let requirements = requirement_specs(claim);
+    let has_min_values = claim
+        .spec
+        .requirements
+        .iter()
+        .any(|r| r.min_values.is_some());
+    let names: Vec<&str> = claim
+        .spec
+        .requirements
+        .iter()
+        .filter(|r| r.key == labels::INSTANCE_TYPE && r.operator == Operator::In)
+        .flat_map(|r| r.values.iter().map(String::as_str))
+        .collect();
+    let tried = names.len();
+    let mut candidates: Vec<&'a InstanceTypeInfo> = names
+        .iter()
+        .filter_map(|n| by_name(n))
+        .filter(|info| offerings(info, &requirements, unavailable).next().is_some())
+        .collect();
+    if candidates.is_empty() {
+        return Err(PlanError::NoOffering { tried });
+    }
+    if !has_min_values && candidates.iter().any(|i| !is_exotic(i)) {
+        candidates.retain(|i| !is_exotic(i));
+    }
+    let spot_available = candidates.iter().any(|i| {
+        offerings(i, &requirements, unavailable).any(|o| o.capacity_type == CapacityType::Spot)
+    });
+    let capacity_type = if spot_available {
+        CapacityType::Spot
+    } else {
+        CapacityType::OnDemand
+    };
+    let mut priced: Vec<(&InstanceTypeInfo, f64)> = candidates
+        .iter()
+        .filter_map(|i| Some((*i, cheapest(i, &requirements, unavailable, capacity_type)?)))
+        .collect();
+    if capacity_type == CapacityType::Spot && !has_min_values {
+        let cheapest_on_demand = candidates
+            .iter()
+            .filter_map(|i| cheapest(i, &requirements, unavailable, CapacityType::OnDemand))
+            .min_by(f64::total_cmp);
+        if let Some(limit) = cheapest_on_demand {
+            priced.retain(|(_, price)| *price <= limit);
+        }
+    }
+    priced.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.name.cmp(&b.0.name)));
+    priced.truncate(MAX_INSTANCE_TYPES);
+    if priced.is_empty() {
+        return Err(PlanError::NoOffering { tried });
+    }
+
+    let status = class.status.as_ref();
+    // Subnets are listed most free addresses first: the first one of a zone is its pick.
+    let mut subnet_of_zone: BTreeMap<&str, &str> = BTreeMap::new();
+    for subnet in status
+        .and_then(|s| s.subnets.as_deref())
+        .unwrap_or_default()
+    {
+        subnet_of_zone
+            .entry(subnet.zone.as_str())
+            .or_insert(subnet.id.as_str());
+    }
+    let amis: &[AmiStatus] = status.and_then(|s| s.amis.as_deref()).unwrap_or_default();
+
+    let mut groups: Vec<TemplateGroup> = Vec::new();
+    let mut zones_without_subnet: Vec<String> = Vec::new();
+    let mut without_ami: Vec<String> = Vec::new();
+    for (info, _) in &priced {
+        let Some(ami) = amis::ami_for(amis, &info.labels) else {
+            without_ami.push(info.name.clone());
+            continue;
+        };
+        let mut overrides: Vec<Override> = Vec::new();
+        for offering in
+            offerings(info, &requirements, unavailable).filter(|o| o.capacity_type == capacity_type)
+        {
+            let Some(subnet) = subnet_of_zone.get(offering.zone.as_str()) else {
+                zones_without_subnet.push(offering.zone.clone());
+                continue;
+            };
+            if overrides.iter().any(|o| o.zone == offering.zone) {
+                continue;
+            }
+            overrides.push(Override {
+                instance_type: info.name.clone(),
+                zone: offering.zone.clone(),
+                subnet_id: (*subnet).to_owned(),
+                image_id: ami.id.clone(),
+                priority: offering.price_per_hour,
+            });
+        }
+        if overrides.is_empty() {
+            continue;
+        }
+        let max_pods = info.capacity.pods;
+        match groups
+            .iter_mut()
+            .find(|g| g.image_id == ami.id && g.max_pods == max_pods)
+        {
+            Some(group) => {
+                group.instance_types.push(info.name.clone());
+                group.overrides.extend(overrides);
+            }
+            None => groups.push(TemplateGroup {
+                image_id: ami.id.clone(),
+                max_pods,
+                instance_types: vec![info.name.clone()],
+                overrides,
+            }),
+        }
+    }
+    if groups.is_empty() {
+        if !without_ami.is_empty() && without_ami.len() == priced.len() {
+            return Err(PlanError::NoAmi {
+                types: without_ami.join(", "),
+            });
+        }
+        zones_without_subnet.sort();
+        zones_without_subnet.dedup();
+        return Err(PlanError::NoSubnet {
+            zones: zones_without_subnet.join(", "),
+        });
+    }
+    for group in &mut groups {
+        group.overrides.sort_by(|a, b| {
+            a.priority
+                .total_cmp(&b.priority)
+                .then_with(|| a.zone.cmp(&b.zone))
+        });
+    }
+    Ok(LaunchPlan {
+        capacity_type,
+        groups,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use karpenter_cloud::Resources;
+
+    fn info(
+        name: &str,
+        pods: i64,
+        offers: &[(&str, CapacityType, f64)],
+        extra: &[(&str, &str)],
+    ) -> InstanceTypeInfo {
+        let mut labels: BTreeMap<String, String> = BTreeMap::from([
+            (labels::ARCH.to_owned(), "amd64".to_owned()),
+            (labels::INSTANCE_TYPE.to_owned(), name.to_owned()),
+        ]);
+        for (k, v) in extra {
+            labels.insert((*k).into(), (*v).into());
+        }
+        InstanceTypeInfo {
+            name: name.into(),
+            labels,
+            capacity: Resources {
+                cpu_millis: 2000,
+                memory_bytes: 8 << 30,
+                ephemeral_storage_bytes: 20 << 30,
+                pods,
+                extended: BTreeMap::new(),
+            },
+            overhead: Default::default(),
+            offerings: offers
+                .iter()
+                .map(|(zone, capacity_type, price)| Offering {
+                    zone: (*zone).into(),
+                    capacity_type: *capacity_type,
+                    price_per_hour: *price,
+                    available: true,
+                    price_is_estimate: false,
+                })
+                .collect(),
+        }
+    }
+
+    fn claim(types: &[&str], extra: serde_json::Value) -> NodeClaim {
+        let mut requirements = vec![serde_json::json!(
+            {"key": labels::INSTANCE_TYPE, "operator": "In", "values": types}
+        )];
+        if let Some(more) = extra.as_array() {
+            requirements.extend(more.iter().cloned());
+        }
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "c", "labels": {"karpenter.sh/nodepool": "default"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                     "requirements": requirements}
+        }))
+        .unwrap()
+    }
+
+    fn class() -> EC2NodeClass {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+            "metadata": {"name": "default"},
+            "spec": {"role": "R", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                     "subnetSelectorTerms": [{"id": "subnet-1"}],
+                     "securityGroupSelectorTerms": [{"id": "sg-1"}]},
+            "status": {
+                "subnets": [
+                    {"id": "subnet-a-big", "zone": "us-west-2a"},
+                    {"id": "subnet-b", "zone": "us-west-2b"},
+                    {"id": "subnet-a-small", "zone": "us-west-2a"}
+                ],
+                "amis": [
+                    {"id": "ami-gpu", "requirements": [
+                        {"key": labels::ARCH, "operator": "In", "values": ["amd64"]},
+                        {"key": labels::INSTANCE_GPU_COUNT, "operator": "Exists"}]},
+                    {"id": "ami-std", "requirements": [
+                        {"key": labels::ARCH, "operator": "In", "values": ["amd64"]},
+                        {"key": labels::INSTANCE_GPU_COUNT, "operator": "DoesNotExist"},
+                        {"key": labels::INSTANCE_ACCELERATOR_COUNT, "operator": "DoesNotExist"}]}
+                ]
+            }
+        }))
+        .unwrap()
+    }
+
+    fn never(_: &str, _: &Offering) -> bool {
+        false
+    }
+
+    use CapacityType::{OnDemand, Spot};
+
+    #[test]
+    fn spot_is_preferred_and_each_zone_gets_its_roomiest_subnet() {
+        let types = [
+            info(
+                "m5.large",
+                29,
+                &[
+                    ("us-west-2a", OnDemand, 0.096),
+                    ("us-west-2a", Spot, 0.04),
+                    ("us-west-2b", Spot, 0.05),
+                ],
+                &[],
+            ),
+            info(
+                "c5.large",
+                29,
+                &[("us-west-2b", OnDemand, 0.085), ("us-west-2b", Spot, 0.03)],
+                &[],
+            ),
+        ];
+        let lookup = |n: &str| types.iter().find(|t| t.name == n);
+        let plan = plan(
+            &claim(&["m5.large", "c5.large"], serde_json::json!([])),
+            &class(),
+            &lookup,
+            &never,
+        )
+        .unwrap();
+        assert_eq!(plan.capacity_type, Spot);
+        assert_eq!(plan.groups.len(), 1, "same AMI and max pods: one template");
+        let overrides: Vec<(&str, &str, &str)> = plan
+            .overrides()
+            .map(|o| {
+                (
+                    o.instance_type.as_str(),
+                    o.zone.as_str(),
+                    o.subnet_id.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            overrides,
+            [
+                ("c5.large", "us-west-2b", "subnet-b"),
+                ("m5.large", "us-west-2a", "subnet-a-big"),
+                ("m5.large", "us-west-2b", "subnet-b"),
+            ]
+        );
+        assert!(plan.overrides().all(|o| o.image_id == "ami-std"));
+    }
+
+    #[test]
+    fn on_demand_when_the_claim_or_the_offerings_rule_spot_out() {
+        let types = [info(
+            "m5.large",
+            29,
+            &[("us-west-2a", OnDemand, 0.096), ("us-west-2a", Spot, 0.04)],
+            &[],
+        )];
+        let lookup = |n: &str| types.iter().find(|t| t.name == n);
+        let on_demand_only = claim(
+            &["m5.large"],
+            serde_json::json!([
+                {"key": labels::CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}
+            ]),
+        );
+        assert_eq!(
+            plan(&on_demand_only, &class(), &lookup, &never)
+                .unwrap()
+                .capacity_type,
+            OnDemand
+        );
+        let spot_out = |_: &str, o: &Offering| o.capacity_type == Spot;
+        let plan = plan(
+            &claim(&["m5.large"], serde_json::json!([])),
+            &class(),
+            &lookup,
+            &spot_out,
+        )
+        .unwrap();
+        assert_eq!(plan.capacity_type, OnDemand);
+        assert_eq!(plan.groups[0].overrides[0].priority, 0.096);
+    }
+
+    #[test]
+    fn spot_types_dearer_than_the_cheapest_on_demand_type_are_dropped() {
+        let types = [
+            info(
+                "cheap",
+                29,
+                &[("us-west-2a", OnDemand, 0.10), ("us-west-2a", Spot, 0.05)],
+                &[],
+            ),
+            info(
+                "pricey-spot",
+                29,
+                &[("us-west-2a", OnDemand, 0.30), ("us-west-2a", Spot, 0.20)],
+                &[],
+            ),
+        ];
+        let lookup = |n: &str| types.iter().find(|t| t.name == n);
+        let plan = plan(
+            &claim(&["cheap", "pricey-spot"], serde_json::json!([])),
+            &class(),
+            &lookup,
+            &never,
+        )
+        .unwrap();
+        assert_eq!(plan.groups[0].instance_types, ["cheap"]);
+    }
+
+    #[test]
+    fn exotic_types_are_used_only_when_nothing_else_fits() {
+        let gpu = info(
+            "g5.xlarge",
+            58,
+            &[("us-west-2a", OnDemand, 1.0)],
+            &[(labels::INSTANCE_GPU_COUNT, "1")],
+        );
+        let plain = info("m5.large", 29, &[("us-west-2a", OnDemand, 0.1)], &[]);
+        let both = [gpu.clone(), plain];
+        let lookup = |n: &str| both.iter().find(|t| t.name == n);
+        let plan1 = plan(
+            &claim(&["g5.xlarge", "m5.large"], serde_json::json!([])),
+            &class(),
+            &lookup,
+            &never,
+        )
+        .unwrap();
+        assert_eq!(
+            plan1
+                .groups
+                .iter()
+                .map(|g| g.instance_types.clone())
+                .collect::<Vec<_>>(),
+            [vec!["m5.large".to_owned()]]
+        );
+        let only = [gpu];
+        let lookup = |n: &str| only.iter().find(|t| t.name == n);
+        let plan2 = plan(
+            &claim(&["g5.xlarge"], serde_json::json!([])),
+            &class(),
+            &lookup,
+            &never,
+        )
+        .unwrap();
+        assert_eq!(plan2.groups[0].image_id, "ami-gpu");
+    }
+
+    #[test]
+    fn types_with_different_max_pods_get_different_templates() {
+        let types = [
+            info("m5.large", 29, &[("us-west-2a", OnDemand, 0.096)], &[]),
+            info("m5.xlarge", 58, &[("us-west-2a", OnDemand, 0.192)], &[]),
+        ];
+        let lookup = |n: &str| types.iter().find(|t| t.name == n);
+        let plan = plan(
+            &claim(&["m5.large", "m5.xlarge"], serde_json::json!([])),
+            &class(),
+            &lookup,
+            &never,
+        )
+        .unwrap();
+        let pods: Vec<i64> = plan.groups.iter().map(|g| g.max_pods).collect();
+        assert_eq!(pods, [29, 58]);
+    }
+
+    #[test]
+    fn nothing_launchable_says_why() {
+        let types = [info(
+            "m5.large",
+            29,
+            &[("us-east-1a", OnDemand, 0.096)],
+            &[],
+        )];
+        let lookup = |n: &str| types.iter().find(|t| t.name == n);
+        assert_eq!(
+            plan(
+                &claim(&["m5.large"], serde_json::json!([])),
+                &class(),
+                &lookup,
+                &never
+            ),
+            Err(PlanError::NoSubnet {
+                zones: "us-east-1a".into()
+            })
+        );
+        assert_eq!(
+            plan(
+                &claim(&["t9.nano"], serde_json::json!([])),
+                &class(),
+                &lookup,
+                &never
+            ),
+            Err(PlanError::NoOffering { tried: 1 })
+        );
+        let arm = [info(
+            "m7g.large",
+            29,
+            &[("us-west-2a", OnDemand, 0.08)],
+            &[(labels::ARCH, "arm64")],
+        )];
+        let lookup = |n: &str| arm.iter().find(|t| t.name == n);
+        assert!(matches!(
+            plan(
+                &claim(&["m7g.large"], serde_json::json!([])),
+                &class(),
+                &lookup,
+                &never
+            ),
+            Err(PlanError::NoAmi { .. })
+        ));
+    }
+}
