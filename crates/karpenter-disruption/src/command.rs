@@ -106,6 +106,10 @@ pub struct Considered {
 pub struct Decision {
     pub commands: Vec<Command>,
     pub considered: Vec<Considered>,
+    /// Per method run, in order: its reason and how many candidates it could disrupt (the
+    /// last figure per reason is upstream's `karpenter_voluntary_disruption_eligible_nodes`).
+    #[serde(skip)]
+    pub eligible: Vec<(DisruptionReason, usize)>,
 }
 
 impl Decision {

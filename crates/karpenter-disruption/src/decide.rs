@@ -70,6 +70,7 @@ pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>) -> Decision {
     Decision {
         commands,
         considered,
+        eligible: pass.eligible,
     }
 }
 
@@ -118,6 +119,43 @@ mod tests {
             Some(
                 "not empty (1 pods to reschedule); nodepool general consolidates only empty nodes (WhenEmpty)"
             )
+        );
+    }
+
+    #[test]
+    fn each_method_run_reports_how_many_candidates_it_could_disrupt_until_one_acts() {
+        let pool = || {
+            pool_with(
+                "general",
+                serde_json::json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "0s"}),
+            )
+        };
+        let busy_only = Snapshot {
+            node_pools: vec![pool()],
+            nodes: vec![busy("busy")],
+            ..Default::default()
+        };
+        use karpenter_api::v1::DisruptionReason as R;
+        assert_eq!(
+            decide(&busy_only, now()).eligible,
+            [
+                (R::Empty, 0),
+                (R::Drifted, 0),
+                (R::Drifted, 0),
+                (R::Underutilized, 0),
+                (R::Underutilized, 0)
+            ],
+            "every method ran, none could disrupt the busy node of a WhenEmpty pool"
+        );
+        let with_idle = Snapshot {
+            node_pools: vec![pool()],
+            nodes: vec![busy("busy"), managed("idle", "general")],
+            ..Default::default()
+        };
+        assert_eq!(
+            decide(&with_idle, now()).eligible,
+            [(R::Empty, 1)],
+            "emptiness acted, so no later method ran"
         );
     }
 

@@ -30,6 +30,8 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             drifted.push((c.clone(), mark));
         }
     }
+    pass.eligible
+        .push((DisruptionReason::Drifted, drifted.len()));
     drifted.sort_by_key(|(_, m)| m.since);
     let (mut order, rest): (Vec<_>, Vec<_>) = drifted.into_iter().partition(|(c, _)| c.is_empty());
     order.extend(rest);

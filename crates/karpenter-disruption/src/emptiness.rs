@@ -49,6 +49,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         }
         empties.push(c.clone());
     }
+    pass.eligible.push((DisruptionReason::Empty, empties.len()));
     empties.sort_by(|a, b| b.savings_ratio().total_cmp(&a.savings_ratio()));
     let mut budgets = BudgetMap::build(snapshot, DisruptionReason::Empty, pass.now);
     let mut chosen = Vec::new();

@@ -18,6 +18,8 @@ pub const MAX_PARALLEL: usize = 100;
 
 pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     let eligible = consolidation::eligible(pass);
+    pass.eligible
+        .push((DisruptionReason::Underutilized, eligible.len()));
     let mut budgets = BudgetMap::build(pass.snapshot, DisruptionReason::Underutilized, pass.now);
     let mut within: Vec<Candidate> = Vec::new();
     for c in eligible {

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use karpenter_api::v1::DisruptionReason;
 
 use crate::candidate::{self, Candidate, Class, Excluded};
 use crate::reason::{Code, Reason};
@@ -22,6 +23,9 @@ pub struct Pass<'a> {
     pub sim: Simulator,
     /// Node index -> reasons it was not disrupted (in method order).
     pub notes: BTreeMap<usize, Vec<Reason>>,
+    /// Per method run, in order: its reason and how many candidates it could disrupt
+    /// (upstream sets `karpenter_voluntary_disruption_eligible_nodes` from these).
+    pub eligible: Vec<(DisruptionReason, usize)>,
 }
 
 impl<'a> Pass<'a> {
@@ -37,6 +41,7 @@ impl<'a> Pass<'a> {
             eventual_excluded,
             sim: Simulator::new(snapshot, now),
             notes: BTreeMap::new(),
+            eligible: Vec::new(),
         };
         let unconverted = pass.sim.unconverted.clone();
         for (pool, error) in unconverted {

@@ -41,6 +41,8 @@ pub fn interleave(sorted: Vec<Candidate>) -> Vec<Candidate> {
 
 pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     let candidates = interleave(consolidation::eligible(pass));
+    pass.eligible
+        .push((DisruptionReason::Underutilized, candidates.len()));
     let budgets = BudgetMap::build(pass.snapshot, DisruptionReason::Underutilized, pass.now);
     for c in &candidates {
         if budgets.allowed(&c.node_pool) == 0 {

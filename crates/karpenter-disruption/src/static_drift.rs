@@ -52,6 +52,10 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
                 .push((c.clone(), mark));
         }
     }
+    pass.eligible.push((
+        DisruptionReason::Drifted,
+        by_pool.values().map(Vec::len).sum(),
+    ));
     let mut budgets = BudgetMap::build(snapshot, DisruptionReason::Drifted, pass.now);
     let mut commands = Vec::new();
     for (pool_name, mut drifted) in by_pool {

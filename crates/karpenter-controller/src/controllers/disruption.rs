@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 use super::cache::ClusterCache;
 use super::catalogs::Catalogs;
 use super::events::Events;
-use super::metrics::ControllerMetrics;
+use super::metrics::{ControllerMetrics, Reconciled};
 use super::nodeclaim::StepError;
 use super::provisioner::{create_node_claim, solve_options};
 use super::writes;
@@ -113,9 +113,11 @@ struct LoopState {
     told: HashMap<String, (String, Instant)>,
 }
 
-/// `consolidation_type` label of a method (upstream: `multi`, `single`, or empty).
+/// `consolidation_type` label of a method (upstream's `ConsolidationType()`: `empty`, `multi`,
+/// `single`, or empty for drift).
 fn consolidation_type(method: Method) -> &'static str {
     match method {
+        Method::Emptiness => "empty",
         Method::MultiNodeConsolidation => "multi",
         Method::SingleNodeConsolidation => "single",
         _ => "",
@@ -176,6 +178,8 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             return;
         }
         *next_pass = Instant::now() + PASS_INTERVAL;
+        // One pass is one reconciliation of upstream's `disruption` controller.
+        let pass_started = Instant::now();
         let snapshot = self.snapshot(&instance_types, &state.queue, now);
         self.expire(&snapshot, now).await;
         self.report_budgets(&snapshot, now);
@@ -189,6 +193,11 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             Ok(decided) => decided,
             Err(error) => {
                 tracing::error!(%error, "the disruption decision task failed");
+                self.metrics.reconciled(
+                    "disruption",
+                    Reconciled::Error,
+                    pass_started.elapsed().as_secs_f64(),
+                );
                 return;
             }
         };
@@ -197,6 +206,11 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         });
         self.metrics
             .disruption_evaluated(method, kind, started.elapsed().as_secs_f64());
+        // Each method run sets its reason's figure; a later one of the same reason wins, as
+        // upstream's gauge is set method by method.
+        for (reason, count) in &decision.eligible {
+            self.metrics.eligible_nodes(&reason_label(*reason), *count);
+        }
         if !decision.commands.is_empty() {
             // Upstream goes again at once after acting: more may be possible.
             *next_pass = Instant::now();
@@ -214,6 +228,11 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             let step = state.queue.submit(command, now);
             self.execute(&mut state.queue, step).await;
         }
+        self.metrics.reconciled(
+            "disruption",
+            Reconciled::RequeueAfter,
+            pass_started.elapsed().as_secs_f64(),
+        );
     }
 
     /// Instance types per NodePool, as the provisioner lists them.
@@ -591,5 +610,21 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         if let Some(node) = node {
             self.events.normal_node(&node, reason, note).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_method_has_upstreams_consolidation_type_label() {
+        assert_eq!(consolidation_type(Method::Emptiness), "empty");
+        assert_eq!(consolidation_type(Method::MultiNodeConsolidation), "multi");
+        assert_eq!(
+            consolidation_type(Method::SingleNodeConsolidation),
+            "single"
+        );
+        assert_eq!(consolidation_type(Method::Drift), "");
     }
 }

@@ -19,7 +19,7 @@ use kube::api::{Api, DeleteParams};
 use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
-use super::metrics::ControllerMetrics;
+use super::metrics::{ControllerMetrics, Reconciled};
 use super::writes;
 
 /// How often the cloud is listed (upstream: 2 min for NodeClaims; instances more often).
@@ -54,7 +54,13 @@ impl<C: CloudProvider + 'static> GarbageCollection<C> {
                 () = tokio::time::sleep(INTERVAL) => {}
             }
             if self.cache.synced() {
+                let started = std::time::Instant::now();
                 self.pass().await;
+                self.metrics.reconciled(
+                    "nodeclaim.garbagecollection",
+                    Reconciled::RequeueAfter,
+                    started.elapsed().as_secs_f64(),
+                );
             }
         }
     }

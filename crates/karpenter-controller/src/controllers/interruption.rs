@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
 use super::events::Events;
-use super::metrics::ControllerMetrics;
+use super::metrics::{ControllerMetrics, Reconciled};
 use super::writes;
 use crate::http::Metrics;
 
@@ -119,6 +119,7 @@ impl<C: CloudProvider + 'static> Interruption<C> {
         };
         tracing::info!(queue = %self.queue, %url, "handling interruption messages");
         loop {
+            let started = std::time::Instant::now();
             let received = tokio::select! {
                 () = cancel.cancelled() => return,
                 received = self.sqs.receive_message()
@@ -131,19 +132,30 @@ impl<C: CloudProvider + 'static> Interruption<C> {
                 Ok(out) => out.messages.unwrap_or_default(),
                 Err(error) => {
                     tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&error), queue = %self.queue, "receiving interruption messages failed");
+                    self.metrics.reconciled(
+                        "interruption",
+                        Reconciled::Error,
+                        started.elapsed().as_secs_f64(),
+                    );
                     tokio::select! {
                         () = cancel.cancelled() => return,
                         () = tokio::time::sleep(BACKOFF) => continue,
                     }
                 }
             };
-            if messages.is_empty() {
-                continue;
+            if !messages.is_empty() {
+                let claims = self.claims_by_instance();
+                futures::stream::iter(messages)
+                    .for_each_concurrent(CONCURRENCY, |message| self.handle(&url, &claims, message))
+                    .await;
             }
-            let claims = self.claims_by_instance();
-            futures::stream::iter(messages)
-                .for_each_concurrent(CONCURRENCY, |message| self.handle(&url, &claims, message))
-                .await;
+            // One receive (a long poll) and its messages: one reconciliation of upstream's
+            // `interruption` controller.
+            self.metrics.reconciled(
+                "interruption",
+                Reconciled::RequeueAfter,
+                started.elapsed().as_secs_f64(),
+            );
         }
     }
 

@@ -1,15 +1,66 @@
 //! The controllers' metrics, with upstream's names and labels (`reference/karpenter-core.md`
 //! section 5.4). prometheus-client appends `_total` to counters itself, so counters are
-//! registered without it.
+//! registered without it. Summaries, which prometheus-client lacks, are [`Summary`]s
+//! (`crate::http::Summary`). [`state`] keeps the gauges of every node and pod (upstream's
+//! `metrics.node` and `metrics.pod` controllers).
+
+pub mod state;
+
+use std::sync::atomic::AtomicU64;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
-use crate::http::Metrics;
+use crate::http::{Metrics, Summary};
 
 type Labels = Vec<(&'static str, String)>;
+
+/// A float gauge.
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// controller-runtime's `controller_runtime_reconcile_time_seconds` buckets.
+const RECONCILE_BUCKETS: [f64; 40] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
+    25.0, 30.0, 40.0, 50.0, 60.0,
+];
+
+fn reconcile_histogram() -> Histogram {
+    Histogram::new(RECONCILE_BUCKETS)
+}
+
+/// How one reconciliation ended: the `result` label of `controller_runtime_reconcile_total`
+/// (controller-runtime's values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reconciled {
+    /// Done; the next one waits for a change.
+    Success,
+    /// Failed; retried.
+    Error,
+    /// Done for now; runs again after an interval (what a periodic loop's pass is).
+    RequeueAfter,
+}
+
+impl Reconciled {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reconciled::Success => "success",
+            Reconciled::Error => "error",
+            Reconciled::RequeueAfter => "requeue_after",
+        }
+    }
+
+    /// `Success` for `Ok`, `Error` for `Err`.
+    pub fn of<T, E>(result: &Result<T, E>) -> Self {
+        if result.is_ok() {
+            Reconciled::Success
+        } else {
+            Reconciled::Error
+        }
+    }
+}
 
 /// Handles to every metric the controllers update.
 #[derive(Debug, Clone)]
@@ -35,7 +86,16 @@ pub struct ControllerMetrics {
     nodes_consuming_budgets: Family<Labels, Gauge>,
     pods_disruption_initiated: Family<Labels, Counter>,
     pods_drained: Family<Labels, Counter>,
-    node_termination_duration: Histogram,
+    node_termination_duration: Summary,
+    pod_startup_duration: Summary,
+    eligible_nodes: Family<Labels, Gauge>,
+    reconcile_time: Family<Labels, Histogram, fn() -> Histogram>,
+    reconcile_total: Family<Labels, Counter>,
+    reconcile_errors: Family<Labels, Counter>,
+    nodes_allocatable: Family<Labels, FloatGauge>,
+    nodes_total_pod_requests: Family<Labels, FloatGauge>,
+    nodes_total_daemon_requests: Family<Labels, FloatGauge>,
+    pods_state: Family<Labels, Gauge>,
 }
 
 fn evaluation_histogram() -> Histogram {
@@ -67,7 +127,16 @@ impl ControllerMetrics {
             nodes_consuming_budgets: Family::default(),
             pods_disruption_initiated: Family::default(),
             pods_drained: Family::default(),
-            node_termination_duration: Histogram::new(exponential_buckets(1.0, 2.0, 14)),
+            node_termination_duration: Summary::default(),
+            pod_startup_duration: Summary::default(),
+            eligible_nodes: Family::default(),
+            reconcile_time: Family::new_with_constructor(reconcile_histogram),
+            reconcile_total: Family::default(),
+            reconcile_errors: Family::default(),
+            nodes_allocatable: Family::default(),
+            nodes_total_pod_requests: Family::default(),
+            nodes_total_daemon_requests: Family::default(),
+            pods_state: Family::default(),
         };
         registry.register(
             "karpenter_nodeclaims_created",
@@ -164,10 +233,55 @@ impl ControllerMetrics {
             "Number of pods drained by Karpenter. Labeled by the reason the node was disrupted.",
             metrics.pods_drained.clone(),
         );
-        registry.register(
+        registry.register_summary(
             "karpenter_nodes_termination_duration_seconds",
-            "The time taken between a node's deletion request and the removal of its finalizer.",
+            "The time taken between a node's deletion request and the removal of its finalizer",
             metrics.node_termination_duration.clone(),
+        );
+        registry.register_summary(
+            "karpenter_pods_startup_duration_seconds",
+            "The time from pod creation until the pod is running.",
+            metrics.pod_startup_duration.clone(),
+        );
+        registry.register(
+            "karpenter_voluntary_disruption_eligible_nodes",
+            "Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason.",
+            metrics.eligible_nodes.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            metrics.reconcile_time.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            metrics.reconcile_total.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            metrics.reconcile_errors.clone(),
+        );
+        registry.register(
+            "karpenter_nodes_allocatable",
+            "Node allocatable are the resources allocatable by nodes.",
+            metrics.nodes_allocatable.clone(),
+        );
+        registry.register(
+            "karpenter_nodes_total_pod_requests",
+            "Node total pod requests are the resources requested by pods bound to nodes, including the DaemonSet pods.",
+            metrics.nodes_total_pod_requests.clone(),
+        );
+        registry.register(
+            "karpenter_nodes_total_daemon_requests",
+            "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
+            metrics.nodes_total_daemon_requests.clone(),
+        );
+        registry.register(
+            "karpenter_pods_state",
+            "Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type, pod phase, and pod readiness.",
+            metrics.pods_state.clone(),
         );
         registry.register(
             "karpenter_nodepools_nodes_consuming_budgets",
@@ -297,8 +411,39 @@ impl ControllerMetrics {
             .inc();
     }
 
-    pub fn node_termination_duration(&self, seconds: f64) {
-        self.node_termination_duration.observe(seconds);
+    /// A node's finalizer was removed `seconds` after its deletion was requested.
+    pub fn node_termination_duration(&self, nodepool: &str, seconds: f64) {
+        self.node_termination_duration
+            .observe(vec![("nodepool", nodepool.to_owned())], seconds);
+    }
+
+    /// A pod became ready `seconds` after it was created.
+    pub fn pod_startup_duration(&self, seconds: f64) {
+        self.pod_startup_duration.observe(Vec::new(), seconds);
+    }
+
+    /// A disruption method (its `reason`: `empty`, `drifted`, `underutilized`) found `count`
+    /// candidates it could disrupt.
+    pub fn eligible_nodes(&self, reason: &str, count: usize) {
+        self.eligible_nodes
+            .get_or_create(&vec![("reason", reason.to_owned())])
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// One reconciliation of `controller` (upstream's controller names: `provisioner`,
+    /// `node.termination`, ...) took `seconds` and ended as `result`.
+    pub fn reconciled(&self, controller: &str, result: Reconciled, seconds: f64) {
+        let name = vec![("controller", controller.to_owned())];
+        self.reconcile_time.get_or_create(&name).observe(seconds);
+        self.reconcile_total
+            .get_or_create(&vec![
+                ("controller", controller.to_owned()),
+                ("result", result.as_str().to_owned()),
+            ])
+            .inc();
+        if result == Reconciled::Error {
+            self.reconcile_errors.get_or_create(&name).inc();
+        }
     }
 
     /// One Eviction API call answered with `code`.
@@ -324,5 +469,93 @@ impl ControllerMetrics {
                 ("resource_type", resource.to_owned()),
             ])
             .set(value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line<'a>(text: &'a str, starts: &str, contains: &[&str]) -> &'a str {
+        text.lines()
+            .find(|l| l.starts_with(starts) && contains.iter().all(|c| l.contains(c)))
+            .unwrap_or_else(|| panic!("no {starts} with {contains:?} in:\n{text}"))
+    }
+
+    #[test]
+    fn the_dashboards_metrics_are_exported_with_upstreams_names_labels_and_help() {
+        let registry = Metrics::new();
+        let metrics = ControllerMetrics::register(&registry);
+        metrics.eligible_nodes("underutilized", 3);
+        metrics.reconciled("provisioner", Reconciled::Error, 0.02);
+        metrics.reconciled("disruption", Reconciled::RequeueAfter, 0.5);
+        metrics.node_termination_duration("general", 12.0);
+        metrics.pod_startup_duration(4.0);
+        let text = registry.encode().expect("encodes");
+        assert!(
+            line(
+                &text,
+                "karpenter_voluntary_disruption_eligible_nodes{",
+                &["reason=\"underutilized\""]
+            )
+            .ends_with(" 3")
+        );
+        assert!(text.contains(
+            "# HELP karpenter_voluntary_disruption_eligible_nodes Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason."
+        ));
+        assert!(
+            line(
+                &text,
+                "controller_runtime_reconcile_total{",
+                &["controller=\"provisioner\"", "result=\"error\""]
+            )
+            .ends_with(" 1")
+        );
+        assert!(
+            line(
+                &text,
+                "controller_runtime_reconcile_total{",
+                &["controller=\"disruption\"", "result=\"requeue_after\""]
+            )
+            .ends_with(" 1")
+        );
+        assert!(
+            line(
+                &text,
+                "controller_runtime_reconcile_errors_total{",
+                &["controller=\"provisioner\""]
+            )
+            .ends_with(" 1")
+        );
+        assert!(
+            line(
+                &text,
+                "controller_runtime_reconcile_time_seconds_bucket{",
+                &["controller=\"provisioner\"", "le=\"0.025\""]
+            )
+            .ends_with(" 1")
+        );
+        assert!(
+            line(
+                &text,
+                "controller_runtime_reconcile_time_seconds_bucket{",
+                &["controller=\"provisioner\"", "le=\"0.01\""]
+            )
+            .ends_with(" 0")
+        );
+        assert!(text.contains("# TYPE controller_runtime_reconcile_time_seconds histogram"));
+        assert!(text.contains(
+            "karpenter_nodes_termination_duration_seconds{nodepool=\"general\",quantile=\"0.5\"} 12\n"
+        ));
+        assert!(text.contains("# TYPE karpenter_nodes_termination_duration_seconds summary"));
+        assert!(text.contains("karpenter_pods_startup_duration_seconds{quantile=\"1\"} 4\n"));
+        assert!(text.contains("karpenter_pods_startup_duration_seconds_count 1\n"));
+    }
+
+    #[test]
+    fn a_result_is_success_or_error_as_the_reconciliation_returned() {
+        assert_eq!(Reconciled::of(&Ok::<(), ()>(())), Reconciled::Success);
+        assert_eq!(Reconciled::of(&Err::<(), ()>(())).as_str(), "error");
+        assert_eq!(Reconciled::RequeueAfter.as_str(), "requeue_after");
     }
 }

@@ -1,9 +1,11 @@
 //! NodePool status (upstream `nodepool.counter`): `status.resources` (capacity of the pool's
 //! NodeClaims, in-flight ones included) and `status.nodes`, written when they change, checked
-//! every [`INTERVAL`]; the same figures and the pool's limits as metrics.
+//! every [`INTERVAL`]; the same figures and the pool's limits as metrics (upstream
+//! `metrics.nodepool`). The same loop keeps the node and pod gauges
+//! ([`super::metrics::state`], upstream `metrics.node` and `metrics.pod`).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use karpenter_api::v1::NodePool;
@@ -15,7 +17,8 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
-use super::metrics::ControllerMetrics;
+use super::metrics::state::{StateMetrics, resource_type, resource_value};
+use super::metrics::{ControllerMetrics, Reconciled};
 
 pub const INTERVAL: Duration = Duration::from_secs(5);
 
@@ -29,11 +32,6 @@ struct PoolFigures {
     limits: Option<ResourceList>,
 }
 
-fn as_f64(q: karpenter_scheduling::Quantity) -> f64 {
-    // Metrics are floats; millis fit f64 exactly up to 2^53.
-    q.millis() as f64 / 1000.0
-}
-
 /// Runs until `cancel` trips.
 pub async fn run(
     cache: ClusterCache,
@@ -42,8 +40,10 @@ pub async fn run(
     cancel: CancellationToken,
 ) {
     let api: Api<NodePool> = Api::all(client);
+    let mut state_metrics = StateMetrics::new(metrics.clone(), chrono::Utc::now());
     loop {
         if cache.synced() {
+            state_metrics.update(&cache);
             let work: Vec<PoolFigures> = {
                 let cluster = cache.lock();
                 cluster
@@ -79,24 +79,41 @@ pub async fn run(
                 limits,
             } in work
             {
+                let started = Instant::now();
                 for (resource, quantity) in &resources {
                     if let Ok(q) = quantity.0.parse::<karpenter_scheduling::Quantity>() {
-                        metrics.nodepool_usage(&name, resource, as_f64(q));
+                        metrics.nodepool_usage(
+                            &name,
+                            &resource_type(resource),
+                            resource_value(resource, q),
+                        );
                     }
                 }
                 for (resource, quantity) in limits.iter().flat_map(|l| l.iter()) {
-                    metrics.nodepool_limit(&name, resource, as_f64(*quantity));
+                    metrics.nodepool_limit(
+                        &name,
+                        &resource_type(resource),
+                        resource_value(resource, *quantity),
+                    );
                 }
-                if unchanged {
-                    continue;
+                metrics.reconciled(
+                    "metrics.nodepool",
+                    Reconciled::RequeueAfter,
+                    started.elapsed().as_secs_f64(),
+                );
+                let started = Instant::now();
+                let mut result = Reconciled::Success;
+                if !unchanged {
+                    let patch = json!({"status": {"resources": resources, "nodes": nodes}});
+                    if let Err(error) = api
+                        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                    {
+                        tracing::warn!(nodepool = %name, %error, "updating NodePool status failed");
+                        result = Reconciled::Error;
+                    }
                 }
-                let patch = json!({"status": {"resources": resources, "nodes": nodes}});
-                if let Err(error) = api
-                    .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                {
-                    tracing::warn!(nodepool = %name, %error, "updating NodePool status failed");
-                }
+                metrics.reconciled("nodepool.counter", result, started.elapsed().as_secs_f64());
             }
         }
         tokio::select! {

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use super::cache::ClusterCache;
 use super::catalogs::Catalogs;
 use super::events::Events;
-use super::metrics::ControllerMetrics;
+use super::metrics::{ControllerMetrics, Reconciled};
 use crate::settings::{self, Settings};
 
 /// How long an existing node stays nominated for the pods placed on it (upstream: the larger
@@ -114,7 +114,14 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             }
             if batcher.poll(now) {
                 if self.ready_to_solve() {
-                    match self.provision().await {
+                    let started = Instant::now();
+                    let result = self.provision().await;
+                    self.metrics.reconciled(
+                        "provisioner",
+                        Reconciled::of(&result),
+                        started.elapsed().as_secs_f64(),
+                    );
+                    match result {
                         Ok(outcome) if outcome.pods > 0 => tracing::info!(
                             pods = outcome.pods,
                             nodeclaims = ?outcome.created,

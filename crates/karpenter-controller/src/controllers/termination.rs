@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::cache::ClusterCache;
 use super::events::Events;
 use super::in_flight::InFlight;
-use super::metrics::ControllerMetrics;
+use super::metrics::{ControllerMetrics, Reconciled};
 use super::nodeclaim::{StepError, release};
 use super::writes;
 
@@ -98,7 +98,14 @@ impl<C: CloudProvider + 'static> Termination<C> {
                     let name = node.metadata.name.clone().unwrap_or_default();
                     let (this, busy) = (this.clone(), busy.clone());
                     tokio::spawn(async move {
-                        if let Err(error) = this.terminate(&node, claim.as_ref()).await {
+                        let started = std::time::Instant::now();
+                        let result = this.terminate(&node, claim.as_ref()).await;
+                        this.metrics.reconciled(
+                            "node.termination",
+                            Reconciled::of(&result),
+                            started.elapsed().as_secs_f64(),
+                        );
+                        if let Err(error) = result {
                             tracing::warn!(%error, node = %name, "termination step failed; retrying");
                         }
                         busy.done(&name);
@@ -284,7 +291,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
             .and_then(karpenter_state::conditions::from_api_time)
         {
             self.metrics
-                .node_termination_duration((Utc::now() - since).as_seconds_f64().max(0.0));
+                .node_termination_duration(&pool, (Utc::now() - since).as_seconds_f64().max(0.0));
         }
         tracing::info!(node = %name, "drained and terminated");
         Ok(())

@@ -5,7 +5,8 @@
 //! modules that observe something register their own metric here, under
 //! upstream's exact name. prometheus-client appends `_total` to counters
 //! itself, so a counter exported as `karpenter_nodes_created_total` is
-//! registered as `karpenter_nodes_created`.
+//! registered as `karpenter_nodes_created`. Summaries, which prometheus-client lacks, are
+//! registered with [`Metrics::register_summary`] and written after the registry's metrics.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -13,6 +14,8 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Metric, Registry};
+
+use super::summary::Summary;
 
 /// The OpenMetrics text content type served on `/metrics`.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -30,6 +33,14 @@ pub enum MetricsError {
 #[derive(Debug, Clone)]
 pub struct Metrics {
     registry: Arc<Mutex<Registry>>,
+    summaries: Arc<Mutex<Vec<RegisteredSummary>>>,
+}
+
+#[derive(Debug)]
+struct RegisteredSummary {
+    name: String,
+    help: String,
+    summary: Summary,
 }
 
 impl Default for Metrics {
@@ -37,6 +48,9 @@ impl Default for Metrics {
         Self::new()
     }
 }
+
+/// The last line of an OpenMetrics exposition.
+const EOF: &str = "# EOF\n";
 
 /// Labels of `karpenter_build_info`. Upstream's names are kept; for a Rust
 /// build `goversion` holds the compiler (`rust1.91.0`) and `goarch` the
@@ -48,6 +62,7 @@ impl Metrics {
     pub fn new() -> Self {
         let metrics = Self {
             registry: Arc::new(Mutex::new(Registry::default())),
+            summaries: Arc::new(Mutex::new(Vec::new())),
         };
         let build_info = Family::<BuildInfoLabels, Gauge>::default();
         build_info.get_or_create(&build_info_labels()).set(1);
@@ -66,6 +81,16 @@ impl Metrics {
         self.lock().register(name, help, metric);
     }
 
+    /// Registers a summary under its full name (`_sum`, `_count` and the `quantile` series
+    /// are derived from it). Keep a clone to observe into it.
+    pub fn register_summary(&self, name: &str, help: &str, summary: Summary) {
+        self.summaries().push(RegisteredSummary {
+            name: name.to_owned(),
+            help: help.to_owned(),
+            summary,
+        });
+    }
+
     /// Direct access for what [`Metrics::register`] does not cover
     /// (units, collectors, sub-registries).
     pub fn with_registry<T>(&self, f: impl FnOnce(&mut Registry) -> T) -> T {
@@ -76,7 +101,26 @@ impl Metrics {
     pub fn encode(&self) -> Result<String, MetricsError> {
         let mut out = String::new();
         encode(&mut out, &self.lock()).map_err(MetricsError::Encode)?;
+        let summaries = self.summaries();
+        if summaries.is_empty() {
+            return Ok(out);
+        }
+        // The summaries go before the registry's closing `# EOF`.
+        if out.ends_with(EOF) {
+            out.truncate(out.len() - EOF.len());
+        }
+        let now = std::time::Instant::now();
+        for s in summaries.iter() {
+            s.summary.encode(&s.name, &s.help, &mut out, now);
+        }
+        out.push_str(EOF);
         Ok(out)
+    }
+
+    fn summaries(&self) -> MutexGuard<'_, Vec<RegisteredSummary>> {
+        self.summaries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn lock(&self) -> MutexGuard<'_, Registry> {
@@ -149,6 +193,34 @@ mod tests {
             text.contains("karpenter_nodes_created_total{nodepool=\"default\"} 3"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_registered_summary_is_exported_before_the_end_marker() {
+        let metrics = Metrics::new();
+        let summary = Summary::default();
+        metrics.register_summary(
+            "karpenter_pods_startup_duration_seconds",
+            "The time from pod creation until the pod is running.",
+            summary.clone(),
+        );
+        summary.observe(Vec::new(), 2.5);
+        let text = metrics.encode().expect("encodes");
+        assert!(
+            text.contains("# TYPE karpenter_pods_startup_duration_seconds summary\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("karpenter_pods_startup_duration_seconds{quantile=\"0.5\"} 2.5\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("karpenter_pods_startup_duration_seconds_count 1\n"),
+            "{text}"
+        );
+        assert!(text.contains("karpenter_build_info{"), "{text}");
+        assert!(text.ends_with("\n# EOF\n"), "{text}");
+        assert_eq!(text.matches("# EOF").count(), 1, "{text}");
     }
 
     #[test]

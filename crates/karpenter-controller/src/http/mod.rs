@@ -7,6 +7,7 @@
 
 mod health;
 mod metrics;
+mod summary;
 
 use std::net::SocketAddr;
 
@@ -19,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use health::Readiness;
 pub use metrics::{BuildInfoLabels, Metrics, MetricsError, OPENMETRICS_CONTENT_TYPE};
+pub use summary::{Summary, SummaryLabels};
 
 /// Why an HTTP server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,716 @@
+//! Upstream's `metrics.node` and `metrics.pod` controllers: gauges of every node's allocatable
+//! and requested resources (`karpenter_nodes_allocatable`, `karpenter_nodes_total_pod_requests`,
+//! `karpenter_nodes_total_daemon_requests`) and of every pod's state (`karpenter_pods_state`),
+//! rebuilt from the cluster-state index on every [`StateMetrics::update`], and
+//! `karpenter_pods_startup_duration_seconds`. The NodePool counter's loop calls `update` every
+//! 5 s (upstream's `metrics.node` interval).
+//!
+//! Labels are upstream's: a node's series carry `node_name`, `phase`, `managed`, one label per
+//! well-known node label ([`NODE_LABELS`]) and `resource_type`; a pod's carry `name`,
+//! `namespace`, `owner`, `node`, `scheduled`, `nodepool`, `zone`, `arch`, `capacity_type`,
+//! `instance_type`, `phase`, `ready` and `managed`. A series whose node or pod is gone (or
+//! whose labels changed) is removed. Requests are summed as upstream's cluster state sums them:
+//! every pod bound to the node that is not finished (`Succeeded`/`Failed`), each with
+//! `pods: 1`; the daemon figures only over DaemonSet pods. A node without such pods has no
+//! request series, as upstream.
+//!
+//! Startup: like upstream, a pod counts once, when it is Ready after having been seen Pending
+//! (or created since this loop started: a pod that went from Pending to Ready between two
+//! passes was Pending while watched); the duration is its `Ready` condition's transition time
+//! minus its creation time.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use karpenter_api::labels;
+use karpenter_scheduling::{Quantity, ResourceList};
+use karpenter_state::Cluster;
+use karpenter_state::conditions::from_api_time;
+
+use super::{ControllerMetrics, Labels, Reconciled};
+use crate::controllers::cache::ClusterCache;
+
+/// The node labels upstream turns into metric labels (core's `v1.WellKnownLabels` with the AWS
+/// provider's additions), each with its metric label: the part after `/`, lowercased, `-` as
+/// `_`.
+pub const NODE_LABELS: &[(&str, &str)] = &[
+    (labels::NODEPOOL, "nodepool"),
+    (labels::ZONE, "zone"),
+    (labels::REGION, "region"),
+    (labels::INSTANCE_TYPE, "instance_type"),
+    (labels::ARCH, "arch"),
+    (labels::OS, "os"),
+    (labels::CAPACITY_TYPE, "capacity_type"),
+    (labels::WINDOWS_BUILD, "windows_build"),
+    (labels::CAPACITY_RESERVATION_ID, "capacity_reservation_id"),
+    (
+        labels::CAPACITY_RESERVATION_TYPE,
+        "capacity_reservation_type",
+    ),
+    (
+        labels::CAPACITY_RESERVATION_INTERRUPTIBLE,
+        "capacity_reservation_interruptible",
+    ),
+    (labels::INSTANCE_HYPERVISOR, "instance_hypervisor"),
+    (
+        labels::INSTANCE_ENCRYPTION_IN_TRANSIT_SUPPORTED,
+        "instance_encryption_in_transit_supported",
+    ),
+    ("karpenter.k8s.aws/nitro-sandbox", "nitro_sandbox"),
+    (labels::INSTANCE_CATEGORY, "instance_category"),
+    (labels::INSTANCE_CAPABILITY_FLEX, "instance_capability_flex"),
+    (labels::INSTANCE_FAMILY, "instance_family"),
+    (labels::INSTANCE_GENERATION, "instance_generation"),
+    (labels::INSTANCE_SIZE, "instance_size"),
+    (labels::INSTANCE_LOCAL_NVME, "instance_local_nvme"),
+    (labels::INSTANCE_CPU, "instance_cpu"),
+    (
+        labels::INSTANCE_CPU_MANUFACTURER,
+        "instance_cpu_manufacturer",
+    ),
+    (
+        labels::INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ,
+        "instance_cpu_sustained_clock_speed_mhz",
+    ),
+    (labels::INSTANCE_MEMORY, "instance_memory"),
+    (labels::INSTANCE_EBS_BANDWIDTH, "instance_ebs_bandwidth"),
+    (
+        labels::INSTANCE_NETWORK_BANDWIDTH,
+        "instance_network_bandwidth",
+    ),
+    (labels::INSTANCE_GPU_NAME, "instance_gpu_name"),
+    (
+        labels::INSTANCE_GPU_MANUFACTURER,
+        "instance_gpu_manufacturer",
+    ),
+    (labels::INSTANCE_GPU_COUNT, "instance_gpu_count"),
+    (labels::INSTANCE_GPU_MEMORY, "instance_gpu_memory"),
+    (
+        labels::INSTANCE_ACCELERATOR_NAME,
+        "instance_accelerator_name",
+    ),
+    (
+        labels::INSTANCE_ACCELERATOR_MANUFACTURER,
+        "instance_accelerator_manufacturer",
+    ),
+    (
+        labels::INSTANCE_ACCELERATOR_COUNT,
+        "instance_accelerator_count",
+    ),
+    (labels::ZONE_ID, "zone_id"),
+    ("karpenter.k8s.aws/instance-tenancy", "instance_tenancy"),
+    ("karpenter.k8s.aws/placement-group-id", "placement_group_id"),
+    (
+        "karpenter.k8s.aws/placement-group-partition",
+        "placement_group_partition",
+    ),
+];
+
+/// A resource name as upstream's `resource_type` label writes it (`ephemeral-storage` ->
+/// `ephemeral_storage`).
+pub fn resource_type(name: &str) -> String {
+    name.to_lowercase().replace('-', "_")
+}
+
+/// A quantity as upstream's gauges write it: cores for cpu, whole units (rounded up) otherwise.
+pub fn resource_value(name: &str, quantity: Quantity) -> f64 {
+    if name == "cpu" {
+        quantity.millis() as f64 / 1000.0
+    } else {
+        quantity.value() as f64
+    }
+}
+
+/// The three per-node gauges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum NodeGauge {
+    Allocatable,
+    PodRequests,
+    DaemonRequests,
+}
+
+const NODE_GAUGES: [NodeGauge; 3] = [
+    NodeGauge::Allocatable,
+    NodeGauge::PodRequests,
+    NodeGauge::DaemonRequests,
+];
+
+/// The node series one pass wants, by gauge.
+type NodeSeries = HashMap<NodeGauge, HashMap<Labels, f64>>;
+
+fn text(value: Option<&String>) -> String {
+    value.cloned().unwrap_or_default()
+}
+
+fn phase(pod: &Pod) -> &str {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or_default()
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(phase(pod), "Succeeded" | "Failed")
+}
+
+/// When the pod's `Ready` condition turned True, if it is True.
+fn ready_since(pod: &Pod) -> Option<Option<DateTime<Utc>>> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready" && c.status == "True")
+        .map(|c| c.last_transition_time.as_ref().and_then(from_api_time))
+}
+
+/// A node's labels without `resource_type`.
+fn node_labels(node: &Node, managed: bool) -> Labels {
+    let mut out: Labels = Vec::with_capacity(NODE_LABELS.len() + 4);
+    out.push(("node_name", text(node.metadata.name.as_ref())));
+    out.push((
+        "phase",
+        text(node.status.as_ref().and_then(|s| s.phase.as_ref())),
+    ));
+    out.push(("managed", managed.to_string()));
+    let node_labels = node.metadata.labels.as_ref();
+    for (key, label) in NODE_LABELS {
+        out.push((label, text(node_labels.and_then(|l| l.get(*key)))));
+    }
+    out
+}
+
+/// Upstream's self link of the pod's first owner.
+fn owner(pod: &Pod) -> String {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    pod.metadata
+        .owner_references
+        .as_ref()
+        .and_then(|owners| owners.first())
+        .map(|o| {
+            format!(
+                "/apis/{}/namespaces/{namespace}/{}s/{}",
+                o.api_version,
+                o.kind.to_lowercase(),
+                o.name
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// A pod's `karpenter_pods_state` labels; `node` is the Node it is bound to, if the index has it.
+fn pod_labels(pod: &Pod, node: Option<&Node>) -> Labels {
+    let node_name = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default();
+    let node_label = |key: &str| text(node.and_then(|n| n.metadata.labels.as_ref()?.get(key)));
+    let nodepool = node_label(labels::NODEPOOL);
+    vec![
+        ("name", text(pod.metadata.name.as_ref())),
+        ("namespace", text(pod.metadata.namespace.as_ref())),
+        ("owner", owner(pod)),
+        ("scheduled", (!node_name.is_empty()).to_string()),
+        ("node", node_name),
+        ("zone", node_label(labels::ZONE)),
+        ("arch", node_label(labels::ARCH)),
+        ("capacity_type", node_label(labels::CAPACITY_TYPE)),
+        ("instance_type", node_label(labels::INSTANCE_TYPE)),
+        ("managed", (!nodepool.is_empty()).to_string()),
+        ("nodepool", nodepool),
+        ("phase", phase(pod).to_owned()),
+        ("ready", ready_since(pod).is_some().to_string()),
+    ]
+}
+
+/// Per node with a Node object: its allocatable, and the requests of its pods and of its
+/// DaemonSet pods, each resource a series.
+fn collect_nodes(cluster: &Cluster) -> NodeSeries {
+    let mut out: NodeSeries = NODE_GAUGES.iter().map(|g| (*g, HashMap::new())).collect();
+    for state in cluster.state_nodes() {
+        let Some(node) = state.node else { continue };
+        let base = node_labels(node, state.managed());
+        let allocatable = node
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .and_then(|a| ResourceList::from_k8s(a).ok())
+            .unwrap_or_default();
+        let mut pods = ResourceList::new();
+        let mut daemons = ResourceList::new();
+        let mut any_daemon = false;
+        for pod in state.pods.iter().filter(|p| !is_terminal(p)) {
+            let Ok(requests) = karpenter_scheduling::pod::pod_requests(pod) else {
+                continue;
+            };
+            pods.add(&requests);
+            if karpenter_disruption::pods::is_daemonset(pod) {
+                daemons.add(&requests);
+                any_daemon = true;
+            }
+        }
+        let lists = [
+            (NodeGauge::Allocatable, allocatable),
+            (NodeGauge::PodRequests, pods),
+            (
+                NodeGauge::DaemonRequests,
+                if any_daemon {
+                    daemons
+                } else {
+                    ResourceList::new()
+                },
+            ),
+        ];
+        for (gauge, list) in lists {
+            let series = out.entry(gauge).or_default();
+            for (resource, quantity) in list.iter() {
+                let mut labels = base.clone();
+                labels.push(("resource_type", resource_type(resource)));
+                series.insert(labels, resource_value(resource, *quantity));
+            }
+        }
+    }
+    out
+}
+
+/// Keeps the node and pod gauges of the cluster-state index, and observes pod startups.
+#[derive(Debug)]
+pub struct StateMetrics {
+    metrics: ControllerMetrics,
+    /// Pods created at or after this (whole seconds, as creation timestamps are) were Pending
+    /// while watched.
+    started: DateTime<Utc>,
+    /// Pods (by uid) seen Pending whose start is not observed yet.
+    pending: HashSet<String>,
+    /// Pods whose start was observed, or that finished without starting.
+    done: HashSet<String>,
+    node_series: HashMap<NodeGauge, HashSet<Labels>>,
+    pod_series: HashSet<Labels>,
+}
+
+fn pod_key(pod: &Pod) -> String {
+    match pod.metadata.uid.as_deref() {
+        Some(uid) => uid.to_owned(),
+        None => format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or_default(),
+            pod.metadata.name.as_deref().unwrap_or_default()
+        ),
+    }
+}
+
+impl StateMetrics {
+    /// Starts watching at `started`.
+    pub fn new(metrics: ControllerMetrics, started: DateTime<Utc>) -> Self {
+        StateMetrics {
+            metrics,
+            started: started
+                .duration_trunc(TimeDelta::seconds(1))
+                .unwrap_or(started),
+            pending: HashSet::new(),
+            done: HashSet::new(),
+            node_series: HashMap::new(),
+            pod_series: HashSet::new(),
+        }
+    }
+
+    /// One pass of upstream's `metrics.node` and `metrics.pod` over the index.
+    pub fn update(&mut self, cache: &ClusterCache) {
+        let t = Instant::now();
+        let nodes = collect_nodes(&cache.lock());
+        self.apply_nodes(nodes);
+        self.metrics.reconciled(
+            "metrics.node",
+            Reconciled::RequeueAfter,
+            t.elapsed().as_secs_f64(),
+        );
+        let t = Instant::now();
+        let (pods, startups) = self.collect_pods(&cache.lock());
+        self.apply_pods(pods, &startups);
+        self.metrics.reconciled(
+            "metrics.pod",
+            Reconciled::RequeueAfter,
+            t.elapsed().as_secs_f64(),
+        );
+    }
+
+    fn apply_nodes(&mut self, wanted: NodeSeries) {
+        for gauge in NODE_GAUGES {
+            let family = match gauge {
+                NodeGauge::Allocatable => &self.metrics.nodes_allocatable,
+                NodeGauge::PodRequests => &self.metrics.nodes_total_pod_requests,
+                NodeGauge::DaemonRequests => &self.metrics.nodes_total_daemon_requests,
+            };
+            let series = wanted.get(&gauge);
+            let previous = self.node_series.entry(gauge).or_default();
+            for old in previous.iter() {
+                if !series.is_some_and(|s| s.contains_key(old)) {
+                    family.remove(old);
+                }
+            }
+            previous.clear();
+            for (labels, value) in series.into_iter().flatten() {
+                family.get_or_create(labels).set(*value);
+                previous.insert(labels.clone());
+            }
+        }
+    }
+
+    /// Every pod's state series, and the startup durations observed this pass.
+    fn collect_pods(&mut self, cluster: &Cluster) -> (HashSet<Labels>, Vec<f64>) {
+        let mut series = HashSet::new();
+        let mut startups = Vec::new();
+        let mut seen = HashSet::new();
+        for pod in cluster.pods() {
+            let node = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .and_then(|n| cluster.node(n));
+            series.insert(pod_labels(pod, node));
+            let key = pod_key(pod);
+            if let Some(seconds) = self.startup(pod, &key) {
+                startups.push(seconds);
+            }
+            seen.insert(key);
+        }
+        self.pending.retain(|k| seen.contains(k));
+        self.done.retain(|k| seen.contains(k));
+        (series, startups)
+    }
+
+    /// The pod's startup duration, if it just started (see the module's documentation).
+    fn startup(&mut self, pod: &Pod, key: &str) -> Option<f64> {
+        if self.done.contains(key) {
+            return None;
+        }
+        if phase(pod) == "Pending" {
+            self.pending.insert(key.to_owned());
+            return None;
+        }
+        let created = pod
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .and_then(from_api_time);
+        let watched =
+            self.pending.contains(key) || created.is_some_and(|created| created >= self.started);
+        if !watched {
+            return None;
+        }
+        if let Some(ready_at) = ready_since(pod) {
+            self.pending.remove(key);
+            self.done.insert(key.to_owned());
+            let (Some(ready_at), Some(created)) = (ready_at, created) else {
+                return None;
+            };
+            return Some((ready_at - created).as_seconds_f64().max(0.0));
+        }
+        if is_terminal(pod) {
+            self.pending.remove(key);
+            self.done.insert(key.to_owned());
+        } else {
+            self.pending.insert(key.to_owned());
+        }
+        None
+    }
+
+    fn apply_pods(&mut self, wanted: HashSet<Labels>, startups: &[f64]) {
+        let family = &self.metrics.pods_state;
+        for old in self.pod_series.difference(&wanted) {
+            family.remove(old);
+        }
+        for labels in &wanted {
+            family.get_or_create(labels).set(1);
+        }
+        self.pod_series = wanted;
+        for seconds in startups {
+            self.metrics.pod_startup_duration(*seconds);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use karpenter_state::Object;
+    use serde_json::json;
+
+    use super::*;
+    use crate::http::Metrics;
+
+    fn node(name: &str, pool: Option<&str>) -> Node {
+        let mut labels = json!({
+            "topology.kubernetes.io/zone": "us-east-1a",
+            "kubernetes.io/arch": "amd64",
+            "node.kubernetes.io/instance-type": "c5.large",
+            "karpenter.sh/capacity-type": "spot",
+        });
+        if let Some(pool) = pool {
+            labels["karpenter.sh/nodepool"] = json!(pool);
+        }
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"providerID": format!("kwok://{name}")},
+            "status": {"allocatable": {"cpu": "1930m", "memory": "3Gi", "pods": "29", "ephemeral-storage": "20Gi"}}
+        }))
+        .expect("a node")
+    }
+
+    fn claim(name: &str) -> karpenter_api::v1::NodeClaim {
+        serde_json::from_value(json!({
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "general"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+            "status": {"providerID": format!("kwok://{name}")}
+        }))
+        .expect("a NodeClaim")
+    }
+
+    fn pod(name: &str, node: Option<&str>, phase: &str, daemon: bool, cpu: &str) -> Pod {
+        let owner = if daemon {
+            json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "d", "controller": true}])
+        } else {
+            json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "r", "controller": true}])
+        };
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}"),
+                         "creationTimestamp": "2026-01-01T00:00:00Z", "ownerReferences": owner},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}]},
+            "status": {"phase": phase}
+        }))
+        .expect("a pod")
+    }
+
+    fn ready(mut pod: Pod, at: &str) -> Pod {
+        pod.status = serde_json::from_value(json!({
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": at}]
+        }))
+        .expect("a status");
+        pod
+    }
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s)
+            .expect("a time")
+            .with_timezone(&Utc)
+    }
+
+    fn value(series: &HashMap<Labels, f64>, node: &str, resource: &str) -> Option<f64> {
+        series
+            .iter()
+            .find(|(labels, _)| {
+                labels.contains(&("node_name", node.to_owned()))
+                    && labels.contains(&("resource_type", resource.to_owned()))
+            })
+            .map(|(_, v)| *v)
+    }
+
+    #[test]
+    fn node_label_names_follow_upstreams_rule_and_cover_core_well_known_labels() {
+        for (key, label) in NODE_LABELS {
+            let suffix = key.rsplit('/').next().unwrap_or(key);
+            assert_eq!(*label, suffix.to_lowercase().replace('-', "_"), "{key}");
+        }
+        for key in labels::WELL_KNOWN_LABELS {
+            assert!(NODE_LABELS.iter().any(|(k, _)| k == key), "{key} missing");
+        }
+        let names: HashSet<&str> = NODE_LABELS.iter().map(|(_, l)| *l).collect();
+        assert_eq!(names.len(), NODE_LABELS.len(), "no two keys share a label");
+    }
+
+    #[test]
+    fn resources_are_named_and_valued_as_upstream_writes_them() {
+        assert_eq!(resource_type("ephemeral-storage"), "ephemeral_storage");
+        assert_eq!(resource_type("nvidia.com/gpu"), "nvidia.com/gpu");
+        let q = |s: &str| s.parse::<Quantity>().expect("a quantity");
+        assert_eq!(resource_value("cpu", q("1930m")), 1.93);
+        assert_eq!(resource_value("memory", q("3Gi")), 3_221_225_472.0);
+        assert_eq!(resource_value("memory", q("1500m")), 2.0, "rounded up");
+    }
+
+    #[test]
+    fn a_node_reports_its_allocatable_and_the_requests_of_its_running_and_daemon_pods() {
+        let mut cluster = Cluster::new();
+        cluster.apply(Object::Node(node("n1", Some("general"))));
+        cluster.apply(Object::NodeClaim(claim("n1")));
+        cluster.apply(Object::Node(node("bare", None)));
+        cluster.apply(Object::Pod(pod("web", Some("n1"), "Running", false, "1")));
+        cluster.apply(Object::Pod(pod(
+            "agent",
+            Some("n1"),
+            "Running",
+            true,
+            "100m",
+        )));
+        cluster.apply(Object::Pod(pod(
+            "done",
+            Some("n1"),
+            "Succeeded",
+            false,
+            "5",
+        )));
+        let series = collect_nodes(&cluster);
+        let allocatable = &series[&NodeGauge::Allocatable];
+        assert_eq!(value(allocatable, "n1", "cpu"), Some(1.93));
+        assert_eq!(
+            value(allocatable, "n1", "ephemeral_storage"),
+            Some(21_474_836_480.0)
+        );
+        assert_eq!(value(allocatable, "bare", "pods"), Some(29.0));
+        let requests = &series[&NodeGauge::PodRequests];
+        assert_eq!(
+            value(requests, "n1", "cpu"),
+            Some(1.1),
+            "the finished pod is not counted"
+        );
+        assert_eq!(value(requests, "n1", "pods"), Some(2.0));
+        assert_eq!(value(requests, "n1", "memory"), Some(536_870_912.0));
+        assert_eq!(value(requests, "bare", "cpu"), None, "no pods, no series");
+        let daemons = &series[&NodeGauge::DaemonRequests];
+        assert_eq!(value(daemons, "n1", "cpu"), Some(0.1));
+        assert_eq!(value(daemons, "n1", "pods"), Some(1.0));
+        let (labels, _) = allocatable
+            .iter()
+            .find(|(l, _)| l.contains(&("node_name", "n1".to_owned())))
+            .expect("n1's series");
+        for want in [
+            ("managed", "true"),
+            ("nodepool", "general"),
+            ("zone", "us-east-1a"),
+            ("arch", "amd64"),
+            ("instance_type", "c5.large"),
+            ("capacity_type", "spot"),
+            ("instance_gpu_name", ""),
+        ] {
+            assert!(
+                labels.contains(&(want.0, want.1.to_owned())),
+                "{want:?} in {labels:?}"
+            );
+        }
+        let (bare, _) = allocatable
+            .iter()
+            .find(|(l, _)| l.contains(&("node_name", "bare".to_owned())))
+            .expect("bare's series");
+        assert!(bare.contains(&("managed", "false".to_owned())), "{bare:?}");
+    }
+
+    #[test]
+    fn a_pods_state_names_its_owner_node_and_the_nodes_labels() {
+        let n = node("n1", Some("general"));
+        let labels = pod_labels(
+            &ready(
+                pod("web-x", Some("n1"), "Running", false, "1"),
+                "2026-01-01T00:00:05Z",
+            ),
+            Some(&n),
+        );
+        for want in [
+            ("name", "web-x"),
+            ("namespace", "shop"),
+            ("owner", "/apis/apps/v1/namespaces/shop/replicasets/web-1"),
+            ("node", "n1"),
+            ("scheduled", "true"),
+            ("nodepool", "general"),
+            ("zone", "us-east-1a"),
+            ("arch", "amd64"),
+            ("capacity_type", "spot"),
+            ("instance_type", "c5.large"),
+            ("phase", "Running"),
+            ("ready", "true"),
+            ("managed", "true"),
+        ] {
+            assert!(
+                labels.contains(&(want.0, want.1.to_owned())),
+                "{want:?} in {labels:?}"
+            );
+        }
+        let pending = pod_labels(&pod("p", None, "Pending", false, "1"), None);
+        assert!(pending.contains(&("scheduled", "false".to_owned())));
+        assert!(pending.contains(&("managed", "false".to_owned())));
+        assert!(pending.contains(&("ready", "false".to_owned())));
+    }
+
+    #[test]
+    fn a_pod_seen_pending_counts_its_startup_once_when_it_is_ready() {
+        let metrics = ControllerMetrics::register(&Metrics::new());
+        let mut state = StateMetrics::new(metrics, at("2026-06-01T00:00:00Z"));
+        let mut cluster = Cluster::new();
+        cluster.apply(Object::Pod(pod("web", None, "Pending", false, "1")));
+        assert!(state.collect_pods(&cluster).1.is_empty());
+        cluster.apply(Object::Pod(ready(
+            pod("web", Some("n1"), "Running", false, "1"),
+            "2026-01-01T00:00:42Z",
+        )));
+        assert_eq!(state.collect_pods(&cluster).1, vec![42.0]);
+        assert!(state.collect_pods(&cluster).1.is_empty(), "counted once");
+    }
+
+    #[test]
+    fn a_pod_running_before_the_loop_started_and_never_seen_pending_is_not_counted() {
+        let metrics = ControllerMetrics::register(&Metrics::new());
+        let mut state = StateMetrics::new(metrics, at("2026-06-01T00:00:00Z"));
+        let mut cluster = Cluster::new();
+        cluster.apply(Object::Pod(ready(
+            pod("old", Some("n1"), "Running", false, "1"),
+            "2026-01-01T00:00:42Z",
+        )));
+        assert!(state.collect_pods(&cluster).1.is_empty());
+    }
+
+    #[test]
+    fn a_pod_created_since_the_loop_started_counts_even_if_never_seen_pending() {
+        let metrics = ControllerMetrics::register(&Metrics::new());
+        let mut state = StateMetrics::new(metrics, at("2025-12-31T23:59:59.500Z"));
+        let mut cluster = Cluster::new();
+        cluster.apply(Object::Pod(ready(
+            pod("fast", Some("n1"), "Running", false, "1"),
+            "2026-01-01T00:00:03Z",
+        )));
+        assert_eq!(state.collect_pods(&cluster).1, vec![3.0]);
+    }
+
+    #[test]
+    fn gone_pods_and_nodes_lose_their_series() {
+        let registry = Metrics::new();
+        let metrics = ControllerMetrics::register(&registry);
+        let mut state = StateMetrics::new(metrics, Utc::now());
+        let cache = ClusterCache::new();
+        cache.apply(Object::Node(node("n1", Some("general"))));
+        cache.apply(Object::Pod(pod("web", Some("n1"), "Running", false, "1")));
+        state.update(&cache);
+        let text = registry.encode().expect("encodes");
+        assert!(text.contains("karpenter_pods_state{name=\"web\""), "{text}");
+        assert!(
+            text.contains("karpenter_nodes_allocatable{node_name=\"n1\""),
+            "{text}"
+        );
+        assert!(
+            text.contains("karpenter_nodes_total_pod_requests{node_name=\"n1\""),
+            "{text}"
+        );
+        assert!(text.contains("controller_runtime_reconcile_total{controller=\"metrics.pod\",result=\"requeue_after\"} 1"), "{text}");
+        cache.delete(&karpenter_state::ObjectRef::new(
+            karpenter_state::Kind::Pod,
+            Some("shop"),
+            "web",
+        ));
+        cache.delete(&karpenter_state::ObjectRef::new(
+            karpenter_state::Kind::Node,
+            None,
+            "n1",
+        ));
+        state.update(&cache);
+        let text = registry.encode().expect("encodes");
+        assert!(!text.contains("karpenter_pods_state{"), "{text}");
+        assert!(!text.contains("karpenter_nodes_allocatable{"), "{text}");
+        assert!(
+            !text.contains("karpenter_nodes_total_pod_requests{"),
+            "{text}"
+        );
+    }
+}
