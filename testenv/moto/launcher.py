@@ -178,6 +178,62 @@ def install_reset_hook(account_id: str, regions: list[str], k8s_versions: list[s
     MotoAPIBackend.reset = reset_and_seed  # type: ignore[method-assign]
 
 
+def sign_what_was_sent() -> None:
+    """Check SigV4 signatures against the body the client sent (moto internals).
+
+    moto 5.2.5 recomputes a request's signature from its *parsed* parameters when the raw body
+    is not at hand, and gets two cases wrong under IAM enforcement, for every caller:
+
+    * a GET of a REST-JSON API with a path parameter (eks:DescribeCluster is
+      GET /clusters/<name>) is signed over an empty body, but moto hashed the parsed
+      parameters (SignatureDoesNotMatch);
+    * a form POST (EC2, IAM, SQS query protocol) arrives with its body consumed; moto
+      re-encoded the form with `urlencode`, which writes a space as `+`, as botocore does,
+      while aws-sdk-rust (and the other SDKs) write `%20`: any value with a space
+      (`Linux/UNIX (Amazon VPC)`, a description) failed with AuthFailure.
+
+    The check now accepts the signature of any encoding a client may have sent: the raw body
+    when there is one, none for GET/HEAD/DELETE, else the form as RFC 3986 (`%20`) or as
+    `urlencode` (`+`) writes it, in the order it was sent.
+    """
+    from urllib.parse import quote, quote_plus, urlencode
+
+    from botocore.awsrequest import AWSRequest
+    from moto.iam.access_control import IAMRequestBase
+
+    def bodies(self):  # type: ignore[no-untyped-def]
+        if self._body:
+            return [self._body]
+        if self._method in ("GET", "HEAD", "DELETE") or not isinstance(self._data, dict):
+            return [b""]
+        return [
+            urlencode(self._data, doseq=True, quote_via=via, safe="-_.~").encode()
+            for via in (quote, quote_plus)
+        ]
+
+    def signature_of(self, body):  # type: ignore[no-untyped-def]
+        signed_headers = self._get_string_between(
+            "SignedHeaders=", ",", self._headers["Authorization"]
+        ).split(";")
+        headers = self._create_headers_for_aws_request(signed_headers, self._headers)
+        request = AWSRequest(method=self._method, url=self._path, data=body, headers=headers)
+        request.context["timestamp"] = headers["X-Amz-Date"]
+        auth = self._create_auth(self._access_key.create_credentials())
+        canonical_request = auth.canonical_request(request)
+        string_to_sign = auth.string_to_sign(request, canonical_request)
+        return auth.signature(string_to_sign, request)
+
+    original_check = IAMRequestBase.check_signature
+
+    def check_signature(self):  # type: ignore[no-untyped-def]
+        sent = self._get_string_between("Signature=", ",", self._headers["Authorization"])
+        if any(signature_of(self, body) == sent for body in bodies(self)):
+            return
+        original_check(self)
+
+    IAMRequestBase.check_signature = check_signature  # type: ignore[method-assign]
+
+
 def set_iam_enforcement(enabled: bool) -> None:
     from moto import settings
     from moto.core.authorization import ActionAuthenticatorMixin
@@ -213,6 +269,7 @@ def main() -> int:
     k8s_versions = [v for v in args.k8s_versions.split(",") if v]
     counts = seed(DEFAULT_ACCOUNT_ID, regions, k8s_versions)
     install_reset_hook(DEFAULT_ACCOUNT_ID, regions, k8s_versions)
+    sign_what_was_sent()
     set_iam_enforcement(args.iam_enforcement == "on")
 
     server = ThreadedMotoServer(ip_address=args.host, port=args.port, verbose=False)

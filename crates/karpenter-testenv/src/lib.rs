@@ -13,7 +13,10 @@
 //!   provider builds on it;
 //! * [`manifests`]: applying CRDs and creating YAML fixtures as dynamic objects;
 //! * [`AwsEnv`]: aws-sdk-rust clients (EC2, SQS, SSM, IAM, EKS) for the moto
-//!   emulator started by `scripts/moto up`, its reset and IAM switch.
+//!   emulator started by `scripts/moto up`, its reset and IAM switch;
+//! * [`CallRecorder`]: an SDK interceptor that records the calls a client
+//!   makes, for `karpenter_aws::iam::recorded::check` (every call inside the
+//!   IAM contract and granted by the generated policy).
 //!
 //! It must not start or stop the environments itself (the scripts own their
 //! processes), and nothing here is for production code: `publish = false`.
@@ -24,6 +27,7 @@
 //! See `testenv/README.md`.
 
 pub mod aws;
+pub mod aws_calls;
 pub mod error;
 mod http;
 mod kube_env;
@@ -34,6 +38,7 @@ mod pod_agent;
 mod scope;
 
 pub use aws::{AwsEnv, MotoState};
+pub use aws_calls::CallRecorder;
 pub use error::{Error, Result};
 pub use kube_env::{ALLOW_ANY_CLUSTER_ENV, CONTEXT, KubeEnv, test_client};
 pub use nodes::{NodeAgent, NodeSpec, SimulatedNodes, SimulatedNodesConfig};

@@ -7,6 +7,7 @@ pub mod contract;
 pub mod eval;
 pub mod generate;
 pub mod policy;
+pub mod recorded;
 pub mod scope;
 pub mod terraform;
 

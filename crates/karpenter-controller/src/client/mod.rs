@@ -40,6 +40,9 @@ pub struct Clients {
     pub main: Client,
     /// For evictions and the leader Lease: not rate-limited, no automatic retries.
     pub eviction: Client,
+    /// The API server's CA bundle as nodes take it (base64 of the PEM certificates), from the
+    /// client configuration; `None` when the configuration trusts the system roots.
+    pub ca_bundle: Option<String>,
 }
 
 impl std::fmt::Debug for Clients {
@@ -59,6 +62,7 @@ impl Clients {
 
     /// Builds both clients from an explicit configuration.
     pub fn from_config(config: Config, settings: &Settings) -> Result<Self, ClientError> {
+        let ca_bundle = config.root_cert.as_deref().and_then(ca_bundle);
         let mut eviction_config = config.clone();
         eviction_config.default_retry = false;
         let main = ClientBuilder::try_from(config)
@@ -69,6 +73,47 @@ impl Clients {
             ))
             .build();
         let eviction = Client::try_from(eviction_config).map_err(ClientError::Build)?;
-        Ok(Self { main, eviction })
+        Ok(Self {
+            main,
+            eviction,
+            ca_bundle,
+        })
+    }
+}
+
+/// DER certificates as the base64 PEM bundle `--b64-cluster-ca` and nodeadm take.
+fn ca_bundle(certificates: &[Vec<u8>]) -> Option<String> {
+    use base64::Engine;
+    let engine = base64::engine::general_purpose::STANDARD;
+    if certificates.is_empty() {
+        return None;
+    }
+    let mut pem = String::new();
+    for der in certificates {
+        pem.push_str("-----BEGIN CERTIFICATE-----\n");
+        let body = engine.encode(der);
+        for line in body.as_bytes().chunks(64) {
+            pem.push_str(&String::from_utf8_lossy(line));
+            pem.push('\n');
+        }
+        pem.push_str("-----END CERTIFICATE-----\n");
+    }
+    Some(engine.encode(pem))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn der_certificates_become_a_base64_pem_bundle() {
+        use base64::Engine;
+        let bundle = super::ca_bundle(&[vec![1, 2, 3]]).unwrap_or_default();
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(bundle)
+            .unwrap_or_default();
+        assert_eq!(
+            String::from_utf8_lossy(&pem),
+            "-----BEGIN CERTIFICATE-----\nAQID\n-----END CERTIFICATE-----\n"
+        );
+        assert_eq!(super::ca_bundle(&[]), None);
     }
 }

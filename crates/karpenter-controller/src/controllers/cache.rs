@@ -17,7 +17,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
-use karpenter_api::v1::{NodeClaim, NodePool};
+use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
 use karpenter_state::{Cluster, Kind, Object, ObjectRef};
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
@@ -55,7 +55,7 @@ impl Changes {
 }
 
 /// The kinds the controller watches, in the order they are listed.
-pub const WATCHED: [Kind; 11] = [
+pub const WATCHED: [Kind; 12] = [
     Kind::NodePool,
     Kind::NodeClaim,
     Kind::Node,
@@ -67,6 +67,7 @@ pub const WATCHED: [Kind; 11] = [
     Kind::StorageClass,
     Kind::Namespace,
     Kind::VolumeAttachment,
+    Kind::EC2NodeClass,
 ];
 
 /// The shared index, its change generation and which kinds have been listed.
@@ -216,6 +217,7 @@ impl ClusterCache {
             Kind::VolumeAttachment,
             Object::VolumeAttachment,
         );
+        self.spawn::<EC2NodeClass>(client, cancel, Kind::EC2NodeClass, Object::EC2NodeClass);
     }
 
     fn spawn<K>(

@@ -120,6 +120,16 @@ impl Events {
             .await;
     }
 
+    pub async fn warn_node_class(
+        &self,
+        class: &karpenter_api::v1::EC2NodeClass,
+        reason: &str,
+        note: &str,
+    ) {
+        self.publish(class.object_ref(&()), EventType::Warning, reason, note)
+            .await;
+    }
+
     pub async fn warn_node(&self, node: &Node, reason: &str, note: &str) {
         self.publish(node.object_ref(&()), EventType::Warning, reason, note)
             .await;

@@ -13,8 +13,10 @@ pub mod in_flight;
 pub mod interruption;
 pub mod metrics;
 pub mod nodeclaim;
+pub mod nodeclass;
 pub mod nodepool_counter;
 pub mod provisioner;
+pub mod tagging;
 pub mod termination;
 pub mod writes;
 
@@ -49,9 +51,16 @@ pub enum StartError {
     Catalog(#[source] karpenter_cloud::CatalogError),
     #[error(transparent)]
     KwokOptions(#[from] crate::cloud::kwok::KwokOptionsError),
-    #[error("--cloud-provider aws is not available in this build yet; use --cloud-provider kwok")]
-    AwsUnavailable,
+    #[error("building the AWS clients")]
+    AwsClients(#[from] karpenter_aws_provider::clients::ClientsError),
+    #[error("starting the EC2 cloud provider")]
+    Aws(#[from] karpenter_aws_provider::provider::StartError),
+    #[error("reading the API server's version (AMI aliases need it)")]
+    KubernetesVersion(#[source] kube::Error),
 }
+
+/// Extra controllers a cloud provider starts once this replica leads.
+type Extra = Box<dyn FnOnce(&mut JoinSet<()>, &Events, &ControllerContext) + Send>;
 
 /// Starts every controller and runs until `ctx.cancel` trips. The simulated cloud reads its
 /// options from the process environment (`KWOK_*`).
@@ -61,7 +70,118 @@ pub async fn run(ctx: ControllerContext) -> Result<(), ControllerError> {
             let options = KwokOptions::from_env(|key| std::env::var(key).ok())?;
             run_kwok(ctx, options).await
         }
-        CloudProviderKind::Aws => Err(Box::new(StartError::AwsUnavailable)),
+        CloudProviderKind::Aws => {
+            let clients = karpenter_aws_provider::AwsClients::from_env()
+                .await
+                .map_err(StartError::from)?;
+            run_aws(ctx, clients, None).await
+        }
+    }
+}
+
+/// Starts every controller on EC2 with `clients` (the SDK's default chain in production; an
+/// emulator's in tests) and, for interruption handling, `sqs` (`None`: the default chain).
+pub async fn run_aws(
+    ctx: ControllerContext,
+    clients: karpenter_aws_provider::AwsClients,
+    sqs: Option<aws_sdk_sqs::Client>,
+) -> Result<(), ControllerError> {
+    use karpenter_aws_provider::{AwsCloud, AwsSettings};
+    let settings = ctx.settings.clone();
+    let cache = ClusterCache::new();
+    cache.spawn_watchers(&ctx.clients.main, &ctx.cancel);
+    let metrics = ControllerMetrics::register(&ctx.metrics);
+    let ca_bundle = settings
+        .cluster_ca_bundle
+        .clone()
+        .or_else(|| ctx.clients.ca_bundle.clone());
+    let aws_settings = AwsSettings {
+        cluster_name: settings.cluster_name.clone(),
+        cluster_endpoint: settings.cluster_endpoint.clone(),
+        cluster_ca_bundle: ca_bundle.clone(),
+        isolated_vpc: settings.isolated_vpc,
+        vm_memory_overhead_percent: settings.vm_memory_overhead_percent,
+        reserved_enis: settings.reserved_enis,
+        kube_dns_ip: None,
+    };
+    let k8s_version = ctx
+        .clients
+        .main
+        .apiserver_version()
+        .await
+        .map_err(StartError::KubernetesVersion)?
+        .git_version;
+    let cloud = Arc::new(
+        AwsCloud::start(
+            clients.clone(),
+            aws_settings,
+            nodeclass::CachedClasses(cache.clone()),
+        )
+        .await
+        .map_err(StartError::from)?,
+    );
+    let refresh = settings
+        .ami_refresh_interval
+        .min(settings.subnet_refresh_interval);
+    let extra_cloud = cloud.clone();
+    let extra_cache = cache.clone();
+    let extra: Extra = Box::new(move |tasks, events, ctx| {
+        let cloud = extra_cloud;
+        tasks.spawn(refresh_aws_catalog(cloud.clone(), ctx.cancel.clone()));
+        tasks.spawn(
+            tagging::Tagging {
+                cache: extra_cache.clone(),
+                client: ctx.clients.main.clone(),
+                clients: clients.clone(),
+                cluster: ctx.settings.cluster_name.clone(),
+            }
+            .run(ctx.cancel.clone()),
+        );
+        tasks.spawn(
+            nodeclass::NodeClassController {
+                cache: extra_cache,
+                client: ctx.clients.main.clone(),
+                resolver: karpenter_aws_provider::nodeclass::NodeClassResolver::new(
+                    clients,
+                    ctx.settings.cluster_name.clone(),
+                ),
+                cloud,
+                events: events.clone(),
+                k8s_version,
+                ca_bundle,
+                refresh,
+            }
+            .run(ctx.cancel.clone()),
+        );
+    });
+    run_with(ctx, cache, metrics, cloud, sqs, Some(extra)).await
+}
+
+/// Prices at once, then prices and instance types every 12 hours (upstream's schedule); a
+/// failed refresh keeps what was known and is tried again in 5 minutes.
+async fn refresh_aws_catalog<L: karpenter_aws_provider::NodeClasses>(
+    cloud: Arc<karpenter_aws_provider::AwsCloud<L>>,
+    cancel: tokio_util::sync::CancellationToken,
+) {
+    const EVERY: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
+    const RETRY: std::time::Duration = std::time::Duration::from_secs(300);
+    let mut first = true;
+    loop {
+        let mut failed = false;
+        if !first && let Err(error) = cloud.refresh_catalog().await {
+            tracing::warn!(%error, "refreshing the instance types failed; the last list stays");
+            failed = true;
+        }
+        for error in cloud.refresh_prices().await {
+            tracing::warn!(%error, "refreshing prices failed; the last prices (or the embedded ones) stay");
+            failed = true;
+        }
+        first = false;
+        let wait = if failed { RETRY } else { EVERY };
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep(wait) => {}
+        }
     }
 }
 
@@ -89,7 +209,7 @@ pub async fn run_kwok_with(
         cloud: KwokCloud::new(ctx.clients.main.clone(), catalog, options),
         pools: CachedPools(cache.clone()),
     };
-    run_with(ctx, cache, metrics, Arc::new(cloud), sqs).await
+    run_with(ctx, cache, metrics, Arc::new(cloud), sqs, None).await
 }
 
 async fn run_with<C: CloudProvider + 'static>(
@@ -98,6 +218,7 @@ async fn run_with<C: CloudProvider + 'static>(
     metrics: ControllerMetrics,
     cloud: Arc<C>,
     sqs: Option<aws_sdk_sqs::Client>,
+    extra: Option<Extra>,
 ) -> Result<(), ControllerError> {
     let mut tasks = JoinSet::new();
     // A standby keeps its caches warm and reports ready once they are synced; it writes
@@ -136,6 +257,9 @@ async fn run_with<C: CloudProvider + 'static>(
     let events = Events::new(client.clone());
     // One instance-type conversion, shared by the loops that read it.
     let catalogs = catalogs::Catalogs::default();
+    if let Some(extra) = extra {
+        extra(&mut tasks, &events, &ctx);
+    }
     tasks.spawn(
         provisioner::Provisioner {
             cache: cache.clone(),

@@ -165,6 +165,58 @@ pub struct Settings {
     #[arg(long, env = "INTERRUPTION_QUEUE", default_value = "", value_parser = parse_optional_string)]
     pub interruption_queue: ::std::option::Option<String>,
 
+    /// The EKS cluster's name (AWS provider; required with `--cloud-provider aws`): tags,
+    /// launch templates, instance profiles and `eks:DescribeCluster` use it.
+    #[arg(long, env = "CLUSTER_NAME", default_value = "")]
+    pub cluster_name: String,
+
+    /// The API server endpoint nodes join (AWS provider); empty: from `eks:DescribeCluster`.
+    #[arg(long, env = "CLUSTER_ENDPOINT", default_value = "", value_parser = parse_optional_url)]
+    pub cluster_endpoint: ::std::option::Option<String>,
+
+    /// The cluster CA bundle, base64 (AWS provider); empty: the controller's own kube
+    /// configuration's, else `eks:DescribeCluster`.
+    #[arg(long, env = "CLUSTER_CA_BUNDLE", default_value = "", value_parser = parse_optional_string)]
+    pub cluster_ca_bundle: ::std::option::Option<String>,
+
+    /// The VPC has no internet access (AWS provider): no Pricing API (the embedded prices
+    /// are used).
+    #[arg(long, env = "ISOLATED_VPC", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
+    pub isolated_vpc: bool,
+
+    /// Read the Kubernetes version from EKS instead of the API server (accepted; karpenter-rs
+    /// reads the API server's).
+    #[arg(long, env = "EKS_CONTROL_PLANE", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
+    pub eks_control_plane: bool,
+
+    /// The share of an instance's memory the hypervisor keeps (AWS provider), in [0, 1).
+    #[arg(long, env = "VM_MEMORY_OVERHEAD_PERCENT", default_value = "0.075", value_parser = parse_fraction)]
+    pub vm_memory_overhead_percent: f64,
+
+    /// ENIs reserved for other uses than pods, lowering ENI-limited max pods (AWS provider).
+    #[arg(long, env = "RESERVED_ENIS", default_value_t = 0)]
+    pub reserved_enis: u32,
+
+    /// Skip the EC2NodeClass validation dry runs (accepted; karpenter-rs makes none).
+    #[arg(long, env = "DISABLE_DRY_RUN", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
+    pub disable_dry_run: bool,
+
+    /// Follow ARC zonal shifts (accepted; not acted on yet).
+    #[arg(long, env = "ENABLE_ZONAL_SHIFT", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
+    pub enable_zonal_shift: bool,
+
+    /// How often EC2NodeClass AMIs are resolved again (AWS provider; at least 1m).
+    #[arg(long, env = "AMI_REFRESH_INTERVAL", default_value = "1m", value_parser = parse_refresh_interval)]
+    pub ami_refresh_interval: Duration,
+
+    /// How often EC2NodeClass subnets are resolved again (AWS provider; at least 1m).
+    #[arg(long, env = "SUBNET_REFRESH_INTERVAL", default_value = "1m", value_parser = parse_refresh_interval)]
+    pub subnet_refresh_interval: Duration,
+
+    /// AWS provider feature gates (`NodeClassCEL=false`); accepted and validated.
+    #[arg(long, env = "AWS_FEATURE_GATES", default_value = "NodeClassCEL=false", value_parser = parse_aws_feature_gates)]
+    pub aws_feature_gates: String,
+
     /// Instance types for the kwok provider, as a JSON file; empty: the built-in catalog.
     #[arg(long, env = "INSTANCE_TYPES_FILE_PATH", default_value = "", value_parser = parse_optional_path)]
     pub instance_types_file_path: ::std::option::Option<PathBuf>,
@@ -200,6 +252,54 @@ fn parse_non_empty(input: &str) -> Result<String, String> {
 
 fn parse_optional_string(input: &str) -> Result<Option<String>, String> {
     Ok((!input.is_empty()).then(|| input.to_owned()))
+}
+
+fn parse_optional_url(input: &str) -> Result<Option<String>, String> {
+    if input.is_empty() {
+        return Ok(None);
+    }
+    let rest = input
+        .strip_prefix("https://")
+        .or_else(|| input.strip_prefix("http://"))
+        .ok_or_else(|| "not an absolute URL; allowed: https://host[:port][/path]".to_string())?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err("the URL has no host; allowed: https://host[:port][/path]".to_string());
+    }
+    Ok(Some(input.to_owned()))
+}
+
+fn parse_fraction(input: &str) -> Result<f64, String> {
+    match input.parse::<f64>() {
+        Ok(value) if (0.0..1.0).contains(&value) => Ok(value),
+        _ => Err(format!(
+            "{input:?} is not allowed; allowed: a number >= 0 and < 1"
+        )),
+    }
+}
+
+fn parse_refresh_interval(input: &str) -> Result<Duration, String> {
+    let value = parse_go_duration(input)?;
+    if value < Duration::from_secs(60) {
+        return Err(format!(
+            "{input:?} is too short; allowed: a Go duration of at least 1m"
+        ));
+    }
+    Ok(value)
+}
+
+fn parse_aws_feature_gates(input: &str) -> Result<String, String> {
+    for entry in input.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, value) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("{entry:?} is not Name=bool"))?;
+        if name != "NodeClassCEL" {
+            return Err(format!(
+                "unknown AWS feature gate {name:?}; allowed: NodeClassCEL"
+            ));
+        }
+        parse_go_bool(value).map_err(|e| format!("{name}: {e}"))?;
+    }
+    Ok(input.to_owned())
 }
 
 fn parse_optional_path(input: &str) -> Result<Option<PathBuf>, String> {

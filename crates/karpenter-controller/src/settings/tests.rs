@@ -47,6 +47,18 @@ fn with_nothing_set_every_setting_has_its_upstream_default() {
             scheduler_config: None,
             cloud_provider: CloudProviderKind::Kwok,
             interruption_queue: None,
+            cluster_name: String::new(),
+            cluster_endpoint: None,
+            cluster_ca_bundle: None,
+            isolated_vpc: false,
+            eks_control_plane: false,
+            vm_memory_overhead_percent: 0.075,
+            reserved_enis: 0,
+            disable_dry_run: false,
+            enable_zonal_shift: false,
+            ami_refresh_interval: Duration::from_secs(60),
+            subnet_refresh_interval: Duration::from_secs(60),
+            aws_feature_gates: "NodeClassCEL=false".into(),
             instance_types_file_path: None,
             registration_ttl: Duration::from_secs(15 * 60),
             zone_pinning: true,
@@ -124,6 +136,34 @@ fn each_setting_is_read_from_its_environment_variable() {
             s.registration_ttl == Duration::from_secs(30)
         }),
         ("ZONE_PINNING", "false", |s| !s.zone_pinning),
+        ("CLUSTER_NAME", "demo", |s| s.cluster_name == "demo"),
+        (
+            "CLUSTER_ENDPOINT",
+            "https://ABC.gr7.us-west-2.eks.amazonaws.com",
+            |s| {
+                s.cluster_endpoint.as_deref() == Some("https://ABC.gr7.us-west-2.eks.amazonaws.com")
+            },
+        ),
+        ("CLUSTER_CA_BUNDLE", "Q0E=", |s| {
+            s.cluster_ca_bundle.as_deref() == Some("Q0E=")
+        }),
+        ("ISOLATED_VPC", "true", |s| s.isolated_vpc),
+        ("EKS_CONTROL_PLANE", "true", |s| s.eks_control_plane),
+        ("VM_MEMORY_OVERHEAD_PERCENT", "0.1", |s| {
+            (s.vm_memory_overhead_percent - 0.1).abs() < 1e-9
+        }),
+        ("RESERVED_ENIS", "1", |s| s.reserved_enis == 1),
+        ("DISABLE_DRY_RUN", "true", |s| s.disable_dry_run),
+        ("ENABLE_ZONAL_SHIFT", "true", |s| s.enable_zonal_shift),
+        ("AMI_REFRESH_INTERVAL", "5m", |s| {
+            s.ami_refresh_interval == Duration::from_secs(300)
+        }),
+        ("SUBNET_REFRESH_INTERVAL", "2m", |s| {
+            s.subnet_refresh_interval == Duration::from_secs(120)
+        }),
+        ("AWS_FEATURE_GATES", "NodeClassCEL=true", |s| {
+            s.aws_feature_gates == "NodeClassCEL=true"
+        }),
     ];
     for (env, value, check) in cases {
         let settings = parse(&[], &[(env, value)]).unwrap_or_else(|e| panic!("{env}={value}: {e}"));
@@ -251,6 +291,31 @@ fn a_bad_value_names_the_flag_the_env_and_what_is_allowed() {
             &[],
             &[("REGISTRATION_TTL", "soon")],
             "for --registration-ttl (env REGISTRATION_TTL)",
+        ),
+        (
+            &[],
+            &[("CLUSTER_ENDPOINT", "ABC.eks.amazonaws.com")],
+            "for --cluster-endpoint (env CLUSTER_ENDPOINT): not an absolute URL",
+        ),
+        (
+            &[],
+            &[("VM_MEMORY_OVERHEAD_PERCENT", "7.5")],
+            "allowed: a number >= 0 and < 1",
+        ),
+        (
+            &[],
+            &[("AMI_REFRESH_INTERVAL", "30s")],
+            "for --ami-refresh-interval (env AMI_REFRESH_INTERVAL): \"30s\" is too short",
+        ),
+        (
+            &[],
+            &[("AWS_FEATURE_GATES", "Turbo=true")],
+            "unknown AWS feature gate \"Turbo\"",
+        ),
+        (
+            &[],
+            &[("RESERVED_ENIS", "-1")],
+            "for --reserved-enis (env RESERVED_ENIS)",
         ),
     ];
     for (args, env, expected) in cases {

@@ -6,7 +6,10 @@ use aws_sdk_ec2::types::{
     InstanceType, RequestLaunchTemplateData, ResourceType, Tag, TagSpecification,
     TargetCapacitySpecificationRequest,
 };
-use karpenter_testenv::{AwsEnv, dns_name};
+use karpenter_aws::iam::Scope;
+use karpenter_aws::iam::generate::controller_policy;
+use karpenter_aws::iam::recorded::{Problem, check};
+use karpenter_testenv::{AwsEnv, CallRecorder, dns_name};
 
 fn unique(name: &str) -> String {
     let nanos = std::time::SystemTime::now()
@@ -448,4 +451,165 @@ async fn a_reset_wipes_resources_and_keeps_the_seeded_parameters() {
         image.starts_with("ami-"),
         "seeded parameters are back after the reset"
     );
+}
+
+#[tokio::test]
+#[ignore = "needs the AWS emulator: run scripts/test-integration"]
+async fn recorded_calls_stay_inside_the_iam_contract_and_the_generated_policy() {
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    let recorder = CallRecorder::new();
+    let config = aws_sdk_ec2::config::Builder::from(&aws.sdk_config())
+        .interceptor(recorder.interceptor())
+        .build();
+    let ec2 = aws_sdk_ec2::Client::from_conf(config);
+    let run = unique("recorded");
+    let cluster = "testenv-recorder";
+    let owned = format!("kubernetes.io/cluster/{cluster}");
+    let launch_tags = [
+        (owned.as_str(), "owned"),
+        ("eks:eks-cluster-name", cluster),
+        ("karpenter.sh/nodepool", run.as_str()),
+        ("karpenter.k8s.aws/ec2nodeclass", "default"),
+    ];
+    let image = al2023_image(&aws).await;
+
+    ec2.describe_subnets()
+        .send()
+        .await
+        .expect("describing subnets");
+    let mut tag_specification =
+        TagSpecification::builder().resource_type(ResourceType::LaunchTemplate);
+    for (key, value) in launch_tags {
+        tag_specification = tag_specification.tags(Tag::builder().key(key).value(value).build());
+    }
+    let template_id = ec2
+        .create_launch_template()
+        .launch_template_name(format!("karpenter.k8s.aws/{run}"))
+        .launch_template_data(
+            RequestLaunchTemplateData::builder()
+                .image_id(&image)
+                .build(),
+        )
+        .tag_specifications(tag_specification.build())
+        .send()
+        .await
+        .expect("creating a launch template")
+        .launch_template
+        .and_then(|t| t.launch_template_id)
+        .expect("the launch template id");
+    let rejected = ec2
+        .describe_vpcs()
+        .vpc_ids("vpc-0000000000000dead")
+        .send()
+        .await
+        .expect_err("moto rejects an unknown VPC id");
+    ec2.delete_launch_template()
+        .launch_template_id(&template_id)
+        .send()
+        .await
+        .expect("deleting the launch template");
+
+    let calls = recorder.calls();
+    let operations: Vec<(&str, &str, bool)> = calls
+        .iter()
+        .map(|c| (c.service.as_str(), c.operation.as_str(), c.succeeded))
+        .collect();
+    assert_eq!(
+        operations,
+        vec![
+            ("ec2", "DescribeSubnets", true),
+            ("ec2", "CreateLaunchTemplate", true),
+            ("ec2", "DescribeVpcs", false),
+            ("ec2", "DeleteLaunchTemplate", true),
+        ]
+    );
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.region.as_deref() == Some(aws.region()))
+    );
+    let template_tags = calls[1]
+        .tag_specifications
+        .get("launch-template")
+        .expect("the launch template's TagSpecification");
+    for (key, value) in launch_tags {
+        assert_eq!(
+            template_tags.get(key).map(String::as_str),
+            Some(value),
+            "{key}"
+        );
+    }
+    assert_eq!(
+        calls[1].ids.launch_template_names,
+        vec![format!("karpenter.k8s.aws/{run}")]
+    );
+    assert_eq!(
+        calls[1].ids.ec2_ids,
+        vec![template_id.clone()],
+        "the id EC2 answered"
+    );
+    assert_eq!(calls[3].ids.ec2_ids, vec![template_id]);
+    let code = rejected
+        .as_service_error()
+        .and_then(|e| aws_sdk_ec2::error::ProvideErrorMetadata::code(e))
+        .map(str::to_string);
+    assert!(code.is_some(), "{rejected:?}");
+    assert_eq!(
+        calls[2].error_code, code,
+        "the recorded failure carries EC2's code"
+    );
+
+    // The policy `karpenter iam policy --cluster-name <c> --region <r> --account-id <a>` prints.
+    let account = aws
+        .state()
+        .map(|s| s.account_id.clone())
+        .unwrap_or_else(|| karpenter_testenv::aws::ACCOUNT_ID.to_string());
+    let scope = Scope::new(cluster, aws.region(), None)
+        .and_then(|s| s.with_account(&account))
+        .expect("a scope for the emulator");
+    let findings = check(&calls, &scope, &controller_policy(&scope)).expect("checking the calls");
+    let messages: Vec<String> = findings.iter().map(|f| f.message()).collect();
+    assert_eq!(findings.len(), 1, "{messages:#?}");
+    assert_eq!(findings[0].call, 2, "{messages:#?}");
+    assert_eq!(findings[0].problem, Problem::NotInContract, "{messages:#?}");
+    assert!(messages[0].contains("ec2:DescribeVpcs"), "{}", messages[0]);
+}
+
+#[tokio::test]
+#[ignore = "needs the AWS emulator: run scripts/test-integration"]
+async fn without_a_pricing_api_the_embedded_prices_stay_and_spot_prices_come_from_ec2() {
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    let clients =
+        karpenter_aws_provider::AwsClients::new(&aws.sdk_config(), &[]).expect("AWS clients");
+    let book = karpenter_aws_provider::pricing::PriceBook::new(aws.region(), false)
+        .expect("the embedded prices");
+    let before = book.with(|p| p.on_demand("m5.large"));
+    // The emulator has no Pricing API: the refresh fails, names the call, and changes nothing.
+    let error = book
+        .refresh_on_demand(&clients)
+        .await
+        .expect_err("the emulator has no Pricing API");
+    assert_eq!(error.operation, "pricing:GetProducts", "{error}");
+    assert_eq!(book.with(|p| p.on_demand("m5.large")), before);
+    assert_eq!(
+        before.map(|q| q.source),
+        Some(karpenter_aws::pricing::PriceSource::Fallback),
+        "the embedded catalog answers"
+    );
+    assert_eq!(book.version(), 0, "nothing changed");
+    // Spot prices come from DescribeSpotPriceHistory, per zone.
+    let count = book.refresh_spot(&clients).await.expect("spot prices");
+    assert!(count > 100, "{count} spot prices");
+    let spot = book
+        .with(|p| p.spot("m5.large", &format!("{}a", aws.region())))
+        .expect("a spot price for m5.large");
+    assert_eq!(
+        spot.source,
+        karpenter_aws::pricing::PriceSource::SpotPriceHistory
+    );
+    assert_eq!(book.version(), 1);
+    // An isolated VPC asks no Pricing API at all.
+    let isolated = karpenter_aws_provider::pricing::PriceBook::new(aws.region(), true)
+        .expect("the embedded prices");
+    assert_eq!(isolated.refresh_on_demand(&clients).await.ok(), Some(0));
 }

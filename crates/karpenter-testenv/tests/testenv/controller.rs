@@ -29,7 +29,9 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
 
+mod aws;
 mod chart;
+mod dashboards;
 mod disruption;
 mod interruption;
 
@@ -76,6 +78,8 @@ struct ControllerSpec {
     token: Option<String>,
     /// The SQS client of interruption handling (the AWS emulator's).
     sqs: Option<aws_sdk_sqs::Client>,
+    /// Run on EC2 (the AWS emulator) with these clients instead of the simulated cloud.
+    aws: Option<karpenter_aws_provider::AwsClients>,
 }
 
 /// The running controllers and the test's scope.
@@ -87,6 +91,8 @@ struct Harness {
     /// Every NodePool the test made (the first is `pool`).
     pools: std::sync::Mutex<Vec<String>>,
     spec: ControllerSpec,
+    /// The EC2NodeClass the test's NodePools name.
+    node_class: String,
     controllers: Vec<Controller>,
     _serial: tokio::sync::MutexGuard<'static, ()>,
 }
@@ -115,6 +121,7 @@ async fn spawn_controller(
     let kwok = spec.kwok.clone();
     let bearer = spec.token.clone();
     let sqs = spec.sqs.clone();
+    let aws = spec.aws.clone();
     let cancel = CancellationToken::new();
     let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
     let (crash, crashed) = tokio::sync::oneshot::channel::<()>();
@@ -148,8 +155,13 @@ async fn spawn_controller(
                 bound.metrics_addr().expect("metrics address"),
             ));
             tokio::select! {
-                result = bound.run(token, move |ctx| {
-                    karpenter_controller::controllers::run_kwok_with(ctx, kwok, sqs)
+                result = bound.run(token, move |ctx| async move {
+                    match aws {
+                        Some(clients) => {
+                            karpenter_controller::controllers::run_aws(ctx, clients, sqs).await
+                        }
+                        None => karpenter_controller::controllers::run_kwok_with(ctx, kwok, sqs).await,
+                    }
                 }) => Some(result),
                 _ = crashed => None,
             }
@@ -204,7 +216,9 @@ async fn prepare(test: &str, args: &[&str], kwok: KwokOptions) -> Harness {
             kwok,
             token: None,
             sqs: None,
+            aws: None,
         },
+        node_class: "default".to_owned(),
         controllers: Vec::new(),
         _serial: serial,
     }
@@ -255,7 +269,7 @@ impl Harness {
             "template": {
                 "metadata": {"labels": self.scope.labels()},
                 "spec": {
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": self.node_class},
                     "requirements": requirements,
                     "taints": [{"key": TAINT_KEY, "value": self.scope.id(), "effect": "NoSchedule"}],
                     "expireAfter": "720h"

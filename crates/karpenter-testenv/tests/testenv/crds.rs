@@ -34,6 +34,7 @@ async fn env_with_crds() -> KubeEnv {
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment: run scripts/test-integration"]
 async fn every_valid_fixture_is_accepted_by_the_api_server() {
+    let _classes = crate::NODE_CLASSES.read().await;
     let env = env_with_crds().await;
     let client = env.client();
     let scope = env
@@ -76,6 +77,7 @@ async fn every_valid_fixture_is_accepted_by_the_api_server() {
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment: run scripts/test-integration"]
 async fn every_invalid_fixture_with_an_apiserver_expectation_is_rejected_with_that_message() {
+    let _classes = crate::NODE_CLASSES.read().await;
     let env = env_with_crds().await;
     let client = env.client();
     let scope = env

@@ -6,6 +6,11 @@
 //! `cargo test --workspace`. Every test is `#[ignore]`d with the reason; the
 //! script runs them with `--include-ignored`.
 
+/// EC2NodeClasses are cluster-scoped and the EC2 provider's controller takes every one it
+/// sees (a finalizer, status): tests that create EC2NodeClasses hold this shared, a test that
+/// runs the EC2 provider holds it exclusively.
+pub(crate) static NODE_CLASSES: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 mod aws;
 mod controller;
 mod crd_differential;

@@ -29,6 +29,9 @@ enum BenchCommand {
     Consolidation(super::bench_consolidation::ConsolidationArgs),
     /// The interruption handler, from SQS message body to decision, over generated messages.
     Interruption(super::bench_interruption::InterruptionArgs),
+    /// The EC2 provider against an EC2 endpoint (the emulator): instance-type refresh and
+    /// launches, with the AWS calls each made.
+    Ec2(super::bench_ec2::Ec2Args),
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -65,6 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         BenchCommand::Scheduling(a) => scheduling(a),
         BenchCommand::Consolidation(a) => super::bench_consolidation::run(a, peak_rss_mb),
         BenchCommand::Interruption(a) => super::bench_interruption::run(a, peak_rss_mb),
+        BenchCommand::Ec2(a) => super::bench_ec2::run(a, peak_rss_mb),
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_consolidation;
+pub mod bench_ec2;
 pub mod bench_interruption;
 pub mod controller;
 pub mod convert;

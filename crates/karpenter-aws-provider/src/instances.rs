@@ -1,0 +1,171 @@
+//! The instances Karpenter launched, as EC2 describes them (reference `karpenter-aws.md` 2.6):
+//! one by id, all of the cluster's by tag, and their termination. Terminated instances are not
+//! listed: upstream reads pending, running, stopping, stopped and shutting-down ones.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use aws_sdk_ec2::types::Filter;
+use chrono::{DateTime, Utc};
+use karpenter_cloud::CapacityType;
+
+use crate::clients::AwsClients;
+use crate::error::AwsError;
+
+/// The states in which an instance is still ours to account for.
+pub const LIVE_STATES: &[&str] = &["pending", "running", "stopping", "stopped", "shutting-down"];
+
+/// One instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    pub id: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub state: String,
+    pub capacity_type: CapacityType,
+    pub image_id: Option<String>,
+    pub subnet_id: Option<String>,
+    pub security_group_ids: BTreeSet<String>,
+    pub tags: BTreeMap<String, String>,
+    pub launch_time: Option<DateTime<Utc>>,
+}
+
+impl Instance {
+    /// `aws:///<zone>/<instance-id>`.
+    pub fn provider_id(&self) -> String {
+        provider_id(&self.zone, &self.id)
+    }
+}
+
+/// `aws:///<zone>/<instance-id>`.
+pub fn provider_id(zone: &str, id: &str) -> String {
+    format!("aws:///{zone}/{id}")
+}
+
+fn convert(instance: &aws_sdk_ec2::types::Instance) -> Option<Instance> {
+    Some(Instance {
+        id: instance.instance_id()?.to_owned(),
+        instance_type: instance.instance_type()?.as_str().to_owned(),
+        zone: instance.placement()?.availability_zone()?.to_owned(),
+        state: instance
+            .state()
+            .and_then(|s| s.name())
+            .map(|n| n.as_str().to_owned())
+            .unwrap_or_default(),
+        capacity_type: if instance.spot_instance_request_id().is_some()
+            || instance
+                .instance_lifecycle()
+                .is_some_and(|l| l.as_str() == "spot")
+        {
+            CapacityType::Spot
+        } else {
+            CapacityType::OnDemand
+        },
+        image_id: instance.image_id().map(str::to_owned),
+        subnet_id: instance.subnet_id().map(str::to_owned),
+        security_group_ids: instance
+            .security_groups()
+            .iter()
+            .filter_map(|g| g.group_id().map(str::to_owned))
+            .collect(),
+        tags: instance
+            .tags()
+            .iter()
+            .filter_map(|t| {
+                Some((
+                    t.key()?.to_owned(),
+                    t.value().unwrap_or_default().to_owned(),
+                ))
+            })
+            .collect(),
+        launch_time: instance
+            .launch_time()
+            .and_then(|t| DateTime::from_timestamp(t.secs(), t.subsec_nanos())),
+    })
+}
+
+fn states() -> Filter {
+    Filter::builder()
+        .name("instance-state-name")
+        .set_values(Some(LIVE_STATES.iter().map(|s| (*s).to_owned()).collect()))
+        .build()
+}
+
+/// The live instance with `id`; `None` when EC2 no longer has it (or it is terminated).
+pub async fn get(clients: &AwsClients, id: &str) -> Result<Option<Instance>, AwsError> {
+    let out = clients
+        .ec2
+        .describe_instances()
+        .instance_ids(id)
+        .filters(states())
+        .send()
+        .await;
+    let out = match out {
+        Ok(out) => out,
+        Err(error) => {
+            let error = AwsError::from_sdk("ec2:DescribeInstances", &error);
+            if error.is_not_found() {
+                return Ok(None);
+            }
+            return Err(error);
+        }
+    };
+    Ok(out
+        .reservations()
+        .iter()
+        .flat_map(|r| r.instances())
+        .filter_map(convert)
+        .find(|i| i.id == id))
+}
+
+/// Every live instance this cluster's Karpenter launched (tagged with a NodePool, an
+/// EC2NodeClass and the cluster).
+pub async fn list(clients: &AwsClients, cluster: &str) -> Result<Vec<Instance>, AwsError> {
+    let mut out = Vec::new();
+    let mut pages = clients
+        .ec2
+        .describe_instances()
+        .filters(
+            Filter::builder()
+                .name("tag-key")
+                .values("karpenter.sh/nodepool")
+                .build(),
+        )
+        .filters(
+            Filter::builder()
+                .name("tag-key")
+                .values("karpenter.k8s.aws/ec2nodeclass")
+                .build(),
+        )
+        .filters(
+            Filter::builder()
+                .name("tag:eks:eks-cluster-name")
+                .values(cluster)
+                .build(),
+        )
+        .filters(states())
+        .max_results(1000)
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| AwsError::from_sdk("ec2:DescribeInstances", &e))?;
+        out.extend(
+            page.reservations()
+                .iter()
+                .flat_map(|r| r.instances())
+                .filter_map(convert),
+        );
+    }
+    Ok(out)
+}
+
+/// Terminates the instance (idempotent: terminating a terminated instance is fine).
+pub async fn terminate(clients: &AwsClients, id: &str) -> Result<(), AwsError> {
+    clients
+        .ec2
+        .terminate_instances()
+        .instance_ids(id)
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(|e| AwsError::from_sdk("ec2:TerminateInstances", &e))
+}

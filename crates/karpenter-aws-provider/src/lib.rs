@@ -1,0 +1,29 @@
+//! The EC2 cloud provider: the async shell around `karpenter-aws`'s pure decisions.
+//!
+//! It owns the AWS clients ([`clients`]), the EC2NodeClass resolution against EC2, SSM and IAM
+//! ([`nodeclass`]), the instance-type catalog and prices, launch templates, fleet launches and
+//! the instances it launched. Every decision (what to ask, what an answer means, what to
+//! launch) is a function of `karpenter-aws`; this crate asks and performs.
+//!
+//! It must not: talk to the Kubernetes API (the controller reads EC2NodeClasses and writes
+//! their status; this crate is given the objects), block a thread, or make an AWS call the
+//! IAM contract (`karpenter_aws::iam::contract`) does not list: the integration tests record
+//! every call and check it against the policy `karpenter iam policy` prints.
+//!
+//! Why a crate of its own rather than modules of `karpenter-aws`: that crate is pure (no
+//! tokio, no SDK), and `simulate`, `iam` and the interruption parser use it without the SDK.
+
+pub mod calls;
+pub mod catalog;
+pub mod clients;
+pub mod error;
+pub mod instances;
+pub mod launch_templates;
+pub mod nodeclass;
+pub mod pricing;
+pub mod provider;
+pub mod tagging;
+
+pub use clients::AwsClients;
+pub use error::AwsError;
+pub use provider::{AwsCloud, AwsSettings, NodeClasses};

@@ -1,0 +1,986 @@
+//! [`AwsCloud`]: the EC2 `CloudProvider`.
+//!
+//! - **Instance types** of a NodePool: the region's types ([`crate::catalog`]) resolved for
+//!   its EC2NodeClass (AMI family, kubelet, the zones of its subnets) with the current prices
+//!   ([`crate::pricing`]), types no status AMI can run left out, offerings recently found
+//!   without capacity marked unavailable for [`UNAVAILABLE_FOR`], narrowed by the NodePool's
+//!   requirements.
+//! - **Create**: the EC2NodeClass must be `Ready` at its generation; the pure plan picks the
+//!   types, capacity type, subnets and AMIs; one launch template per group; one `CreateFleet`
+//!   (`instant`); the NodeClaim comes back with provider id `aws:///<zone>/<id>`, the image,
+//!   labels, capacity and the EC2NodeClass hash annotations.
+//! - **Get / list / delete** by instance id and cluster tags; **drift** from the EC2NodeClass
+//!   hash, AMIs, security groups and subnets.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use aws_sdk_ec2::types::{
+    DefaultTargetCapacityType, FleetLaunchTemplateConfigRequest,
+    FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
+    FleetOnDemandAllocationStrategy, FleetType, OnDemandOptionsRequest, ResourceType,
+    SpotAllocationStrategy, SpotOptionsRequest, Tag, TagSpecification,
+    TargetCapacitySpecificationRequest,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use karpenter_api::labels;
+use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodeClaimStatus, NodePool};
+use karpenter_aws::launch::fleet::{self, FleetError, FleetInstance, FleetOutcome, FleetRequest};
+use karpenter_aws::launch::plan::{self, LaunchPlan, PlanError};
+use karpenter_aws::launch_template::{self, LaunchTemplateRequest};
+use karpenter_aws::nodeclass::status::launchable;
+use karpenter_aws::userdata::ClusterFacts;
+use karpenter_cloud::pool_types::{PricingOptions, narrow, options_for};
+use karpenter_cloud::{
+    CapacityType, CloudError, CloudProvider, DriftReason, InstanceTypeInfo, Offering, OfferingRef,
+};
+use karpenter_lifecycle::nodeclaim::quantities;
+use karpenter_scheduling::{InstanceType, RequirementSpec};
+
+use crate::catalog::{self, Ec2Catalog};
+use crate::clients::AwsClients;
+use crate::error::AwsError;
+use crate::instances::{self, Instance};
+use crate::launch_templates::LaunchTemplates;
+use crate::pricing::PriceBook;
+
+/// How long an offering that ran out of capacity is not offered (upstream: 3 minutes).
+pub const UNAVAILABLE_FOR: Duration = Duration::from_secs(180);
+/// How old the instance list drift reads may be.
+pub const INSTANCE_CACHE_TTL: Duration = Duration::from_secs(30);
+
+/// What the provider needs to know of the cluster and its settings.
+#[derive(Debug, Clone, Default)]
+pub struct AwsSettings {
+    /// `CLUSTER_NAME`.
+    pub cluster_name: String,
+    /// `CLUSTER_ENDPOINT`; empty: from `eks:DescribeCluster`.
+    pub cluster_endpoint: Option<String>,
+    /// `CLUSTER_CA_BUNDLE` (base64); empty: from the controller's kube config, else EKS.
+    pub cluster_ca_bundle: Option<String>,
+    /// `ISOLATED_VPC`: no Pricing API.
+    pub isolated_vpc: bool,
+    /// `VM_MEMORY_OVERHEAD_PERCENT`.
+    pub vm_memory_overhead_percent: f64,
+    /// `RESERVED_ENIS`.
+    pub reserved_enis: u32,
+    /// The `kube-system/kube-dns` ClusterIP, the nodes' default cluster DNS.
+    pub kube_dns_ip: Option<String>,
+}
+
+/// EC2NodeClasses as the controller's cache holds them.
+pub trait NodeClasses: Send + Sync {
+    fn node_class(&self, name: &str) -> Option<EC2NodeClass>;
+    /// Changes whenever a class (its status above all) changes.
+    fn version(&self) -> u64;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ResolvedKey {
+    class: String,
+    resource_version: Option<String>,
+    catalog: u64,
+    prices: u64,
+}
+
+/// The EC2 cloud provider.
+pub struct AwsCloud<L> {
+    clients: AwsClients,
+    settings: AwsSettings,
+    classes: L,
+    catalog: RwLock<Arc<Ec2Catalog>>,
+    catalog_seq: AtomicU64,
+    prices: PriceBook,
+    unavailable: Mutex<HashMap<OfferingRef, Instant>>,
+    unavailable_seq: AtomicU64,
+    resolved: Mutex<HashMap<ResolvedKey, Arc<Vec<InstanceTypeInfo>>>>,
+    templates: LaunchTemplates,
+    cluster: tokio::sync::Mutex<Option<ClusterFacts>>,
+    instances: Mutex<Option<(Instant, InstanceMap)>>,
+}
+
+/// The cluster's instances by id, as last listed.
+type InstanceMap = Arc<HashMap<String, Instance>>;
+
+impl<L> std::fmt::Debug for AwsCloud<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AwsCloud")
+            .field("region", &self.clients.region)
+            .field("cluster", &self.settings.cluster_name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Why the provider could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("CLUSTER_NAME is required for --cloud-provider aws")]
+    NoClusterName,
+    #[error("listing the region's instance types at start")]
+    Catalog(#[source] AwsError),
+    #[error("loading the embedded prices")]
+    Prices(#[source] karpenter_cloud::CatalogError),
+}
+
+impl<L: NodeClasses> AwsCloud<L> {
+    /// Lists the region's instance types (they must be listable: upstream refuses to start
+    /// otherwise) and starts from the embedded prices; call [`AwsCloud::refresh_prices`] next.
+    pub async fn start(
+        clients: AwsClients,
+        settings: AwsSettings,
+        classes: L,
+    ) -> Result<Self, StartError> {
+        if settings.cluster_name.is_empty() {
+            return Err(StartError::NoClusterName);
+        }
+        let catalog = catalog::describe(&clients)
+            .await
+            .map_err(StartError::Catalog)?;
+        let prices =
+            PriceBook::new(&clients.region, settings.isolated_vpc).map_err(StartError::Prices)?;
+        tracing::info!(
+            region = %clients.region,
+            instance_types = catalog.instance_types.len(),
+            "described the region's instance types"
+        );
+        Ok(AwsCloud {
+            clients,
+            settings,
+            classes,
+            catalog: RwLock::new(Arc::new(catalog)),
+            catalog_seq: AtomicU64::new(0),
+            prices,
+            unavailable: Mutex::new(HashMap::new()),
+            unavailable_seq: AtomicU64::new(0),
+            resolved: Mutex::new(HashMap::new()),
+            templates: LaunchTemplates::default(),
+            cluster: tokio::sync::Mutex::new(None),
+            instances: Mutex::new(None),
+        })
+    }
+
+    pub fn clients(&self) -> &AwsClients {
+        &self.clients
+    }
+
+    pub fn settings(&self) -> &AwsSettings {
+        &self.settings
+    }
+
+    pub fn launch_templates(&self) -> &LaunchTemplates {
+        &self.templates
+    }
+
+    /// Lists the instance types again (upstream: every 12 hours).
+    pub async fn refresh_catalog(&self) -> Result<usize, AwsError> {
+        let catalog = catalog::describe(&self.clients).await?;
+        let count = catalog.instance_types.len();
+        let mut current = self
+            .catalog
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if **current != catalog {
+            *current = Arc::new(catalog);
+            self.catalog_seq.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(count)
+    }
+
+    /// Reads on-demand and spot prices again; each failure is returned, the other half still
+    /// applies.
+    pub async fn refresh_prices(&self) -> Vec<AwsError> {
+        let mut errors = Vec::new();
+        match self.prices.refresh_on_demand(&self.clients).await {
+            Ok(count) => tracing::debug!(count, "on-demand prices refreshed"),
+            Err(error) => errors.push(error),
+        }
+        match self.prices.refresh_spot(&self.clients).await {
+            Ok(count) => tracing::debug!(count, "spot prices refreshed"),
+            Err(error) => errors.push(error),
+        }
+        errors
+    }
+
+    fn unavailable_now(&self) -> HashMap<OfferingRef, Instant> {
+        let mut unavailable = lock(&self.unavailable);
+        let before = unavailable.len();
+        let now = Instant::now();
+        unavailable.retain(|_, until| *until > now);
+        if unavailable.len() != before {
+            self.unavailable_seq.fetch_add(1, Ordering::Relaxed);
+        }
+        unavailable.clone()
+    }
+
+    fn class_of(&self, name: &str) -> Result<EC2NodeClass, CloudError> {
+        let class = self
+            .classes
+            .node_class(name)
+            .ok_or_else(|| CloudError::NodeClassNotReady {
+                node_class: name.to_owned(),
+                reason: "the EC2NodeClass does not exist".into(),
+            })?;
+        if class.metadata.deletion_timestamp.is_some() {
+            return Err(CloudError::NodeClassNotReady {
+                node_class: name.to_owned(),
+                reason: "the EC2NodeClass is being deleted".into(),
+            });
+        }
+        launchable(class.status.as_ref(), class.metadata.generation).map_err(|reason| {
+            CloudError::NodeClassNotReady {
+                node_class: name.to_owned(),
+                reason,
+            }
+        })?;
+        Ok(class)
+    }
+
+    /// Every type the class can launch (no NodePool narrowing, no unavailability), shared.
+    fn resolved(
+        &self,
+        pool: &NodePool,
+        class: &EC2NodeClass,
+    ) -> Result<Arc<Vec<InstanceTypeInfo>>, CloudError> {
+        let key = ResolvedKey {
+            class: class.metadata.name.clone().unwrap_or_default(),
+            resource_version: class.metadata.resource_version.clone(),
+            catalog: self.catalog_seq.load(Ordering::Relaxed),
+            prices: self.prices.version(),
+        };
+        if let Some(found) = lock(&self.resolved).get(&key) {
+            return Ok(found.clone());
+        }
+        let mut notes = Vec::new();
+        let pricing = PricingOptions {
+            region: self.clients.region.clone(),
+            ..PricingOptions::default()
+        };
+        let Some(mut options) = options_for(pool, class, &pricing, &mut notes) else {
+            return Err(CloudError::NodeClassNotReady {
+                node_class: key.class.clone(),
+                reason: notes.join("; "),
+            });
+        };
+        options.zones = karpenter_aws::nodeclass::selectors::zones(class);
+        options.vm_memory_overhead_percent = self.settings.vm_memory_overhead_percent;
+        options.reserved_enis = self.settings.reserved_enis;
+        let catalog = self
+            .catalog
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let resolved = self
+            .prices
+            .with(|prices| {
+                karpenter_aws::instance_types::resolve(
+                    &catalog.instance_types,
+                    &catalog.zones_by_type,
+                    prices,
+                    &options,
+                )
+            })
+            .map_err(|e| CloudError::InvalidNodeClaim {
+                node_claim: String::new(),
+                message: format!("EC2NodeClass {}: {e}", key.class),
+            })?;
+        let amis = class
+            .status
+            .as_ref()
+            .and_then(|s| s.amis.as_deref())
+            .unwrap_or_default();
+        let infos: Vec<InstanceTypeInfo> = resolved
+            .instance_types
+            .into_iter()
+            .filter(|info| karpenter_aws::nodeclass::amis::ami_for(amis, &info.labels).is_some())
+            .collect();
+        let infos = Arc::new(infos);
+        let mut cache = lock(&self.resolved);
+        // Keys of other resource versions of the class are stale now.
+        cache.retain(|k, _| k.class != key.class);
+        cache.insert(key, infos.clone());
+        Ok(infos)
+    }
+
+    /// What the nodes join: endpoint, CA bundle, service CIDR, DNS.
+    async fn cluster_facts(&self, need_cidr: bool) -> Result<ClusterFacts, CloudError> {
+        let mut cached = self.cluster.lock().await;
+        if let Some(facts) = cached.as_ref()
+            && (!need_cidr || facts.service_cidr.is_some())
+        {
+            return Ok(facts.clone());
+        }
+        let mut facts = ClusterFacts {
+            name: self.settings.cluster_name.clone(),
+            endpoint: self.settings.cluster_endpoint.clone().unwrap_or_default(),
+            ca_bundle: self.settings.cluster_ca_bundle.clone(),
+            service_cidr: None,
+            dns_ip: self.settings.kube_dns_ip.clone(),
+        };
+        if facts.endpoint.is_empty() || facts.ca_bundle.is_none() || need_cidr {
+            let out = self
+                .clients
+                .eks
+                .describe_cluster()
+                .name(&self.settings.cluster_name)
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("eks:DescribeCluster", &e).into_cloud())?;
+            let cluster = out.cluster();
+            if facts.endpoint.is_empty() {
+                facts.endpoint = cluster
+                    .and_then(|c| c.endpoint())
+                    .unwrap_or_default()
+                    .to_owned();
+            }
+            if facts.ca_bundle.is_none() {
+                facts.ca_bundle = cluster
+                    .and_then(|c| c.certificate_authority())
+                    .and_then(|c| c.data())
+                    .map(str::to_owned);
+            }
+            facts.service_cidr = cluster
+                .and_then(|c| c.kubernetes_network_config())
+                .and_then(|n| {
+                    n.service_ipv4_cidr()
+                        .or(n.service_ipv6_cidr())
+                        .map(str::to_owned)
+                });
+        }
+        if facts.endpoint.is_empty() {
+            return Err(CloudError::Provider {
+                operation: "eks:DescribeCluster",
+                message: format!(
+                    "cluster {} has no endpoint; set CLUSTER_ENDPOINT",
+                    self.settings.cluster_name
+                ),
+                retryable: true,
+            });
+        }
+        *cached = Some(facts.clone());
+        Ok(facts)
+    }
+
+    fn instance_type_labels(
+        &self,
+        claim: &NodeClaim,
+        class: &EC2NodeClass,
+        pool: Option<&NodePool>,
+    ) -> Option<BTreeMap<String, String>> {
+        let name = claim
+            .metadata
+            .labels
+            .as_ref()?
+            .get(labels::INSTANCE_TYPE)?
+            .clone();
+        let pool = pool?;
+        let infos = self.resolved(pool, class).ok()?;
+        infos
+            .iter()
+            .find(|i| i.name == name)
+            .map(|i| i.labels.clone())
+    }
+
+    async fn instance_cache(&self) -> Result<InstanceMap, AwsError> {
+        if let Some((at, cached)) = lock(&self.instances).as_ref()
+            && at.elapsed() < INSTANCE_CACHE_TTL
+        {
+            return Ok(cached.clone());
+        }
+        let listed = instances::list(&self.clients, &self.settings.cluster_name).await?;
+        Ok(self.remember(listed))
+    }
+
+    fn remember(&self, listed: Vec<Instance>) -> InstanceMap {
+        let map: InstanceMap = Arc::new(listed.into_iter().map(|i| (i.id.clone(), i)).collect());
+        *lock(&self.instances) = Some((Instant::now(), map.clone()));
+        map
+    }
+
+    async fn launch(
+        &self,
+        claim: &NodeClaim,
+        class: &EC2NodeClass,
+        pool: &NodePool,
+    ) -> Result<NodeClaim, CloudError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let infos = self.resolved(pool, class)?;
+        let by_name: HashMap<&str, &InstanceTypeInfo> =
+            infos.iter().map(|i| (i.name.as_str(), i)).collect();
+        let unavailable = self.unavailable_now();
+        let is_unavailable = |instance_type: &str, offering: &Offering| {
+            unavailable.contains_key(&OfferingRef {
+                instance_type: instance_type.to_owned(),
+                zone: offering.zone.clone(),
+                capacity_type: offering.capacity_type,
+            })
+        };
+        let plan = plan::plan(claim, class, &|n| by_name.get(n).copied(), &is_unavailable)
+            .map_err(|error| match error {
+                PlanError::NoOffering { .. } => CloudError::InsufficientCapacity {
+                    node_claim: name.clone(),
+                    offerings: Vec::new(),
+                    message: error.to_string(),
+                },
+                PlanError::NoSubnet { .. } | PlanError::NoAmi { .. } => {
+                    CloudError::NodeClassNotReady {
+                        node_class: class.metadata.name.clone().unwrap_or_default(),
+                        reason: error.to_string(),
+                    }
+                }
+            })?;
+        let family = class.spec.resolved_ami_family();
+        let facts = self
+            .cluster_facts(family == Some(karpenter_api::v1::AmiFamily::AL2023))
+            .await?;
+        let tenancy = "default";
+        let mut names = Vec::new();
+        for group in &plan.groups {
+            let group_infos: Vec<InstanceTypeInfo> = group
+                .instance_types
+                .iter()
+                .filter_map(|n| by_name.get(n.as_str()).map(|i| (*i).clone()))
+                .collect();
+            let template = launch_template::build(&LaunchTemplateRequest {
+                node_class: class,
+                node_claim: claim,
+                cluster: &facts,
+                region: &self.clients.region,
+                image_id: &group.image_id,
+                instance_types: &group_infos,
+                capacity_type: plan.capacity_type.as_str(),
+                tenancy,
+            })
+            .map_err(|e| CloudError::InvalidNodeClaim {
+                node_claim: name.clone(),
+                message: format!("launch template: {e}"),
+            })?;
+            self.templates
+                .ensure(&self.clients, &template)
+                .await
+                .map_err(AwsError::into_cloud)?;
+            names.push(template.name);
+        }
+        let tags = launch_template::launch_tags(class, claim, &self.settings.cluster_name);
+        let request = fleet::request(&plan, &names, tags, class.spec.context.clone());
+        let mut outcome = self.create_fleet(&request, &plan).await?;
+        if let FleetOutcome::Failed { code, .. } = &outcome
+            && code.starts_with("InvalidLaunchTemplateName")
+        {
+            // A template went missing behind our back: make them again, once.
+            for template in &names {
+                self.templates.forget(template);
+            }
+            return Err(CloudError::Provider {
+                operation: "ec2:CreateFleet",
+                message: format!(
+                    "{code}: a launch template was gone; it is made again on the next launch"
+                ),
+                retryable: true,
+            });
+        }
+        match std::mem::replace(
+            &mut outcome,
+            FleetOutcome::Failed {
+                code: String::new(),
+                message: String::new(),
+            },
+        ) {
+            FleetOutcome::Launched {
+                instance,
+                unavailable,
+            } => {
+                self.mark_unavailable(&unavailable);
+                let info = by_name.get(instance.instance_type.as_str()).copied();
+                let image = plan
+                    .overrides()
+                    .find(|o| o.instance_type == instance.instance_type && o.zone == instance.zone)
+                    .or_else(|| {
+                        plan.overrides()
+                            .find(|o| o.instance_type == instance.instance_type)
+                    })
+                    .map(|o| o.image_id.clone());
+                tracing::info!(nodeclaim = %name, instance = %instance.instance_id, instance_type = %instance.instance_type, zone = %instance.zone, capacity_type = instance.capacity_type.as_str(), "launched an EC2 instance");
+                Ok(self.launched_view(claim, class, &instance, info, image))
+            }
+            FleetOutcome::InsufficientCapacity {
+                mut unavailable,
+                spot_role_missing,
+                message,
+            } => {
+                if spot_role_missing {
+                    unavailable.extend(plan.overrides().map(|o| OfferingRef {
+                        instance_type: o.instance_type.clone(),
+                        zone: o.zone.clone(),
+                        capacity_type: CapacityType::Spot,
+                    }));
+                }
+                self.mark_unavailable(&unavailable);
+                Err(CloudError::InsufficientCapacity {
+                    node_claim: name,
+                    offerings: unavailable,
+                    message,
+                })
+            }
+            FleetOutcome::Failed { code, message } => Err(CloudError::Provider {
+                operation: "ec2:CreateFleet",
+                retryable: AwsError::new("ec2:CreateFleet", &code, "").is_retryable(),
+                message: format!("{code}: {message}"),
+            }),
+        }
+    }
+
+    async fn create_fleet(
+        &self,
+        request: &FleetRequest,
+        plan: &LaunchPlan,
+    ) -> Result<FleetOutcome, CloudError> {
+        let configs = request
+            .configs
+            .iter()
+            .map(|config| {
+                FleetLaunchTemplateConfigRequest::builder()
+                    .launch_template_specification(
+                        FleetLaunchTemplateSpecificationRequest::builder()
+                            .launch_template_name(&config.launch_template_name)
+                            .version("$Latest")
+                            .build(),
+                    )
+                    .set_overrides(Some(
+                        config
+                            .overrides
+                            .iter()
+                            .map(|o| {
+                                FleetLaunchTemplateOverridesRequest::builder()
+                                    .instance_type(o.instance_type.as_str().into())
+                                    .subnet_id(&o.subnet_id)
+                                    .image_id(&o.image_id)
+                                    .availability_zone(&o.zone)
+                                    .priority(o.priority)
+                                    .build()
+                            })
+                            .collect(),
+                    ))
+                    .build()
+            })
+            .collect();
+        let tags: Vec<Tag> = request
+            .tags
+            .iter()
+            .map(|(k, v)| Tag::builder().key(k).value(v).build())
+            .collect();
+        let tag_spec = |kind: ResourceType| {
+            TagSpecification::builder()
+                .resource_type(kind)
+                .set_tags(Some(tags.clone()))
+                .build()
+        };
+        let capacity = match request.capacity_type {
+            CapacityType::Spot => DefaultTargetCapacityType::Spot,
+            CapacityType::OnDemand => DefaultTargetCapacityType::OnDemand,
+        };
+        let mut call = self
+            .clients
+            .ec2
+            .create_fleet()
+            .r#type(FleetType::Instant)
+            .target_capacity_specification(
+                TargetCapacitySpecificationRequest::builder()
+                    .total_target_capacity(1)
+                    .default_target_capacity_type(capacity)
+                    .build(),
+            )
+            .set_launch_template_configs(Some(configs))
+            .tag_specifications(tag_spec(ResourceType::Instance))
+            .tag_specifications(tag_spec(ResourceType::Volume))
+            .tag_specifications(tag_spec(ResourceType::Fleet))
+            .set_context(request.context.clone());
+        call = match request.capacity_type {
+            CapacityType::Spot => call.spot_options(
+                SpotOptionsRequest::builder()
+                    .allocation_strategy(SpotAllocationStrategy::PriceCapacityOptimized)
+                    .build(),
+            ),
+            CapacityType::OnDemand => call.on_demand_options(
+                OnDemandOptionsRequest::builder()
+                    .allocation_strategy(FleetOnDemandAllocationStrategy::LowestPrice)
+                    .build(),
+            ),
+        };
+        let out = call
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ec2:CreateFleet", &e).into_cloud())?;
+        let mut launched = Vec::new();
+        for instance in out.instances() {
+            let Some(id) = instance.instance_ids().first() else {
+                continue;
+            };
+            let instance_type = instance
+                .instance_type()
+                .map(|t| t.as_str().to_owned())
+                .unwrap_or_default();
+            let zone = instance
+                .launch_template_and_overrides()
+                .and_then(|l| l.overrides())
+                .and_then(|o| o.availability_zone())
+                .map(str::to_owned);
+            let zone = match zone {
+                Some(zone) => zone,
+                // Not every answer names the zone: ask EC2 where it went.
+                None => match instances::get(&self.clients, id).await {
+                    Ok(Some(described)) => described.zone,
+                    _ => plan
+                        .overrides()
+                        .find(|o| o.instance_type == instance_type)
+                        .map(|o| o.zone.clone())
+                        .unwrap_or_default(),
+                },
+            };
+            launched.push(FleetInstance {
+                instance_id: id.clone(),
+                instance_type,
+                zone,
+                capacity_type: match instance.lifecycle().map(|l| l.as_str()) {
+                    Some("spot") => CapacityType::Spot,
+                    _ => request.capacity_type,
+                },
+            });
+        }
+        let errors: Vec<FleetError> = out
+            .errors()
+            .iter()
+            .map(|e| {
+                let overrides = e
+                    .launch_template_and_overrides()
+                    .and_then(|l| l.overrides());
+                FleetError {
+                    code: e.error_code().unwrap_or("Unknown").to_owned(),
+                    message: e.error_message().unwrap_or_default().to_owned(),
+                    instance_type: overrides
+                        .and_then(|o| o.instance_type())
+                        .map(|t| t.as_str().to_owned()),
+                    zone: overrides
+                        .and_then(|o| o.availability_zone())
+                        .map(str::to_owned),
+                }
+            })
+            .collect();
+        Ok(fleet::outcome(request.capacity_type, launched, &errors))
+    }
+
+    fn zone_id(class: &EC2NodeClass, zone: &str) -> Option<String> {
+        class
+            .status
+            .as_ref()?
+            .subnets
+            .as_ref()?
+            .iter()
+            .find(|s| s.zone == zone)
+            .and_then(|s| s.zone_id.clone())
+    }
+
+    fn launched_view(
+        &self,
+        claim: &NodeClaim,
+        class: &EC2NodeClass,
+        instance: &FleetInstance,
+        info: Option<&InstanceTypeInfo>,
+        image: Option<String>,
+    ) -> NodeClaim {
+        let mut view = claim.clone();
+        let mut node_labels: BTreeMap<String, String> =
+            info.map(|i| i.labels.clone()).unwrap_or_default();
+        node_labels.insert(
+            labels::INSTANCE_TYPE.to_owned(),
+            instance.instance_type.clone(),
+        );
+        node_labels.insert(labels::ZONE.to_owned(), instance.zone.clone());
+        node_labels.insert(
+            labels::CAPACITY_TYPE.to_owned(),
+            instance.capacity_type.as_str().to_owned(),
+        );
+        if let Some(zone_id) = Self::zone_id(class, &instance.zone) {
+            node_labels.insert(labels::ZONE_ID.to_owned(), zone_id);
+        }
+        node_labels.extend(claim.metadata.labels.clone().unwrap_or_default());
+        view.metadata.labels = Some(node_labels);
+        let mut annotations = claim.metadata.annotations.clone().unwrap_or_default();
+        let class_annotations = class.metadata.annotations.clone().unwrap_or_default();
+        for key in [labels::EC2NODECLASS_HASH, labels::EC2NODECLASS_HASH_VERSION] {
+            if let Some(value) = class_annotations.get(key) {
+                annotations.insert(key.to_owned(), value.clone());
+            }
+        }
+        if let Some(profile) = class
+            .status
+            .as_ref()
+            .and_then(|s| s.instance_profile.clone())
+        {
+            annotations.insert(labels::INSTANCE_PROFILE_NAME.to_owned(), profile);
+        }
+        view.metadata.annotations = Some(annotations);
+        let scheduling = info.map(InstanceType::from);
+        view.status = Some(NodeClaimStatus {
+            provider_id: Some(instances::provider_id(
+                &instance.zone,
+                &instance.instance_id,
+            )),
+            image_id: image,
+            capacity: scheduling.as_ref().map(|it| quantities(&it.capacity)),
+            allocatable: scheduling.as_ref().map(|it| quantities(&it.allocatable())),
+            ..NodeClaimStatus::default()
+        });
+        view
+    }
+
+    fn instance_view(instance: &Instance) -> NodeClaim {
+        let mut node_labels: BTreeMap<String, String> = BTreeMap::new();
+        node_labels.insert(
+            labels::INSTANCE_TYPE.to_owned(),
+            instance.instance_type.clone(),
+        );
+        node_labels.insert(labels::ZONE.to_owned(), instance.zone.clone());
+        node_labels.insert(
+            labels::CAPACITY_TYPE.to_owned(),
+            instance.capacity_type.as_str().to_owned(),
+        );
+        if let Some(pool) = instance.tags.get(labels::NODEPOOL) {
+            node_labels.insert(labels::NODEPOOL.to_owned(), pool.clone());
+        }
+        let class = instance
+            .tags
+            .get("karpenter.k8s.aws/ec2nodeclass")
+            .cloned()
+            .unwrap_or_default();
+        NodeClaim {
+            metadata: ObjectMeta {
+                name: instance.tags.get("karpenter.sh/nodeclaim").cloned(),
+                labels: Some(node_labels),
+                creation_timestamp: instance.launch_time.and_then(|t| {
+                    k8s_openapi::jiff::Timestamp::from_second(t.timestamp())
+                        .ok()
+                        .map(Time)
+                }),
+                ..ObjectMeta::default()
+            },
+            spec: karpenter_api::v1::NodeClaimSpec {
+                taints: Vec::new(),
+                startup_taints: Vec::new(),
+                requirements: Vec::new(),
+                resources: None,
+                node_class_ref: karpenter_api::v1::NodeClassReference {
+                    group: "karpenter.k8s.aws".to_owned(),
+                    kind: "EC2NodeClass".to_owned(),
+                    name: class,
+                },
+                termination_grace_period: None,
+                expire_after: karpenter_api::duration::NillableDuration::never(),
+            },
+            status: Some(NodeClaimStatus {
+                provider_id: Some(instance.provider_id()),
+                image_id: instance.image_id.clone(),
+                ..NodeClaimStatus::default()
+            }),
+        }
+    }
+
+    fn instance_id(provider_id: &str) -> Result<&str, CloudError> {
+        karpenter_aws::interruption::provider_id::instance_id(provider_id).ok_or_else(|| {
+            CloudError::NodeClaimNotFound {
+                what: format!("provider id {provider_id:?} (not aws:///<zone>/<instance-id>)"),
+            }
+        })
+    }
+}
+
+fn pool_of(claim: &NodeClaim) -> Option<String> {
+    claim
+        .metadata
+        .labels
+        .as_ref()?
+        .get(labels::NODEPOOL)
+        .cloned()
+}
+
+/// A NodePool the claim came from, for instance-type resolution (its requirements do not
+/// matter there, only its name and class).
+fn pool_for(claim: &NodeClaim) -> Result<NodePool, CloudError> {
+    let object = serde_json::json!({
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": pool_of(claim).unwrap_or_default()},
+        "spec": {"template": {"spec": {
+            "nodeClassRef": claim.spec.node_class_ref,
+            "requirements": []
+        }}}
+    });
+    serde_json::from_value(object).map_err(|e| CloudError::InvalidNodeClaim {
+        node_claim: claim.metadata.name.clone().unwrap_or_default(),
+        message: format!("spec.nodeClassRef: {e}"),
+    })
+}
+
+impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
+    fn name(&self) -> &'static str {
+        "aws"
+    }
+
+    async fn create(&self, node_claim: &NodeClaim) -> Result<NodeClaim, CloudError> {
+        let reference = &node_claim.spec.node_class_ref;
+        if reference.kind != "EC2NodeClass" {
+            return Err(CloudError::InvalidNodeClaim {
+                node_claim: node_claim.metadata.name.clone().unwrap_or_default(),
+                message: format!(
+                    "spec.nodeClassRef: the aws provider launches from EC2NodeClasses, not {}",
+                    reference.kind
+                ),
+            });
+        }
+        let class = self.class_of(&reference.name)?;
+        self.launch(node_claim, &class, &pool_for(node_claim)?)
+            .await
+    }
+
+    async fn delete(&self, node_claim: &NodeClaim) -> Result<(), CloudError> {
+        let provider_id = node_claim
+            .status
+            .as_ref()
+            .and_then(|s| s.provider_id.clone())
+            .unwrap_or_default();
+        let id = Self::instance_id(&provider_id)?;
+        let instance = instances::get(&self.clients, id)
+            .await
+            .map_err(AwsError::into_cloud)?;
+        match instance {
+            None => Err(CloudError::NodeClaimNotFound {
+                what: format!("instance {id}"),
+            }),
+            Some(instance) if instance.state == "shutting-down" => Ok(()),
+            Some(_) => {
+                instances::terminate(&self.clients, id).await.map_err(|e| {
+                    if e.is_not_found() {
+                        CloudError::NodeClaimNotFound {
+                            what: format!("instance {id}"),
+                        }
+                    } else {
+                        e.into_cloud()
+                    }
+                })?;
+                tracing::info!(instance = %id, nodeclaim = node_claim.metadata.name.as_deref().unwrap_or_default(), "terminating the EC2 instance");
+                Ok(())
+            }
+        }
+    }
+
+    async fn get(&self, provider_id: &str) -> Result<NodeClaim, CloudError> {
+        let id = Self::instance_id(provider_id)?;
+        match instances::get(&self.clients, id)
+            .await
+            .map_err(AwsError::into_cloud)?
+        {
+            Some(instance) => Ok(Self::instance_view(&instance)),
+            None => Err(CloudError::NodeClaimNotFound {
+                what: format!("instance {id}"),
+            }),
+        }
+    }
+
+    async fn list(&self) -> Result<Vec<NodeClaim>, CloudError> {
+        let listed = instances::list(&self.clients, &self.settings.cluster_name)
+            .await
+            .map_err(AwsError::into_cloud)?;
+        let map = self.remember(listed);
+        Ok(map.values().map(Self::instance_view).collect())
+    }
+
+    async fn instance_types(
+        &self,
+        node_pool: &NodePool,
+    ) -> Result<Vec<InstanceTypeInfo>, CloudError> {
+        let reference = &node_pool.spec.template.spec.node_class_ref;
+        let class = self.class_of(&reference.name)?;
+        let resolved = self.resolved(node_pool, &class)?;
+        let unavailable = self.unavailable_now();
+        let mut infos: Vec<InstanceTypeInfo> = resolved.as_ref().clone();
+        if !unavailable.is_empty() {
+            for info in &mut infos {
+                for offering in &mut info.offerings {
+                    let key = OfferingRef {
+                        instance_type: info.name.clone(),
+                        zone: offering.zone.clone(),
+                        capacity_type: offering.capacity_type,
+                    };
+                    if unavailable.contains_key(&key) {
+                        offering.available = false;
+                    }
+                }
+            }
+        }
+        let requirements: Vec<RequirementSpec> = karpenter_scheduling::v1::node_pool(node_pool)
+            .map(|p| p.requirements)
+            .unwrap_or_default();
+        Ok(narrow(&infos, &requirements).infos)
+    }
+
+    async fn is_drifted(&self, node_claim: &NodeClaim) -> Result<Option<DriftReason>, CloudError> {
+        let Ok(class) = self.class_of(&node_claim.spec.node_class_ref.name) else {
+            return Ok(None);
+        };
+        let Some(provider_id) = node_claim
+            .status
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+        else {
+            return Ok(None);
+        };
+        let id = Self::instance_id(provider_id)?;
+        let cached = self.instance_cache().await.map_err(AwsError::into_cloud)?;
+        let facts = cached
+            .get(id)
+            .map(|i| karpenter_aws::drift::InstanceFacts {
+                image_id: i.image_id.clone(),
+                subnet_id: i.subnet_id.clone(),
+                security_group_ids: i.security_group_ids.clone(),
+            })
+            .unwrap_or_default();
+        let pool = pool_for(node_claim)?;
+        let type_labels = self.instance_type_labels(node_claim, &class, Some(&pool));
+        Ok(
+            karpenter_aws::drift::drift(node_claim, &class, type_labels.as_ref(), &facts)
+                .map(|reason| DriftReason(reason.to_owned())),
+        )
+    }
+
+    fn mark_unavailable(&self, offerings: &[OfferingRef]) {
+        if offerings.is_empty() {
+            return;
+        }
+        let until = Instant::now() + UNAVAILABLE_FOR;
+        let mut unavailable = lock(&self.unavailable);
+        for offering in offerings {
+            unavailable.insert(offering.clone(), until);
+        }
+        self.unavailable_seq.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn catalog_version(&self) -> u64 {
+        drop(self.unavailable_now());
+        self.unavailable_seq
+            .load(Ordering::Relaxed)
+            .wrapping_add(
+                self.catalog_seq
+                    .load(Ordering::Relaxed)
+                    .wrapping_mul(1_000_003),
+            )
+            .wrapping_add(self.prices.version().wrapping_mul(7_919))
+            .wrapping_add(self.classes.version().wrapping_mul(104_729))
+    }
+}

@@ -1,0 +1,1079 @@
+//! The controller on EC2 (`--cloud-provider aws`) against the AWS emulator, with the real
+//! control plane and KWOK standing in for the kubelet.
+//!
+//! Each test builds its own cluster in the emulator (a VPC, three subnets and a security group
+//! tagged for discovery, the node role, an EKS cluster record) and runs the controller as an
+//! IAM user holding the controller policy `karpenter iam policy` prints. The emulator only
+//! evaluates actions (a statement scoped to ARNs or conditioned on tags never matches there),
+//! so the user gets the policy's actions on `*`; resources, tags and conditions are checked
+//! on every call the provider made, recorded by an SDK interceptor, with karpenter-aws's own
+//! evaluator against the exact policy.
+//!
+//! The emulator boots no instance: once an instance is launched the test registers its Node as
+//! a kubelet would (provider id `aws:///<zone>/<id>`, the NodeClaim's labels and taints, the
+//! `karpenter.sh/unregistered` taint), annotated for KWOK, which keeps it Ready and runs its
+//! pods.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
+use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Taint};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use karpenter_api::v1::{EC2NodeClass, NodeClaim};
+use karpenter_aws::iam::policy::PolicyDocument;
+use karpenter_aws::iam::scope::Scope;
+use karpenter_controller::cloud::kwok::KwokOptions;
+use karpenter_testenv::{AwsEnv, aws_calls::CallRecorder, wait_for};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+
+use super::{Harness, prepare, spawn_controller};
+
+/// A Kubernetes error inside a wait, named.
+fn kube_error(action: &'static str) -> impl FnOnce(kube::Error) -> karpenter_testenv::Error {
+    move |source| karpenter_testenv::Error::Kube {
+        action: action.to_owned(),
+        source,
+    }
+}
+
+/// What the emulator holds for one test's cluster.
+struct Cloud {
+    cluster: String,
+    subnets: Vec<(String, String)>,
+    security_group: String,
+    role: String,
+    account: String,
+}
+
+/// The emulator's account and region as the policy names them.
+fn scope(cloud: &Cloud, region: &str) -> Scope {
+    Scope::new(&cloud.cluster, region, None)
+        .and_then(|s| s.with_account(&cloud.account))
+        .expect("a policy scope for the test cluster")
+}
+
+/// The controller policy as the emulator can enforce it: the same actions, on `*`, without
+/// conditions (it would deny every ARN-scoped grant and ignore conditions anyway). `without`
+/// names statements left out, to prove a missing permission is reported.
+fn enforceable(policy: &PolicyDocument, without: &[&str]) -> String {
+    let mut value = serde_json::to_value(policy).expect("the policy serializes");
+    let statements = value["Statement"].as_array_mut().expect("a statement list");
+    statements.retain(|s| {
+        !without
+            .iter()
+            .any(|sid| s.get("Sid").and_then(|v| v.as_str()) == Some(sid))
+    });
+    for statement in statements.iter_mut() {
+        if let Some(object) = statement.as_object_mut() {
+            object.remove("Condition");
+            object.insert("Resource".into(), serde_json::json!("*"));
+        }
+    }
+    value.to_string()
+}
+
+async fn build_cloud(aws: &AwsEnv, id: &str) -> Cloud {
+    let cluster = format!("testenv-{id}");
+    let ec2 = aws.ec2();
+    let discovery = |kind: ResourceType| {
+        TagSpecification::builder()
+            .resource_type(kind)
+            .tags(
+                Tag::builder()
+                    .key("karpenter.sh/discovery")
+                    .value(&cluster)
+                    .build(),
+            )
+            .build()
+    };
+    let vpc = ec2
+        .create_vpc()
+        .cidr_block("10.20.0.0/16")
+        .tag_specifications(discovery(ResourceType::Vpc))
+        .send()
+        .await
+        .expect("creating the VPC")
+        .vpc
+        .and_then(|v| v.vpc_id)
+        .expect("a VPC id");
+    let mut subnets = Vec::new();
+    for (i, zone) in ["us-west-2a", "us-west-2b", "us-west-2c"]
+        .iter()
+        .enumerate()
+    {
+        let subnet = ec2
+            .create_subnet()
+            .vpc_id(&vpc)
+            .cidr_block(format!("10.20.{i}.0/24"))
+            .availability_zone(*zone)
+            .tag_specifications(discovery(ResourceType::Subnet))
+            .send()
+            .await
+            .expect("creating a subnet")
+            .subnet
+            .and_then(|s| s.subnet_id)
+            .expect("a subnet id");
+        subnets.push((subnet, (*zone).to_owned()));
+    }
+    let security_group = ec2
+        .create_security_group()
+        .group_name(format!("{cluster}-nodes"))
+        .description("karpenter-rs test nodes")
+        .vpc_id(&vpc)
+        .tag_specifications(discovery(ResourceType::SecurityGroup))
+        .send()
+        .await
+        .expect("creating the security group")
+        .group_id
+        .expect("a group id");
+    let role = format!("KarpenterNodeRole-{cluster}");
+    let trust = serde_json::json!({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]});
+    let role_arn = aws
+        .iam()
+        .create_role()
+        .role_name(&role)
+        .assume_role_policy_document(trust.to_string())
+        .send()
+        .await
+        .expect("creating the node role")
+        .role
+        .map(|r| r.arn)
+        .expect("a role");
+    aws.eks()
+        .create_cluster()
+        .name(&cluster)
+        .role_arn(&role_arn)
+        .resources_vpc_config(
+            aws_sdk_eks::types::VpcConfigRequest::builder()
+                .set_subnet_ids(Some(subnets.iter().map(|(s, _)| s.clone()).collect()))
+                .build(),
+        )
+        .kubernetes_network_config(
+            aws_sdk_eks::types::KubernetesNetworkConfigRequest::builder()
+                .service_ipv4_cidr("10.100.0.0/16")
+                .build(),
+        )
+        .send()
+        .await
+        .expect("creating the EKS cluster record");
+    let account = role_arn
+        .split(':')
+        .nth(4)
+        .unwrap_or(karpenter_testenv::aws::ACCOUNT_ID)
+        .to_owned();
+    Cloud {
+        cluster,
+        subnets,
+        security_group,
+        role,
+        account,
+    }
+}
+
+/// SQS as the controller's IAM user (made by [`controller_clients`]), recorded.
+async fn controller_sqs(
+    aws: &AwsEnv,
+    cloud: &Cloud,
+    recorder: &CallRecorder,
+) -> aws_sdk_sqs::Client {
+    let user = format!("{}-controller", cloud.cluster);
+    let key = aws
+        .iam()
+        .create_access_key()
+        .user_name(&user)
+        .send()
+        .await
+        .expect("an access key")
+        .access_key
+        .expect("an access key");
+    let config = aws
+        .with_credentials(&key.access_key_id, &key.secret_access_key)
+        .sdk_config();
+    aws_sdk_sqs::Client::from_conf(
+        aws_sdk_sqs::config::Builder::from(&config)
+            .interceptor(recorder.interceptor())
+            .build(),
+    )
+}
+
+/// An IAM user holding `policy` (as the emulator enforces it), and clients as that user with
+/// `recorder` on every call.
+async fn controller_clients(
+    aws: &AwsEnv,
+    cloud: &Cloud,
+    policy: &str,
+    recorder: &CallRecorder,
+) -> karpenter_aws_provider::AwsClients {
+    let user = format!("{}-controller", cloud.cluster);
+    let iam = aws.iam();
+    iam.create_user()
+        .user_name(&user)
+        .send()
+        .await
+        .expect("creating the controller's IAM user");
+    iam.put_user_policy()
+        .user_name(&user)
+        .policy_name("KarpenterControllerPolicy")
+        .policy_document(policy)
+        .send()
+        .await
+        .expect("attaching the controller policy");
+    let key = iam
+        .create_access_key()
+        .user_name(&user)
+        .send()
+        .await
+        .expect("an access key")
+        .access_key
+        .expect("an access key");
+    let config = aws
+        .with_credentials(&key.access_key_id, &key.secret_access_key)
+        .sdk_config();
+    karpenter_aws_provider::AwsClients::new(&config, &[recorder.interceptor()])
+        .expect("AWS clients for the controller")
+}
+
+fn api_server(h: &Harness) -> String {
+    let kubeconfig = kube::config::Kubeconfig::read_from(h.env.kubeconfig_path())
+        .expect("reading the kubeconfig");
+    kubeconfig
+        .clusters
+        .first()
+        .and_then(|c| c.cluster.as_ref())
+        .and_then(|c| c.server.clone())
+        .expect("the kubeconfig names the API server")
+}
+
+/// Removes every EC2NodeClass (finalizers included) left by an earlier run: the test holds
+/// [`crate::NODE_CLASSES`] exclusively, and the controller would otherwise act on classes of
+/// other clusters (other node roles, outside this test's policy).
+async fn clear_node_classes(client: &kube::Client) {
+    let api = Api::<EC2NodeClass>::all(client.clone());
+    let leftovers = api
+        .list(&kube::api::ListParams::default())
+        .await
+        .expect("listing EC2NodeClasses");
+    for class in leftovers.items {
+        let name = class.metadata.name.clone().unwrap_or_default();
+        let _ = api
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
+            )
+            .await;
+        let _ = api.delete(&name, &DeleteParams::default()).await;
+    }
+}
+
+/// Starts the harness and the controller on EC2 as a user with the controller policy
+/// (without the statements `without` names); with an interruption queue named after the
+/// cluster (as `karpenter iam cloudformation` makes it) when `interruption`.
+async fn start_on_aws(
+    test: &str,
+    aws: &AwsEnv,
+    without: &[&str],
+) -> (Harness, Cloud, CallRecorder) {
+    start_on_aws_with(test, aws, without, false).await
+}
+
+async fn start_on_aws_with(
+    test: &str,
+    aws: &AwsEnv,
+    without: &[&str],
+    interruption: bool,
+) -> (Harness, Cloud, CallRecorder) {
+    let mut h = prepare(test, &[], KwokOptions::default()).await;
+    clear_node_classes(&h.client).await;
+    let cloud = build_cloud(aws, h.scope.id()).await;
+    let policy = karpenter_aws::iam::generate::controller_policy(&scope(&cloud, aws.region()));
+    let recorder = CallRecorder::new();
+    let clients = controller_clients(aws, &cloud, &enforceable(&policy, without), &recorder).await;
+    h.spec.args = vec![
+        "--cloud-provider=aws".into(),
+        format!("--cluster-name={}", cloud.cluster),
+        format!("--cluster-endpoint={}", api_server(&h)),
+    ];
+    h.spec.aws = Some(clients);
+    if interruption {
+        aws.sqs()
+            .create_queue()
+            .queue_name(&cloud.cluster)
+            .send()
+            .await
+            .expect("creating the interruption queue");
+        h.spec
+            .args
+            .push(format!("--interruption-queue={}", cloud.cluster));
+        h.spec.sqs = Some(controller_sqs(aws, &cloud, &recorder).await);
+    }
+    h.node_class = h.scope.name("class");
+    let controller = spawn_controller(&h.env, &h.scope, &h.spec, None).await;
+    h.controllers.push(controller);
+    (h, cloud, recorder)
+}
+
+async fn create_node_class(h: &Harness, cloud: &Cloud, alias: &str) {
+    let class: EC2NodeClass = serde_json::from_value(serde_json::json!({
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": h.node_class, "labels": h.scope.labels()},
+        "spec": {
+            "role": cloud.role,
+            "amiSelectorTerms": [{"alias": alias}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cloud.cluster}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": cloud.cluster}}],
+            "tags": {"team": "testenv"}
+        }
+    }))
+    .expect("the test EC2NodeClass parses");
+    Api::<EC2NodeClass>::all(h.client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .expect("creating the EC2NodeClass");
+}
+
+fn condition<'a>(
+    conditions: Option<&'a [k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]>,
+    type_: &str,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    conditions.into_iter().flatten().find(|c| c.type_ == type_)
+}
+
+async fn wait_class_ready(h: &Harness) -> EC2NodeClass {
+    let api = Api::<EC2NodeClass>::all(h.client.clone());
+    wait_for(
+        "the EC2NodeClass Ready",
+        Duration::from_secs(90),
+        || async {
+            let class = api
+                .get(&h.node_class)
+                .await
+                .map_err(kube_error("reading the EC2NodeClass"))?;
+            let ready = condition(
+                class.status.as_ref().and_then(|s| s.conditions.as_deref()),
+                "Ready",
+            )
+            .is_some_and(|c| c.status == "True");
+            Ok(ready.then_some(class))
+        },
+    )
+    .await
+    .expect("the EC2NodeClass resolves in the emulator")
+}
+
+fn requirements() -> serde_json::Value {
+    serde_json::json!([
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m"]},
+        {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lt", "values": ["5"]},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
+    ])
+}
+
+fn provider_id(claim: &NodeClaim) -> Option<String> {
+    claim.status.as_ref()?.provider_id.clone()
+}
+
+/// Waits for one launched NodeClaim of the test's pool.
+async fn wait_launched(h: &Harness) -> NodeClaim {
+    wait_for(
+        "a NodeClaim launched on EC2",
+        Duration::from_secs(120),
+        || async {
+            Ok(h.node_claims()
+                .await
+                .into_iter()
+                .find(|c| provider_id(c).is_some_and(|p| p.starts_with("aws:///"))))
+        },
+    )
+    .await
+    .expect("the pending pod gets an EC2 instance")
+}
+
+async fn instance(aws: &AwsEnv, id: &str) -> Option<aws_sdk_ec2::types::Instance> {
+    aws.ec2()
+        .describe_instances()
+        .instance_ids(id)
+        .send()
+        .await
+        .ok()?
+        .reservations()
+        .iter()
+        .flat_map(|r| r.instances())
+        .find(|i| i.instance_id() == Some(id))
+        .cloned()
+}
+
+fn instance_state(instance: &aws_sdk_ec2::types::Instance) -> String {
+    instance
+        .state()
+        .and_then(|s| s.name())
+        .map(|n| n.as_str().to_owned())
+        .unwrap_or_default()
+}
+
+fn tags(instance: &aws_sdk_ec2::types::Instance) -> BTreeMap<String, String> {
+    instance
+        .tags()
+        .iter()
+        .filter_map(|t| Some((t.key()?.to_owned(), t.value()?.to_owned())))
+        .collect()
+}
+
+/// Registers the instance's Node as its kubelet would (KWOK keeps it Ready).
+async fn register_node(h: &Harness, claim: &NodeClaim) -> String {
+    register_node_with(&h.client, claim).await
+}
+
+async fn register_node_with(client: &kube::Client, claim: &NodeClaim) -> String {
+    let provider = provider_id(claim).expect("launched");
+    let id = provider.rsplit('/').next().unwrap_or_default();
+    let name = format!("ip-{id}.us-west-2.compute.internal");
+    let mut labels = claim.metadata.labels.clone().unwrap_or_default();
+    labels.insert("kubernetes.io/hostname".into(), name.clone());
+    labels.insert("kwok.x-k8s.io/node".into(), "fake".into());
+    let mut taints: Vec<Taint> = claim
+        .spec
+        .taints
+        .iter()
+        .map(|t| Taint {
+            key: t.key.clone(),
+            value: t.value.clone(),
+            effect: t.effect.as_str().to_owned(),
+            time_added: None,
+        })
+        .collect();
+    taints.push(Taint {
+        key: "karpenter.sh/unregistered".into(),
+        effect: "NoExecute".into(),
+        ..Taint::default()
+    });
+    let status = claim.status.clone().unwrap_or_default();
+    let node = Node {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(labels),
+            annotations: Some(BTreeMap::from([(
+                "kwok.x-k8s.io/node".to_owned(),
+                "fake".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NodeSpec {
+            provider_id: Some(provider),
+            taints: Some(taints),
+            ..NodeSpec::default()
+        }),
+        status: Some(NodeStatus {
+            capacity: status.capacity,
+            allocatable: status.allocatable,
+            ..NodeStatus::default()
+        }),
+    };
+    Api::<Node>::all(client.clone())
+        .create(&PostParams::default(), &node)
+        .await
+        .expect("registering the Node as its kubelet would");
+    name
+}
+
+/// Kubelets for the test's instances: every launched NodeClaim of the test's pool gets its
+/// Node registered (once), until the task is aborted.
+fn spawn_kubelets(h: &Harness) -> tokio::task::JoinHandle<()> {
+    let client = h.client.clone();
+    let selector = h.pool_selector();
+    tokio::spawn(async move {
+        let mut registered = std::collections::BTreeSet::new();
+        loop {
+            let claims = Api::<NodeClaim>::all(client.clone())
+                .list(&selector)
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default();
+            for claim in claims {
+                let Some(provider) = provider_id(&claim).filter(|p| p.starts_with("aws:///"))
+                else {
+                    continue;
+                };
+                if claim.metadata.deletion_timestamp.is_none() && registered.insert(provider) {
+                    register_node_with(&client, &claim).await;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
+}
+
+/// The recorded calls against the exact policy: every one inside the contract and allowed.
+fn assert_inside_the_contract(recorder: &CallRecorder, cloud: &Cloud, region: &str) {
+    let scope = scope(cloud, region);
+    let policy = karpenter_aws::iam::generate::controller_policy(&scope);
+    let calls = recorder.calls();
+    assert!(!calls.is_empty(), "the recorder saw the provider's calls");
+    let findings = karpenter_aws::iam::recorded::check(&calls, &scope, &policy)
+        .expect("the generated policy compiles");
+    assert!(
+        findings.is_empty(),
+        "calls outside the IAM contract or denied by the policy:\n{}",
+        findings
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// Deletes the test's NodePool, NodeClaims and EC2NodeClass while the controller runs (it
+/// finalizes them), then the rest of the harness.
+async fn finish_on_aws(h: Harness) {
+    let class = h.node_class.clone();
+    let client = h.client.clone();
+    let _ = Api::<karpenter_api::v1::NodePool>::all(client.clone())
+        .delete(&h.pool, &DeleteParams::default())
+        .await;
+    let _ = Api::<NodeClaim>::all(client.clone())
+        .delete_collection(&DeleteParams::default(), &h.pool_selector())
+        .await;
+    let _ = Api::<EC2NodeClass>::all(client.clone())
+        .delete(&class, &DeleteParams::default())
+        .await;
+    wait_for(
+        "the EC2NodeClass finalized (its NodeClaims gone first)",
+        Duration::from_secs(120),
+        || async {
+            let gone = Api::<EC2NodeClass>::all(client.clone())
+                .get_opt(&class)
+                .await
+                .map_err(kube_error("reading the EC2NodeClass"))?
+                .is_none();
+            Ok(gone.then_some(()))
+        },
+    )
+    .await
+    .expect("the controller finalizes the EC2NodeClass");
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK and the AWS emulator: run scripts/test-integration"]
+async fn a_pending_pod_gets_an_ec2_instance_that_registers_runs_it_and_ends_with_its_nodeclaim() {
+    let _classes = crate::NODE_CLASSES.write().await;
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    let (h, cloud, recorder) = start_on_aws("aws-launch", &aws, &[]).await;
+    create_node_class(&h, &cloud, "al2023@latest").await;
+    let class = wait_class_ready(&h).await;
+    let status = class.status.clone().unwrap_or_default();
+    let subnets: Vec<String> = status
+        .subnets
+        .iter()
+        .flatten()
+        .map(|s| s.id.clone())
+        .collect();
+    assert_eq!(subnets.len(), 3, "the three tagged subnets: {status:?}");
+    assert_eq!(
+        status
+            .security_groups
+            .iter()
+            .flatten()
+            .map(|g| g.id.clone())
+            .collect::<Vec<_>>(),
+        std::slice::from_ref(&cloud.security_group)
+    );
+    let amis = status.amis.clone().unwrap_or_default();
+    assert_eq!(amis.len(), 5, "AL2023's five variants: {amis:?}");
+    let profile = status
+        .instance_profile
+        .clone()
+        .expect("an instance profile");
+    let described = aws
+        .iam()
+        .get_instance_profile()
+        .instance_profile_name(&profile)
+        .send()
+        .await
+        .expect("the instance profile exists")
+        .instance_profile
+        .expect("a profile");
+    assert_eq!(
+        described.path(),
+        format!(
+            "/karpenter/us-west-2/{}/{}/",
+            cloud.cluster,
+            class.metadata.uid.clone().unwrap_or_default()
+        )
+    );
+    assert_eq!(
+        described
+            .roles()
+            .iter()
+            .map(|r| r.role_name().to_owned())
+            .collect::<Vec<_>>(),
+        std::slice::from_ref(&cloud.role)
+    );
+    assert!(
+        class
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == "karpenter.k8s.aws/termination"),
+        "the class carries its finalizer"
+    );
+    let annotations = class.metadata.annotations.clone().unwrap_or_default();
+    assert!(annotations.contains_key("karpenter.k8s.aws/ec2nodeclass-hash"));
+
+    h.node_pool(None, requirements()).await;
+    h.create_deployment("web", 1, "500m").await;
+    let claim = wait_launched(&h).await;
+    let provider = provider_id(&claim).expect("launched");
+    let id = provider.rsplit('/').next().unwrap_or_default().to_owned();
+    let launched = instance(&aws, &id)
+        .await
+        .expect("the instance exists in EC2");
+    let instance_tags = tags(&launched);
+    for (key, value) in [
+        (
+            format!("kubernetes.io/cluster/{}", cloud.cluster),
+            "owned".to_owned(),
+        ),
+        ("eks:eks-cluster-name".to_owned(), cloud.cluster.clone()),
+        ("karpenter.sh/nodepool".to_owned(), h.pool.clone()),
+        (
+            "karpenter.k8s.aws/ec2nodeclass".to_owned(),
+            h.node_class.clone(),
+        ),
+        ("team".to_owned(), "testenv".to_owned()),
+    ] {
+        assert_eq!(
+            instance_tags.get(&key),
+            Some(&value),
+            "instance tag {key}: {instance_tags:?}"
+        );
+    }
+    assert!(
+        subnets
+            .iter()
+            .any(|s| Some(s.as_str()) == launched.subnet_id()),
+        "launched into a selected subnet: {:?}",
+        launched.subnet_id()
+    );
+    let image = claim.status.as_ref().and_then(|s| s.image_id.clone());
+    assert_eq!(
+        launched.image_id().map(str::to_owned),
+        image,
+        "the image the NodeClaim reports"
+    );
+    assert!(
+        amis.iter().any(|a| Some(&a.id) == image.as_ref()),
+        "an AMI of the class: {image:?}"
+    );
+    let claim_annotations = claim.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        claim_annotations.get("karpenter.k8s.aws/ec2nodeclass-hash"),
+        annotations.get("karpenter.k8s.aws/ec2nodeclass-hash")
+    );
+    assert_eq!(
+        claim_annotations.get("karpenter.k8s.aws/instance-profile-name"),
+        Some(&profile)
+    );
+    let templates = aws
+        .ec2()
+        .describe_launch_templates()
+        .filters(
+            Filter::builder()
+                .name("tag:eks:eks-cluster-name")
+                .values(&cloud.cluster)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("listing launch templates");
+    let names: Vec<String> = templates
+        .launch_templates()
+        .iter()
+        .filter_map(|t| t.launch_template_name().map(str::to_owned))
+        .collect();
+    assert!(
+        !names.is_empty() && names.iter().all(|n| n.starts_with("karpenter.k8s.aws/")),
+        "launch templates named as upstream: {names:?}"
+    );
+
+    register_node(&h, &claim).await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+    wait_for(
+        "the NodeClaim registered and initialized",
+        Duration::from_secs(60),
+        || async {
+            let claims = h.node_claims().await;
+            let done = claims.iter().any(|c| {
+                let conditions = c.status.as_ref().and_then(|s| s.conditions.as_deref());
+                ["Registered", "Initialized"]
+                    .iter()
+                    .all(|t| condition(conditions, t).is_some_and(|c| c.status == "True"))
+            });
+            Ok(done.then_some(()))
+        },
+    )
+    .await
+    .expect("the node registers and initializes");
+    let node_name = wait_for(
+        "the instance tagged with its Node and NodeClaim, the NodeClaim annotated",
+        Duration::from_secs(60),
+        || async {
+            let claim = Api::<NodeClaim>::all(h.client.clone())
+                .get(claim.metadata.name.as_deref().unwrap_or_default())
+                .await
+                .map_err(kube_error("reading the NodeClaim"))?;
+            let annotated = claim
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("karpenter.k8s.aws/tagged"))
+                .is_some_and(|v| v == "true");
+            let node = claim.status.as_ref().and_then(|s| s.node_name.clone());
+            let tags = instance(&aws, &id)
+                .await
+                .map(|i| tags(&i))
+                .unwrap_or_default();
+            let tagged = node.is_some()
+                && tags.get("Name") == node.as_ref()
+                && tags.get("karpenter.sh/nodeclaim") == claim.metadata.name.as_ref();
+            Ok((annotated && tagged).then_some(node))
+        },
+    )
+    .await
+    .expect("the tagging controller tags the registered instance");
+    assert!(node_name.is_some());
+
+    // Deleting the NodeClaim (the workload gone first, so nothing asks for a new one)
+    // terminates the instance.
+    h.scale("web", 0).await;
+    let name = claim.metadata.name.clone().unwrap_or_default();
+    Api::<NodeClaim>::all(h.client.clone())
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("deleting the NodeClaim");
+    wait_for(
+        "the instance terminated and the NodeClaim gone",
+        Duration::from_secs(120),
+        || async {
+            let state = instance(&aws, &id).await.map(|i| instance_state(&i));
+            let claim_gone = Api::<NodeClaim>::all(h.client.clone())
+                .get_opt(&name)
+                .await
+                .map_err(kube_error("reading the NodeClaim"))?
+                .is_none();
+            Ok((claim_gone
+                && matches!(
+                    state.as_deref(),
+                    Some("shutting-down" | "terminated") | None
+                ))
+            .then_some(()))
+        },
+    )
+    .await
+    .expect("the instance goes with its NodeClaim");
+
+    assert_inside_the_contract(&recorder, &cloud, aws.region());
+    finish_on_aws(h).await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK and the AWS emulator: run scripts/test-integration"]
+async fn a_leaked_instance_is_collected_and_a_changed_ami_alias_drifts_the_node() {
+    let _classes = crate::NODE_CLASSES.write().await;
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    let (h, cloud, recorder) = start_on_aws("aws-gc-drift", &aws, &[]).await;
+    create_node_class(&h, &cloud, "al2023@latest").await;
+    let class = wait_class_ready(&h).await;
+    // Budgets of zero: drift is observed, nothing is replaced.
+    h.node_pool_disrupting(
+        serde_json::json!({"consolidateAfter": "Never", "budgets": [{"nodes": "0"}]}),
+        requirements(),
+    )
+    .await;
+    h.create_deployment("web", 1, "500m").await;
+    let claim = wait_launched(&h).await;
+    register_node(&h, &claim).await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+
+    // An instance tagged as ours that no NodeClaim claims.
+    let image = class
+        .status
+        .as_ref()
+        .and_then(|s| s.amis.as_ref())
+        .and_then(|a| a.first())
+        .map(|a| a.id.clone())
+        .expect("an AMI");
+    let ours = |key: &str, value: &str| Tag::builder().key(key).value(value).build();
+    let leaked = aws
+        .ec2()
+        .run_instances()
+        .image_id(&image)
+        .instance_type(aws_sdk_ec2::types::InstanceType::M5Large)
+        .min_count(1)
+        .max_count(1)
+        .subnet_id(&cloud.subnets[0].0)
+        .tag_specifications(
+            TagSpecification::builder()
+                .resource_type(ResourceType::Instance)
+                .tags(ours(
+                    &format!("kubernetes.io/cluster/{}", cloud.cluster),
+                    "owned",
+                ))
+                .tags(ours("eks:eks-cluster-name", &cloud.cluster))
+                .tags(ours("karpenter.sh/nodepool", &h.pool))
+                .tags(ours("karpenter.k8s.aws/ec2nodeclass", &h.node_class))
+                .build(),
+        )
+        .send()
+        .await
+        .expect("launching a leaked instance")
+        .instances()
+        .first()
+        .and_then(|i| i.instance_id().map(str::to_owned))
+        .expect("an instance id");
+    wait_for(
+        "the leaked instance terminated by garbage collection",
+        Duration::from_secs(150),
+        || async {
+            let state = instance(&aws, &leaked).await.map(|i| instance_state(&i));
+            Ok(matches!(
+                state.as_deref(),
+                Some("shutting-down" | "terminated") | None
+            )
+            .then_some(()))
+        },
+    )
+    .await
+    .expect("garbage collection terminates instances no NodeClaim claims");
+    let launched_id = provider_id(&claim).unwrap_or_default();
+    let launched_id = launched_id.rsplit('/').next().unwrap_or_default();
+    assert_eq!(
+        instance(&aws, launched_id)
+            .await
+            .map(|i| instance_state(&i))
+            .as_deref(),
+        Some("running"),
+        "the claimed instance stays"
+    );
+
+    // A new alias: the node is drifted (the AMI family is part of the class hash, and every
+    // AMI changes).
+    Api::<EC2NodeClass>::all(h.client.clone())
+        .patch(
+            &h.node_class,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"amiSelectorTerms": [{"alias": "bottlerocket@latest"}]}})),
+        )
+        .await
+        .expect("changing the alias");
+    let name = claim.metadata.name.clone().unwrap_or_default();
+    let drifted = wait_for(
+        "the NodeClaim Drifted",
+        Duration::from_secs(120),
+        || async {
+            let claim = Api::<NodeClaim>::all(h.client.clone())
+                .get(&name)
+                .await
+                .map_err(kube_error("reading the NodeClaim"))?;
+            let drifted = condition(
+                claim.status.as_ref().and_then(|s| s.conditions.as_deref()),
+                "Drifted",
+            )
+            .filter(|c| c.status == "True")
+            .cloned();
+            Ok(drifted)
+        },
+    )
+    .await
+    .expect("a changed alias drifts the node");
+    assert!(
+        ["NodeClassDrift", "AMIDrift"].contains(&drifted.reason.as_str()),
+        "{drifted:?}"
+    );
+    assert_inside_the_contract(&recorder, &cloud, aws.region());
+    finish_on_aws(h).await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK and the AWS emulator: run scripts/test-integration"]
+async fn a_missing_permission_is_named_and_nothing_is_half_created() {
+    let _classes = crate::NODE_CLASSES.write().await;
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    // The statement that allows creating launch templates (and launching) is left out.
+    let (h, cloud, _recorder) = start_on_aws(
+        "aws-denied",
+        &aws,
+        &["AllowScopedEC2InstanceActionsWithTags"],
+    )
+    .await;
+    create_node_class(&h, &cloud, "al2023@latest").await;
+    wait_class_ready(&h).await;
+    h.node_pool(None, requirements()).await;
+    h.create_deployment("web", 1, "500m").await;
+    let message = wait_for(
+        "a NodeClaim whose launch failed",
+        Duration::from_secs(120),
+        || async {
+            let failed = h.node_claims().await.into_iter().find_map(|c| {
+                condition(
+                    c.status.as_ref().and_then(|s| s.conditions.as_deref()),
+                    "Launched",
+                )
+                .filter(|c| c.status == "False")
+                .map(|c| c.message.clone())
+            });
+            Ok(failed)
+        },
+    )
+    .await
+    .expect("the launch fails");
+    assert!(
+        message.contains("ec2:CreateLaunchTemplate") && message.contains("karpenter iam policy"),
+        "the error names the missing permission: {message}"
+    );
+    let instances = aws
+        .ec2()
+        .describe_instances()
+        .filters(
+            Filter::builder()
+                .name("tag:eks:eks-cluster-name")
+                .values(&cloud.cluster)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("listing instances");
+    let count = instances
+        .reservations()
+        .iter()
+        .flat_map(|r| r.instances())
+        .count();
+    assert_eq!(count, 0, "no instance was launched");
+    let templates = aws
+        .ec2()
+        .describe_launch_templates()
+        .filters(
+            Filter::builder()
+                .name("tag:eks:eks-cluster-name")
+                .values(&cloud.cluster)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("listing launch templates");
+    assert!(
+        templates.launch_templates().is_empty(),
+        "no launch template was made"
+    );
+    let _ = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(
+        h.client.clone(),
+        h.scope.namespace(),
+    )
+    .delete("web", &DeleteParams::default())
+    .await;
+    finish_on_aws(h).await;
+}
+
+fn spot_interruption(instance_id: &str, zone: &str) -> String {
+    serde_json::json!({
+        "version": "0",
+        "id": "7e5527d7-bb36-4607-3370-4164db56a40e",
+        "detail-type": "EC2 Spot Instance Interruption Warning",
+        "source": "aws.ec2",
+        "account": "123456789012",
+        "time": "2026-11-26T03:50:00Z",
+        "region": "us-west-2",
+        "resources": [format!("arn:aws:ec2:{zone}:instance/{instance_id}")],
+        "detail": {"instance-id": instance_id, "instance-action": "terminate"}
+    })
+    .to_string()
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK and the AWS emulator: run scripts/test-integration"]
+async fn a_spot_interruption_of_an_ec2_instance_replaces_it_and_terminates_it() {
+    let _classes = crate::NODE_CLASSES.write().await;
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    let (h, cloud, recorder) = start_on_aws_with("aws-interruption", &aws, &[], true).await;
+    create_node_class(&h, &cloud, "al2023@latest").await;
+    wait_class_ready(&h).await;
+    h.node_pool(
+        None,
+        serde_json::json!([
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c5.large"]}
+        ]),
+    )
+    .await;
+    let kubelets = spawn_kubelets(&h);
+    h.create_deployment("web", 1, "1500m").await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+    let claim = wait_launched(&h).await;
+    let old = claim.metadata.name.clone().unwrap_or_default();
+    let zone = super::claim_label(&claim, "topology.kubernetes.io/zone");
+    assert_eq!(
+        super::claim_label(&claim, "karpenter.sh/capacity-type"),
+        "spot"
+    );
+    let provider = provider_id(&claim).unwrap_or_default();
+    let id = provider.rsplit('/').next().unwrap_or_default().to_owned();
+    aws.sqs()
+        .send_message()
+        .queue_url(
+            aws.sqs()
+                .get_queue_url()
+                .queue_name(&cloud.cluster)
+                .send()
+                .await
+                .expect("the queue URL")
+                .queue_url
+                .unwrap_or_default(),
+        )
+        .message_body(spot_interruption(&id, &zone))
+        .send()
+        .await
+        .expect("sending the interruption");
+    let replacement = wait_for(
+        "a replacement in another zone, the pod running there, the interrupted instance terminated",
+        Duration::from_secs(180),
+        || async {
+            let claims = h.node_claims().await;
+            let fresh: Vec<&NodeClaim> = claims
+                .iter()
+                .filter(|c| c.metadata.name.as_deref() != Some(old.as_str()))
+                .collect();
+            let home = fresh
+                .first()
+                .and_then(|c| c.status.as_ref()?.node_name.clone());
+            let running = home.is_some()
+                && h.pods().await.iter().any(|p| {
+                    p.spec.as_ref().and_then(|s| s.node_name.clone()) == home
+                        && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+                });
+            let state = instance(&aws, &id).await.map(|i| instance_state(&i));
+            let terminated = matches!(
+                state.as_deref(),
+                Some("shutting-down" | "terminated") | None
+            );
+            Ok(
+                (claims.len() == 1 && fresh.len() == 1 && running && terminated)
+                    .then(|| fresh[0].clone()),
+            )
+        },
+    )
+    .await
+    .expect("the interruption is handled on EC2");
+    assert_ne!(
+        super::claim_label(&replacement, "topology.kubernetes.io/zone"),
+        zone,
+        "the interrupted offering is avoided for a while"
+    );
+    kubelets.abort();
+    assert_inside_the_contract(&recorder, &cloud, aws.region());
+    finish_on_aws(h).await;
+}
