@@ -87,6 +87,7 @@ RESOURCES = {
     "StorageClass": ("storage.k8s.io", "storageclasses"),
     "Namespace": ("", "namespaces"),
     "VolumeAttachment": ("storage.k8s.io", "volumeattachments"),
+    "EC2NodeClass": ("karpenter.k8s.aws", "ec2nodeclasses"),
 }
 
 
