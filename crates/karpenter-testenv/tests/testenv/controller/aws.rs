@@ -527,10 +527,18 @@ fn assert_inside_the_contract(recorder: &CallRecorder, cloud: &Cloud, region: &s
 }
 
 /// Deletes the test's NodePool, NodeClaims and EC2NodeClass while the controller runs (it
-/// finalizes them), then the rest of the harness.
-async fn finish_on_aws(h: Harness) {
+/// finalizes them: the class's instance profile and launch templates go with it), then the
+/// rest of the harness.
+async fn finish_on_aws(h: Harness, aws: &AwsEnv, cloud: &Cloud) {
     let class = h.node_class.clone();
     let client = h.client.clone();
+    let profile = Api::<EC2NodeClass>::all(client.clone())
+        .get_opt(&class)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|c| c.status)
+        .and_then(|s| s.instance_profile);
     let _ = Api::<karpenter_api::v1::NodePool>::all(client.clone())
         .delete(&h.pool, &DeleteParams::default())
         .await;
@@ -554,6 +562,40 @@ async fn finish_on_aws(h: Harness) {
     )
     .await
     .expect("the controller finalizes the EC2NodeClass");
+    if let Some(profile) = profile {
+        let found = aws
+            .iam()
+            .get_instance_profile()
+            .instance_profile_name(&profile)
+            .send()
+            .await;
+        assert!(
+            found.is_err(),
+            "the class's instance profile {profile} is deleted with it"
+        );
+    }
+    let templates = aws
+        .ec2()
+        .describe_launch_templates()
+        .filters(
+            Filter::builder()
+                .name("tag:karpenter.k8s.aws/ec2nodeclass")
+                .values(&class)
+                .build(),
+        )
+        .filters(
+            Filter::builder()
+                .name("tag:eks:eks-cluster-name")
+                .values(&cloud.cluster)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("listing launch templates");
+    assert!(
+        templates.launch_templates().is_empty(),
+        "the class's launch templates are deleted with it"
+    );
     h.finish().await;
 }
 
@@ -778,7 +820,7 @@ async fn a_pending_pod_gets_an_ec2_instance_that_registers_runs_it_and_ends_with
     .expect("the instance goes with its NodeClaim");
 
     assert_inside_the_contract(&recorder, &cloud, aws.region());
-    finish_on_aws(h).await;
+    finish_on_aws(h, &aws, &cloud).await;
 }
 
 #[tokio::test]
@@ -896,7 +938,7 @@ async fn a_leaked_instance_is_collected_and_a_changed_ami_alias_drifts_the_node(
         "{drifted:?}"
     );
     assert_inside_the_contract(&recorder, &cloud, aws.region());
-    finish_on_aws(h).await;
+    finish_on_aws(h, &aws, &cloud).await;
 }
 
 #[tokio::test]
@@ -976,7 +1018,7 @@ async fn a_missing_permission_is_named_and_nothing_is_half_created() {
     )
     .delete("web", &DeleteParams::default())
     .await;
-    finish_on_aws(h).await;
+    finish_on_aws(h, &aws, &cloud).await;
 }
 
 fn spot_interruption(instance_id: &str, zone: &str) -> String {
@@ -1075,5 +1117,5 @@ async fn a_spot_interruption_of_an_ec2_instance_replaces_it_and_terminates_it() 
     );
     kubelets.abort();
     assert_inside_the_contract(&recorder, &cloud, aws.region());
-    finish_on_aws(h).await;
+    finish_on_aws(h, &aws, &cloud).await;
 }
