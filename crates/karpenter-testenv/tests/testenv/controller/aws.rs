@@ -526,6 +526,21 @@ fn assert_inside_the_contract(recorder: &CallRecorder, cloud: &Cloud, region: &s
     );
 }
 
+/// How many launch templates carry every one of the (key, value) tags.
+async fn launch_templates_tagged(aws: &AwsEnv, tags: &[(&str, &str)]) -> usize {
+    let mut request = aws.ec2().describe_launch_templates();
+    for (key, value) in tags {
+        request = request.filters(
+            Filter::builder()
+                .name(format!("tag:{key}"))
+                .values(*value)
+                .build(),
+        );
+    }
+    let found = request.send().await.expect("listing launch templates");
+    found.launch_templates().len()
+}
+
 /// Deletes the test's NodePool, NodeClaims and EC2NodeClass while the controller runs (it
 /// finalizes them: the class's instance profile and launch templates go with it), then the
 /// rest of the harness.
@@ -574,26 +589,16 @@ async fn finish_on_aws(h: Harness, aws: &AwsEnv, cloud: &Cloud) {
             "the class's instance profile {profile} is deleted with it"
         );
     }
-    let templates = aws
-        .ec2()
-        .describe_launch_templates()
-        .filters(
-            Filter::builder()
-                .name("tag:karpenter.k8s.aws/ec2nodeclass")
-                .values(&class)
-                .build(),
-        )
-        .filters(
-            Filter::builder()
-                .name("tag:eks:eks-cluster-name")
-                .values(&cloud.cluster)
-                .build(),
-        )
-        .send()
-        .await
-        .expect("listing launch templates");
+    let templates = launch_templates_tagged(
+        aws,
+        &[
+            ("karpenter.k8s.aws/ec2nodeclass", &class),
+            ("eks:eks-cluster-name", &cloud.cluster),
+        ],
+    )
+    .await;
     assert!(
-        templates.launch_templates().is_empty(),
+        templates == 0,
         "the class's launch templates are deleted with it"
     );
     h.finish().await;
@@ -996,22 +1001,9 @@ async fn a_missing_permission_is_named_and_nothing_is_half_created() {
         .flat_map(|r| r.instances())
         .count();
     assert_eq!(count, 0, "no instance was launched");
-    let templates = aws
-        .ec2()
-        .describe_launch_templates()
-        .filters(
-            Filter::builder()
-                .name("tag:eks:eks-cluster-name")
-                .values(&cloud.cluster)
-                .build(),
-        )
-        .send()
-        .await
-        .expect("listing launch templates");
-    assert!(
-        templates.launch_templates().is_empty(),
-        "no launch template was made"
-    );
+    let templates =
+        launch_templates_tagged(&aws, &[("eks:eks-cluster-name", &cloud.cluster)]).await;
+    assert!(templates == 0, "no launch template was made");
     let _ = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(
         h.client.clone(),
         h.scope.namespace(),
