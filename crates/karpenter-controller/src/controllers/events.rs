@@ -1,25 +1,47 @@
-//! Kubernetes events with upstream's reasons, through kube's [`Recorder`] (which aggregates
-//! repeats of the same event into a series instead of writing a new object each time).
+//! Kubernetes events with upstream's reasons (`events.k8s.io/v1`, as upstream writes them).
 //!
 //! Publishing never waits for the API server: events go through a bounded queue to one
 //! writer task (as client-go's broadcaster does for upstream), so a batch that nominates
 //! 1,000 pods creates its NodeClaims without 1,000 round trips in between. When the queue is
 //! full the event is dropped and counted in the log. A failure to publish is logged, never
-//! fatal: events are for people.
+//! fatal: events are for people. A repeat of a recent event becomes a count on the first one
+//! ([`super::event_series`]), as kube's `Recorder` and client-go do, remembering a digest of
+//! each recent event rather than the whole object.
 
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use k8s_openapi::api::events::v1::{Event, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
 use karpenter_api::v1::{NodeClaim, NodePool};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, Resource};
 use tokio::sync::mpsc;
+
+use super::event_series::{self, Series, Write};
 
 /// Events waiting for the writer task, at most.
 const QUEUE: usize = 2048;
 
+/// The reporting controller, as upstream names it.
+const REPORTER: &str = "karpenter";
+
+const NORMAL: &str = "Normal";
+const WARNING: &str = "Warning";
+
+/// An event waiting to be written.
+#[derive(Debug)]
+struct Pending {
+    regarding: ObjectReference,
+    type_: &'static str,
+    reason: String,
+    action: String,
+    note: String,
+}
+
 /// The controller's event recorder.
 #[derive(Clone)]
 pub struct Events {
-    queue: mpsc::Sender<(ObjectReference, Event)>,
+    queue: mpsc::Sender<Pending>,
 }
 
 impl std::fmt::Debug for Events {
@@ -28,11 +50,11 @@ impl std::fmt::Debug for Events {
     }
 }
 
-/// The event's `action`: its reason and a digest of its note. kube's [`Recorder`] folds a
-/// repeat of the same (type, reason, action, object) into a series of the *first* event, note
-/// included, so an event whose note changed (`DisruptionBlocked` with a new reason,
-/// `FailedScheduling` with new lines) would keep showing the old one. client-go keys on the
-/// message too; putting the note's digest in `action` does the same here.
+/// The event's `action`: its reason and a digest of its note. A repeat of the same (type,
+/// reason, action, object) is folded into a series of the *first* event, note included, so an
+/// event whose note changed (`DisruptionBlocked` with a new reason, `FailedScheduling` with
+/// new lines) would keep showing the old one. client-go keys on the message too; putting the
+/// note's digest in `action` does the same here.
 fn action(reason: &str, note: &str) -> String {
     let mut hash: u32 = 0x811c_9dc5;
     for byte in note.bytes() {
@@ -42,18 +64,101 @@ fn action(reason: &str, note: &str) -> String {
     format!("{reason}-{hash:08x}")
 }
 
+/// The Event object first written for `pending` at `now`, named as client-go names events.
+fn new_event(pending: Pending, instance: &str, now: Timestamp) -> Event {
+    let name = format!(
+        "{}.{:x}",
+        pending.regarding.name.as_deref().unwrap_or(REPORTER),
+        now.as_nanosecond()
+    );
+    Event {
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: Some(namespace_of(&pending.regarding).to_owned()),
+            ..ObjectMeta::default()
+        },
+        action: Some(pending.action),
+        reason: Some(pending.reason),
+        note: Some(pending.note),
+        type_: Some(pending.type_.to_owned()),
+        event_time: Some(MicroTime(now)),
+        regarding: Some(pending.regarding),
+        reporting_controller: Some(REPORTER.to_owned()),
+        reporting_instance: Some(instance.to_owned()),
+        ..Event::default()
+    }
+}
+
+/// Where an event about `regarding` lives: its namespace, or `default` for a cluster-scoped
+/// object (as client-go does).
+fn namespace_of(regarding: &ObjectReference) -> &str {
+    regarding.namespace.as_deref().unwrap_or("default")
+}
+
+/// The writer task's state: the client and the recent events.
+struct Writer {
+    client: Client,
+    instance: String,
+    series: Series,
+}
+
+impl Writer {
+    async fn write(&mut self, pending: Pending) -> Result<(), kube::Error> {
+        let now = Timestamp::now();
+        let key = event_series::key(
+            pending.type_,
+            &pending.reason,
+            &pending.action,
+            &pending.regarding,
+        );
+        if let Write::Repeat {
+            name,
+            namespace,
+            count,
+        } = self.series.write_for(key, now)
+        {
+            let patch = serde_json::json!({
+                "series": EventSeries { count, last_observed_time: MicroTime(now) },
+            });
+            let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+            match api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => {
+                    self.series.written(key, &name, &namespace, now);
+                    return Ok(());
+                }
+                // The first one is gone (the API server's event TTL): start a new series.
+                Err(kube::Error::Api(status)) if status.is_not_found() => {
+                    self.series.forget(key);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        let event = new_event(pending, &self.instance, now);
+        let namespace = event.metadata.namespace.clone().unwrap_or_default();
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+        let created = api.create(&PostParams::default(), &event).await?;
+        let name = created.metadata.name.unwrap_or_default();
+        self.series.written(key, &name, &namespace, now);
+        Ok(())
+    }
+}
+
 impl Events {
     pub fn new(client: Client) -> Self {
-        let reporter = Reporter {
-            controller: "karpenter".to_owned(),
-            instance: std::env::var("POD_NAME").ok(),
+        let mut writer = Writer {
+            client,
+            instance: std::env::var("POD_NAME").unwrap_or_else(|_| REPORTER.to_owned()),
+            series: Series::default(),
         };
-        let recorder = Recorder::new(client, reporter);
-        let (queue, mut pending) = mpsc::channel::<(ObjectReference, Event)>(QUEUE);
+        let (queue, mut pending) = mpsc::channel::<Pending>(QUEUE);
         tokio::spawn(async move {
-            while let Some((reference, event)) = pending.recv().await {
-                if let Err(error) = recorder.publish(&event, &reference).await {
-                    tracing::warn!(%error, reason = %event.reason, "publishing an event failed");
+            while let Some(event) = pending.recv().await {
+                let reason = event.reason.clone();
+                if let Err(error) = writer.write(event).await {
+                    tracing::warn!(%error, %reason, "publishing an event failed");
                 }
             }
         });
@@ -62,8 +167,8 @@ impl Events {
 
     async fn publish(
         &self,
-        reference: ObjectReference,
-        type_: EventType,
+        regarding: ObjectReference,
+        type_: &'static str,
         reason: &str,
         note: &str,
     ) {
@@ -75,14 +180,14 @@ impl Events {
             }
             note.truncate(cut);
         }
-        let event = Event {
+        let event = Pending {
+            regarding,
             type_,
             reason: reason.to_owned(),
             action: action(reason, &note),
-            note: Some(note),
-            secondary: None,
+            note,
         };
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.queue.try_send((reference, event)) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.queue.try_send(event) {
             tracing::warn!(
                 reason,
                 "event queue full ({QUEUE} waiting); an event was dropped"
@@ -91,32 +196,32 @@ impl Events {
     }
 
     pub async fn warn_pod(&self, pod: &Pod, reason: &str, note: &str) {
-        self.publish(pod.object_ref(&()), EventType::Warning, reason, note)
+        self.publish(pod.object_ref(&()), WARNING, reason, note)
             .await;
     }
 
     pub async fn normal_pod(&self, pod: &Pod, reason: &str, note: &str) {
-        self.publish(pod.object_ref(&()), EventType::Normal, reason, note)
+        self.publish(pod.object_ref(&()), NORMAL, reason, note)
             .await;
     }
 
     pub async fn warn_node_pool(&self, pool: &NodePool, reason: &str, note: &str) {
-        self.publish(pool.object_ref(&()), EventType::Warning, reason, note)
+        self.publish(pool.object_ref(&()), WARNING, reason, note)
             .await;
     }
 
     pub async fn warn_node_claim(&self, claim: &NodeClaim, reason: &str, note: &str) {
-        self.publish(claim.object_ref(&()), EventType::Warning, reason, note)
+        self.publish(claim.object_ref(&()), WARNING, reason, note)
             .await;
     }
 
     pub async fn normal_node_claim(&self, claim: &NodeClaim, reason: &str, note: &str) {
-        self.publish(claim.object_ref(&()), EventType::Normal, reason, note)
+        self.publish(claim.object_ref(&()), NORMAL, reason, note)
             .await;
     }
 
     pub async fn normal_node(&self, node: &Node, reason: &str, note: &str) {
-        self.publish(node.object_ref(&()), EventType::Normal, reason, note)
+        self.publish(node.object_ref(&()), NORMAL, reason, note)
             .await;
     }
 
@@ -126,12 +231,12 @@ impl Events {
         reason: &str,
         note: &str,
     ) {
-        self.publish(class.object_ref(&()), EventType::Warning, reason, note)
+        self.publish(class.object_ref(&()), WARNING, reason, note)
             .await;
     }
 
     pub async fn warn_node(&self, node: &Node, reason: &str, note: &str) {
-        self.publish(node.object_ref(&()), EventType::Warning, reason, note)
+        self.publish(node.object_ref(&()), WARNING, reason, note)
             .await;
     }
 }

@@ -7,6 +7,7 @@ pub mod cache;
 pub mod catalogs;
 pub mod claim_disruption;
 pub mod disruption;
+pub mod event_series;
 pub mod events;
 pub mod garbage;
 pub mod in_flight;
@@ -23,11 +24,11 @@ pub mod writes;
 use std::sync::Arc;
 
 use karpenter_api::v1::NodePool;
-use karpenter_cloud::{Catalog, CloudProvider};
+use karpenter_cloud::CloudProvider;
 use karpenter_lifecycle::LifecycleConfig;
 use tokio::task::JoinSet;
 
-use crate::cloud::kwok::{Kwok, KwokCloud, KwokOptions, NodePoolLookup};
+use crate::cloud::kwok::{Kwok, KwokCloud, KwokOptions, NodePoolLookup, TypeSource};
 use crate::run::{ControllerContext, ControllerError};
 use crate::settings::CloudProviderKind;
 use cache::ClusterCache;
@@ -48,7 +49,7 @@ impl NodePoolLookup for CachedPools {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("loading the instance-type catalog for the kwok cloud provider")]
-    Catalog(#[source] karpenter_cloud::CatalogError),
+    Catalog(#[source] crate::cloud::kwok::TypeSourceError),
     #[error(transparent)]
     KwokOptions(#[from] crate::cloud::kwok::KwokOptionsError),
     #[error("building the AWS clients")]
@@ -197,16 +198,13 @@ pub async fn run_kwok_with(
     options: KwokOptions,
     sqs: Option<aws_sdk_sqs::Client>,
 ) -> Result<(), ControllerError> {
-    let catalog = match &ctx.settings.instance_types_file_path {
-        Some(path) => Catalog::from_file(path),
-        None => Catalog::embedded(),
-    }
-    .map_err(StartError::Catalog)?;
+    let types = TypeSource::load(ctx.settings.instance_types_file_path.as_deref())
+        .map_err(StartError::Catalog)?;
     let cache = ClusterCache::new();
     cache.spawn_watchers(&ctx.clients.main, &ctx.cancel);
     let metrics = ControllerMetrics::register(&ctx.metrics);
     let cloud = Kwok {
-        cloud: KwokCloud::new(ctx.clients.main.clone(), catalog, options),
+        cloud: KwokCloud::new(ctx.clients.main.clone(), types, options),
         pools: CachedPools(cache.clone()),
     };
     run_with(ctx, cache, metrics, Arc::new(cloud), sqs, None).await
