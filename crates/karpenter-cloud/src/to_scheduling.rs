@@ -77,6 +77,8 @@ impl From<&InstanceTypeInfo> for InstanceType {
     }
 }
 
+/// Consumes the listing (its parts are freed as soon as the conversion is made, so a
+/// catalog converted from an owned listing is never held twice whole).
 impl From<InstanceTypeInfo> for InstanceType {
     fn from(info: InstanceTypeInfo) -> Self {
         InstanceType::from(&info)
