@@ -6,7 +6,9 @@
 //!   (`karpenter_cloud::pool_types`): a user's production NodePools and EC2NodeClasses run
 //!   unchanged. AWS-only fields of an EC2NodeClass (subnets, security groups, role, user data,
 //!   ...) are ignored, and each class says so once in the log; a NodePool whose EC2NodeClass
-//!   does not exist gets AL2023 defaults, also said once.
+//!   does not exist gets AL2023 defaults, also said once. An `INSTANCE_TYPES_FILE_PATH` in
+//!   upstream's KWOK format ([`super::kwok_types`]) gives the types upstream's KWOK provider
+//!   makes of it, the same for every NodePool.
 //! - **Launch** picks the cheapest available offering the NodeClaim allows and creates a Node
 //!   named after the NodeClaim (so a launch repeated after a restart finds its Node instead of
 //!   making a second one): provider id `kwok://<name>`, the instance type's labels, zone,
@@ -118,7 +120,7 @@ impl KwokOptions {
 /// The simulated cloud.
 pub struct KwokCloud {
     client: Client,
-    catalog: Catalog,
+    types: TypeSource,
     pricing: PricingOptions,
     options: KwokOptions,
     /// The catalog resolved per distinct node-class options.
@@ -128,6 +130,57 @@ pub struct KwokCloud {
     catalog_version: AtomicU64,
     /// Node classes whose ignored fields (or absence) were already logged.
     said: Mutex<BTreeSet<String>>,
+}
+
+/// Where the simulated cloud's instance types come from.
+#[derive(Debug)]
+pub enum TypeSource {
+    /// The catalog, resolved for each NodePool's EC2NodeClass.
+    Catalog(Box<Catalog>),
+    /// Fixed types (upstream's KWOK file format), the same for every NodePool.
+    Fixed(Arc<Vec<InstanceTypeInfo>>),
+}
+
+impl TypeSource {
+    /// The embedded catalog, or the file at `path` in either format.
+    pub fn load(path: Option<&std::path::Path>) -> Result<TypeSource, TypeSourceError> {
+        let Some(path) = path else {
+            return Ok(TypeSource::Catalog(Box::new(Catalog::embedded()?)));
+        };
+        let text = std::fs::read_to_string(path).map_err(|source| TypeSourceError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let origin = path.display().to_string();
+        if super::kwok_types::is_upstream_format(&text) {
+            let types = super::kwok_types::parse(&origin, &text)?;
+            tracing::info!(
+                cloud_provider = "kwok",
+                path = %origin,
+                count = types.len(),
+                "instance types from a file in upstream's KWOK format: the same for every NodePool, EC2NodeClass settings do not apply"
+            );
+            return Ok(TypeSource::Fixed(Arc::new(types)));
+        }
+        Ok(TypeSource::Catalog(Box::new(Catalog::parse(
+            &origin, &text,
+        )?)))
+    }
+}
+
+/// The instance types of the simulated cloud could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum TypeSourceError {
+    #[error("cannot read instance-type file {path}")]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Catalog(#[from] karpenter_cloud::CatalogError),
+    #[error(transparent)]
+    Upstream(#[from] super::kwok_types::KwokTypesError),
 }
 
 impl std::fmt::Debug for KwokCloud {
@@ -153,10 +206,10 @@ fn is_not_found(error: &kube::Error) -> bool {
 }
 
 impl KwokCloud {
-    pub fn new(client: Client, catalog: Catalog, options: KwokOptions) -> Self {
+    pub fn new(client: Client, types: TypeSource, options: KwokOptions) -> Self {
         KwokCloud {
             client,
-            catalog,
+            types,
             pricing: PricingOptions::default(),
             options,
             resolved: Mutex::new(Vec::new()),
@@ -258,6 +311,10 @@ impl KwokCloud {
         &self,
         pool: &NodePool,
     ) -> Result<Option<Arc<Vec<InstanceTypeInfo>>>, CloudError> {
+        let catalog = match &self.types {
+            TypeSource::Catalog(catalog) => catalog,
+            TypeSource::Fixed(types) => return Ok(Some(types.clone())),
+        };
         let Some(class) = self.node_class(pool).await else {
             return Ok(None);
         };
@@ -277,7 +334,7 @@ impl KwokCloud {
         }
         let infos =
             Arc::new(
-                self.catalog
+                catalog
                     .instance_types(&options)
                     .map_err(|e| CloudError::Provider {
                         operation: "instance types",

@@ -2,3 +2,4 @@
 //! EC2 provider lives in `karpenter-aws`.
 
 pub mod kwok;
+pub mod kwok_types;

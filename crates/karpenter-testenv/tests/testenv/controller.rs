@@ -654,6 +654,75 @@ async fn an_offering_out_of_capacity_is_avoided_on_the_next_batch() {
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn an_instance_type_file_in_upstreams_kwok_format_is_what_the_kwok_cloud_launches() {
+    // Two of upstream's KWOK types, in its file format (kwok/cloudprovider/instance_types.json).
+    let entry = |cpu: u32, price: f64| {
+        serde_json::json!({
+            "name": format!("c-{cpu}x-amd64-linux"),
+            "offerings": [{"Price": price, "Available": true, "Requirements": [
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-a"]}
+            ]}],
+            "architecture": "amd64",
+            "operatingSystems": ["linux"],
+            "resources": {"cpu": cpu.to_string(), "memory": format!("{}Gi", cpu * 2), "ephemeral-storage": "20Gi"}
+        })
+    };
+    let path = std::env::temp_dir().join(format!(
+        "karpenter-upstream-kwok-types-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(
+        &path,
+        serde_json::json!([entry(2, 0.054), entry(4, 0.108)]).to_string(),
+    )
+    .expect("writing the instance-type file");
+    let path_arg = path.display().to_string();
+    let h = start(
+        "provision-upstream-kwok-types",
+        &["--instance-types-file-path", &path_arg],
+        KwokOptions::default(),
+    )
+    .await;
+    h.node_pool(None, only(&["c-2x-amd64-linux", "c-4x-amd64-linux"]))
+        .await;
+    // 2 CPUs less upstream's 100m kube-reserved leave 1.9: a 1500m pod fits the smaller type.
+    h.create_deployment("kwok-types", 1, "1500m").await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+    let nodes = h.nodes().await;
+    let [node] = nodes.as_slice() else {
+        panic!("one node expected, got {}", nodes.len());
+    };
+    assert_eq!(
+        label(node, "node.kubernetes.io/instance-type"),
+        Some("c-2x-amd64-linux")
+    );
+    assert_eq!(
+        label(node, "topology.kubernetes.io/zone"),
+        Some("test-zone-a")
+    );
+    assert_eq!(label(node, "karpenter.kwok.sh/instance-family"), Some("c"));
+    assert_eq!(
+        label(node, "karpenter.kwok.sh/instance-memory"),
+        Some("4Gi")
+    );
+    let allocatable = node
+        .status
+        .as_ref()
+        .and_then(|s| s.allocatable.as_ref())
+        .and_then(|a| a.get("cpu"))
+        .map(|q| q.0.clone());
+    assert_eq!(
+        allocatable.as_deref(),
+        Some("1900m"),
+        "upstream's kube-reserved"
+    );
+    h.finish().await;
+    std::fs::remove_file(&path).ok();
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
 async fn a_node_claim_whose_node_never_registers_is_deleted_after_the_registration_ttl() {
     let kwok = KwokOptions {
         registration_delay: Duration::from_secs(3600),
