@@ -219,11 +219,14 @@ def handle(pods, bound, kind, pod):
 
 
 def price_table(side, path):
-    """(instance type, capacity type, zone) -> USD/hour, from the side's own catalog: ours the
-    embedded EC2 catalog (on-demand list price; spot at the kwok cloud's default 60% discount,
-    karpenter-cloud DEFAULT_SPOT_DISCOUNT), upstream its KWOK instance_types.json offerings."""
+    """(instance type, capacity type, zone) -> USD/hour, from the catalog the side ran on: the
+    embedded EC2 catalog (JSON lines; on-demand list price, spot at the kwok cloud's default 60%
+    discount, karpenter-cloud DEFAULT_SPOT_DISCOUNT), or upstream's KWOK instance_types.json
+    offerings (a JSON array)."""
     table = {}
-    if side == "ours":
+    with open(path) as fh:
+        upstream_format = fh.read(64).lstrip().startswith("[")
+    if not upstream_format:
         with open(path) as fh:
             next(fh)  # the header record
             for line in fh:
