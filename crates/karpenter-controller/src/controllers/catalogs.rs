@@ -3,7 +3,9 @@
 //! pass and its simulations, the NodeClaim conditions) instead of each converting its own copy
 //! per pass: one copy in memory, one listing per change.
 //!
-//! A conversion is reused while the NodePools and EC2NodeClasses (names and resourceVersions)
+//! A conversion is reused while the NodePools and EC2NodeClasses (names, uids and spec
+//! generations: a status update, such as a NodePool's node count after every launch, is not a
+//! change)
 //! and the cloud's [`CloudProvider::catalog_version`] (offerings marked unavailable or back,
 //! a new instance-type listing or prices) are what they were, for at most [`MAX_AGE`], a
 //! safety net for a change none of them shows. Concurrent callers wait for one listing rather
@@ -41,12 +43,38 @@ pub struct PoolCatalogs {
 /// What a conversion was made from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Key {
-    /// Name and resourceVersion of each live NodePool.
-    pools: Vec<(String, Option<String>)>,
-    /// Name and resourceVersion of each EC2NodeClass (the kwok cloud reads its kubelet
-    /// settings; the AWS cloud's own version counts its changes too).
-    classes: Vec<(String, Option<String>)>,
+    /// Each live NodePool's version.
+    pools: Vec<Version>,
+    /// Each EC2NodeClass's version (the kwok cloud reads its kubelet settings; the AWS
+    /// cloud's own version counts its status changes too).
+    classes: Vec<Version>,
     cloud: u64,
+}
+
+/// Name, uid and spec generation of an object: what the conversion reads is its spec (and
+/// the uid, for the owner references of NodeClaims made from it). An object without a
+/// generation counts by its resourceVersion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Version {
+    name: Option<String>,
+    uid: Option<String>,
+    generation: Option<i64>,
+    resource_version: Option<String>,
+}
+
+impl Version {
+    fn of(meta: &ObjectMeta) -> Version {
+        Version {
+            name: meta.name.clone(),
+            uid: meta.uid.clone(),
+            generation: meta.generation,
+            resource_version: meta
+                .generation
+                .is_none()
+                .then(|| meta.resource_version.clone())
+                .flatten(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -70,12 +98,6 @@ impl Catalogs {
         cloud: &C,
         events: &Events,
     ) -> Arc<PoolCatalogs> {
-        let version = |meta: &ObjectMeta| {
-            (
-                meta.name.clone().unwrap_or_default(),
-                meta.resource_version.clone(),
-            )
-        };
         let (pools, classes): (Vec<NodePool>, Vec<_>) = {
             let index = cache.lock();
             (
@@ -84,11 +106,14 @@ impl Catalogs {
                     .filter(|p| p.metadata.deletion_timestamp.is_none())
                     .cloned()
                     .collect(),
-                index.node_classes().map(|c| version(&c.metadata)).collect(),
+                index
+                    .node_classes()
+                    .map(|c| Version::of(&c.metadata))
+                    .collect(),
             )
         };
         let key = Key {
-            pools: pools.iter().map(|p| version(&p.metadata)).collect(),
+            pools: pools.iter().map(|p| Version::of(&p.metadata)).collect(),
             classes,
             // Read before listing: a change during the listing makes the next call list again.
             cloud: cloud.catalog_version(),
@@ -242,10 +267,15 @@ mod tests {
         }
     }
 
-    fn pool(name: &str, resource_version: &str) -> Object {
+    /// A NodePool at spec generation `generation` (its resourceVersion says which write).
+    fn pool(name: &str, generation: i64) -> Object {
+        pool_written(name, generation, &generation.to_string())
+    }
+
+    fn pool_written(name: &str, generation: i64, resource_version: &str) -> Object {
         let mut pool: NodePool = serde_json::from_value(serde_json::json!({
             "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
-            "metadata": {"name": name, "resourceVersion": resource_version},
+            "metadata": {"name": name, "generation": generation, "resourceVersion": resource_version},
             "spec": {"template": {"spec": {
                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
                 "requirements": []
@@ -256,11 +286,11 @@ mod tests {
         Object::NodePool(pool)
     }
 
-    fn class(name: &str, resource_version: &str) -> Object {
+    fn class(name: &str, generation: i64) -> Object {
         let mut class: karpenter_api::v1::EC2NodeClass =
             serde_json::from_value(serde_json::json!({
                 "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
-                "metadata": {"name": name, "resourceVersion": resource_version},
+                "metadata": {"name": name, "generation": generation, "resourceVersion": generation.to_string()},
                 "spec": {
                     "role": "KarpenterNodeRole",
                     "amiSelectorTerms": [{"alias": "al2023@latest"}],
@@ -285,7 +315,7 @@ mod tests {
     #[tokio::test]
     async fn loops_asking_for_an_unchanged_catalog_share_one_listing() {
         let (cache, cloud, events) = (ClusterCache::new(), CountingCloud::new(), events());
-        cache.apply(pool("general", "1"));
+        cache.apply(pool("general", 1));
         let catalogs = Catalogs::default();
         let first = catalogs.get(&cache, &cloud, &events).await;
         let second = catalogs.clone().get(&cache, &cloud, &events).await;
@@ -298,24 +328,31 @@ mod tests {
     #[tokio::test]
     async fn an_offering_marked_unavailable_or_an_edited_nodepool_or_nodeclass_lists_again() {
         let (cache, cloud, events) = (ClusterCache::new(), CountingCloud::new(), events());
-        cache.apply(pool("general", "1"));
+        cache.apply(pool("general", 1));
         let catalogs = Catalogs::default();
         catalogs.get(&cache, &cloud, &events).await;
         cloud.mark_unavailable(&[]);
         catalogs.get(&cache, &cloud, &events).await;
         assert_eq!(cloud.listings(), 2, "after the cloud's catalog changed");
-        cache.apply(pool("general", "2"));
+        cache.apply(pool("general", 2));
         catalogs.get(&cache, &cloud, &events).await;
         assert_eq!(cloud.listings(), 3, "after the NodePool changed");
-        cache.apply(class("default", "7"));
+        cache.apply(pool_written("general", 2, "17"));
+        catalogs.get(&cache, &cloud, &events).await;
+        assert_eq!(
+            cloud.listings(),
+            3,
+            "a status update (new resourceVersion, same generation) is not a change"
+        );
+        cache.apply(class("default", 7));
         catalogs.get(&cache, &cloud, &events).await;
         assert_eq!(cloud.listings(), 4, "after an EC2NodeClass appeared");
         catalogs.get(&cache, &cloud, &events).await;
         assert_eq!(cloud.listings(), 4, "nothing changed");
-        cache.apply(class("default", "8"));
+        cache.apply(class("default", 8));
         catalogs.get(&cache, &cloud, &events).await;
         assert_eq!(cloud.listings(), 5, "after the EC2NodeClass changed");
-        cache.apply(pool("spot", "1"));
+        cache.apply(pool("spot", 1));
         let both = catalogs.get(&cache, &cloud, &events).await;
         assert_eq!(cloud.listings(), 7, "a new NodePool: both listed");
         assert_eq!(
