@@ -80,13 +80,11 @@ struct SelectorRequirement {
 
 /// Reads upstream's KWOK instance-type file; `origin` names it in errors.
 pub fn parse(origin: &str, text: &str) -> Result<Vec<InstanceTypeInfo>, KwokTypesError> {
-    let mut deserializer = serde_json::Deserializer::from_str(text);
+    // serde_json's message names the field and the line and column of the value.
     let entries: Vec<Entry> =
-        serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-            KwokTypesError::Parse {
-                origin: origin.to_owned(),
-                message: format!("at `{}`: {}", error.path(), error.inner()),
-            }
+        serde_json::from_str(text).map_err(|error| KwokTypesError::Parse {
+            origin: origin.to_owned(),
+            message: error.to_string(),
         })?;
     entries
         .into_iter()
@@ -357,7 +355,10 @@ mod tests {
             .map(|_| ())
             .unwrap_err()
             .to_string();
-        assert!(error.contains("`[0]`") && error.contains("name"), "{error}");
+        assert!(
+            error.contains("missing field `name`") && error.contains("line 1"),
+            "{error}"
+        );
     }
 
     #[test]
