@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
@@ -37,6 +38,8 @@ use super::writes;
 const SCAN_INTERVAL: Duration = Duration::from_millis(200);
 /// And at least this often (a PDB that refused an eviction is asked again).
 pub const RESYNC: Duration = Duration::from_secs(1);
+/// Eviction requests in flight at once for one node (the client's rate limit still applies).
+const EVICTIONS_AT_ONCE: usize = 64;
 
 /// The termination loop.
 pub struct Termination<C> {
@@ -193,11 +196,21 @@ impl<C: CloudProvider + 'static> Termination<C> {
         if !plan.drained() {
             self.condition(claim, conditions::DRAINED, "Unknown", "Draining")
                 .await?;
-            let mut refused = 0usize;
             let reason = drain_reason(claim);
-            for (key, action) in &plan.actions {
-                let Some(pod) = pods.get(key) else { continue };
-                if !self.act(pod, action, reason).await? {
+            // One tier's evictions at a time, as upstream's eviction queue makes them: a node
+            // of 170 pods drained one round trip after another took 17 s.
+            let requests: Vec<_> = plan
+                .actions
+                .iter()
+                .filter_map(|(key, action)| Some(self.act(pods.get(key)?, action, reason)))
+                .collect();
+            let outcomes: Vec<Result<bool, StepError>> = futures::stream::iter(requests)
+                .buffer_unordered(EVICTIONS_AT_ONCE)
+                .collect()
+                .await;
+            let mut refused = 0usize;
+            for outcome in outcomes {
+                if !outcome? {
                     refused += 1;
                 }
             }
