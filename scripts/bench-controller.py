@@ -41,9 +41,17 @@ class Api:
             req.add_header("Content-Type", "application/json")
         return urllib.request.urlopen(req, context=self.ctx, timeout=timeout)
 
-    def get(self, path):
-        with self.request("GET", path) as r:
-            return json.load(r)
+    def get(self, path, attempts=4):
+        """GET (idempotent): a read that times out while the API server is saturated (upstream's
+        controller with 500 nodes on 2 cores kept one waiting over 30 s) is asked again."""
+        for attempt in range(attempts):
+            try:
+                with self.request("GET", path, timeout=60) as r:
+                    return json.load(r)
+            except (TimeoutError, urllib.error.URLError) as e:
+                if isinstance(e, urllib.error.HTTPError) or attempt == attempts - 1:
+                    raise
+                print("bench-controller: GET %s: %s; asking again" % (path, e), file=sys.stderr)
 
     def post(self, path, body):
         try:
