@@ -165,8 +165,9 @@ fn convert(origin: &str, entry: Entry) -> Result<InstanceTypeInfo, KwokTypesErro
             price_is_estimate: false,
         });
     }
-    // Quantities as Go's `Quantity.String()` writes them: the canonical form.
-    let cpu_text = cpu.map(canonical).unwrap_or_default();
+    // Quantities as Go's `Quantity.String()` writes them: the canonical form, which is what
+    // `Quantity`'s Display writes too.
+    let cpu_text = cpu.map(|q| q.to_string()).unwrap_or_default();
     let mut type_labels = BTreeMap::from([
         (labels::INSTANCE_TYPE.to_owned(), entry.name.clone()),
         (labels::ARCH.to_owned(), entry.architecture.clone()),
@@ -175,7 +176,7 @@ fn convert(origin: &str, entry: Entry) -> Result<InstanceTypeInfo, KwokTypesErro
         (KWOK_INSTANCE_CPU.to_owned(), cpu_text),
         (
             KWOK_INSTANCE_MEMORY.to_owned(),
-            memory.map(canonical).unwrap_or_default(),
+            memory.map(|q| q.to_string()).unwrap_or_default(),
         ),
     ]);
     if let Some(os) = entry.operating_systems.first() {
@@ -220,28 +221,6 @@ fn family(name: &str) -> String {
         Some((family, _)) => family.to_owned(),
         None => name.chars().next().map(String::from).unwrap_or_default(),
     }
-}
-
-/// A quantity written as Kubernetes canonicalises it (`2Gi`, `1`, `500m`), for the labels.
-fn canonical(quantity: Quantity) -> String {
-    let millis = quantity.millis();
-    if millis % 1000 != 0 {
-        return format!("{millis}m");
-    }
-    let units = millis / 1000;
-    for (suffix, factor) in [
-        ("Ei", 1i128 << 60),
-        ("Pi", 1 << 50),
-        ("Ti", 1 << 40),
-        ("Gi", 1 << 30),
-        ("Mi", 1 << 20),
-        ("Ki", 1 << 10),
-    ] {
-        if units != 0 && units % factor == 0 {
-            return format!("{}{suffix}", units / factor);
-        }
-    }
-    units.to_string()
 }
 
 #[cfg(test)]
