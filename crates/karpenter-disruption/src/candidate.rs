@@ -286,9 +286,11 @@ mod tests {
         )]));
         let guarded = PodBuilder::new("guarded").label("app", "web").build();
         let mut with_annotated = managed("with-annotated", "general");
-        with_annotated.pods.push(annotated.into());
+        with_annotated
+            .pods
+            .push(std::sync::Arc::new(annotated.into()));
         let mut with_guarded = managed("with-guarded", "general");
-        with_guarded.pods.push(guarded.into());
+        with_guarded.pods.push(std::sync::Arc::new(guarded.into()));
         let mut snap = snapshot(vec![with_annotated, with_guarded]);
         snap.pdbs.push(Pdb {
             namespace: "default".into(),
@@ -326,7 +328,7 @@ mod tests {
         )]));
         let mut node = managed("bounded", "general");
         node.termination_grace_period = Some(std::time::Duration::from_secs(60));
-        node.pods.push(annotated.into());
+        node.pods.push(std::sync::Arc::new(annotated.into()));
         let snap = snapshot(vec![node]);
         assert_eq!(
             excluded_codes(&snap, Class::Graceful).get("bounded"),

@@ -86,8 +86,9 @@ mod tests {
 
     fn busy(name: &str) -> crate::NodeState {
         let mut node = managed(name, "general");
-        node.pods
-            .push(PodBuilder::new(&format!("{name}-pod")).build().into());
+        node.pods.push(std::sync::Arc::new(
+            PodBuilder::new(&format!("{name}-pod")).build().into(),
+        ));
         node
     }
 

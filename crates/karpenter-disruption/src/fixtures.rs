@@ -10,9 +10,9 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::Pod;
 use karpenter_api::labels as l;
 use karpenter_api::v1::NodePool;
+use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::PreferencePolicy;
 use karpenter_scheduling::fixtures::{Workload, benchmark_input};
 use karpenter_scheduling::pod::pod_requests;
@@ -43,7 +43,7 @@ fn node_pool() -> Option<NodePool> {
     .ok()
 }
 
-fn is_anti_affine(pod: &Pod) -> bool {
+fn is_anti_affine(pod: &PodRecord) -> bool {
     pod.spec
         .as_ref()
         .and_then(|s| s.affinity.as_ref())
@@ -77,7 +77,7 @@ pub fn consolidation_cluster(nodes: usize, pods: usize, seed: u64, now: DateTime
         PreferencePolicy::Respect,
     );
     let catalog = input.default_instance_types;
-    let mut workload: Vec<Pod> = input.pods.into_iter().map(Arc::unwrap_or_clone).collect();
+    let mut workload: Vec<PodRecord> = input.pods.into_iter().map(Arc::unwrap_or_clone).collect();
     let mut anti = 0usize;
     for pod in &mut workload {
         if is_anti_affine(pod) {
@@ -85,18 +85,19 @@ pub fn consolidation_cluster(nodes: usize, pods: usize, seed: u64, now: DateTime
             if anti > nodes
                 && let Some(spec) = pod.spec.as_mut()
             {
-                spec.affinity = None;
+                Arc::make_mut(spec).affinity = None;
             }
         }
     }
     let nodes = nodes.max(1);
-    let mut per_node: Vec<Vec<Pod>> = vec![Vec::new(); nodes];
+    let mut per_node: Vec<Vec<PodRecord>> = vec![Vec::new(); nodes];
     // anti-affine pods first, one per node, then the rest round-robin
-    let (first, rest): (Vec<Pod>, Vec<Pod>) = workload.into_iter().partition(is_anti_affine);
+    let (first, rest): (Vec<PodRecord>, Vec<PodRecord>) =
+        workload.into_iter().partition(is_anti_affine);
     for (i, mut pod) in first.into_iter().chain(rest).enumerate() {
         let n = i % nodes;
         if let Some(spec) = pod.spec.as_mut() {
-            spec.node_name = Some(format!("node-{n:05}"));
+            Arc::make_mut(spec).node_name = Some(format!("node-{n:05}"));
         }
         per_node[n].push(pod);
     }
@@ -106,7 +107,7 @@ pub fn consolidation_cluster(nodes: usize, pods: usize, seed: u64, now: DateTime
         let name = format!("node-{n:05}");
         let mut requests = ResourceList::new();
         for p in &pods {
-            if let Ok(r) = pod_requests(p) {
+            if let Ok(r) = pod_requests(p.spec.as_deref()) {
                 requests.add(&r);
             }
         }

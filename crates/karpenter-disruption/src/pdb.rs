@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use karpenter_scheduling::PodRecord;
 
 use crate::pods;
 
@@ -62,7 +62,7 @@ impl Pdb {
     }
 
     /// The selector matches the pod's labels (an empty selector matches every pod).
-    pub fn matches(&self, pod: &Pod) -> bool {
+    pub fn matches(&self, pod: &PodRecord) -> bool {
         if pod.metadata.namespace.as_deref().unwrap_or("default") != self.namespace {
             return false;
         }
@@ -100,7 +100,7 @@ pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, Stri
 }
 
 /// Why a pod cannot be evicted now, if it cannot.
-pub fn eviction_block(pdbs: &[Pdb], pod: &Pod) -> Option<String> {
+pub fn eviction_block(pdbs: &[Pdb], pod: &PodRecord) -> Option<String> {
     let matching: Vec<&Pdb> = pdbs.iter().filter(|p| p.matches(pod)).collect();
     match matching.as_slice() {
         [] => None,
@@ -129,6 +129,6 @@ pub fn eviction_block(pdbs: &[Pdb], pod: &Pod) -> Option<String> {
 }
 
 /// True when a fully blocking PDB covers the pod (it is left out of simulations).
-pub fn fully_blocked(pdbs: &[Pdb], pod: &Pod) -> bool {
+pub fn fully_blocked(pdbs: &[Pdb], pod: &PodRecord) -> bool {
     pdbs.iter().any(|p| p.fully_blocking() && p.matches(pod))
 }

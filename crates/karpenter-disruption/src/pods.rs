@@ -2,7 +2,7 @@
 //! or mirror pod, reschedulable, ready; its cost inputs and start time.
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::Pod;
+use karpenter_scheduling::PodRecord;
 
 use crate::cost::PodCostInput;
 
@@ -12,7 +12,7 @@ pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost"
 pub const MIRROR_POD: &str = "kubernetes.io/config.mirror";
 
 /// `namespace/name`.
-pub fn key(pod: &Pod) -> String {
+pub fn key(pod: &PodRecord) -> String {
     format!(
         "{}/{}",
         pod.metadata.namespace.as_deref().unwrap_or("default"),
@@ -20,7 +20,7 @@ pub fn key(pod: &Pod) -> String {
     )
 }
 
-fn phase(pod: &Pod) -> &str {
+fn phase(pod: &PodRecord) -> &str {
     pod.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
@@ -28,21 +28,21 @@ fn phase(pod: &Pod) -> &str {
 }
 
 /// Succeeded or Failed.
-pub fn is_terminal(pod: &Pod) -> bool {
+pub fn is_terminal(pod: &PodRecord) -> bool {
     matches!(phase(pod), "Succeeded" | "Failed")
 }
 
 /// Has a deletion timestamp.
-pub fn is_terminating(pod: &Pod) -> bool {
+pub fn is_terminating(pod: &PodRecord) -> bool {
     pod.metadata.deletion_timestamp.is_some()
 }
 
 /// Neither terminal nor terminating.
-pub fn is_active(pod: &Pod) -> bool {
+pub fn is_active(pod: &PodRecord) -> bool {
     !is_terminal(pod) && !is_terminating(pod)
 }
 
-fn owner_kind(pod: &Pod) -> Option<&str> {
+fn owner_kind(pod: &PodRecord) -> Option<&str> {
     pod.metadata
         .owner_references
         .as_ref()
@@ -50,11 +50,11 @@ fn owner_kind(pod: &Pod) -> Option<&str> {
         .map(|r| r.kind.as_str())
 }
 
-pub fn is_daemonset(pod: &Pod) -> bool {
+pub fn is_daemonset(pod: &PodRecord) -> bool {
     owner_kind(pod) == Some("DaemonSet")
 }
 
-pub fn is_mirror(pod: &Pod) -> bool {
+pub fn is_mirror(pod: &PodRecord) -> bool {
     owner_kind(pod) == Some("Node")
         || pod
             .metadata
@@ -65,13 +65,13 @@ pub fn is_mirror(pod: &Pod) -> bool {
 
 /// Pods that need a new home when the node goes: active (or terminating StatefulSet) pods
 /// that are neither DaemonSet nor mirror pods.
-pub fn is_reschedulable(pod: &Pod) -> bool {
+pub fn is_reschedulable(pod: &PodRecord) -> bool {
     let alive = is_active(pod) || (is_terminating(pod) && owner_kind(pod) == Some("StatefulSet"));
     alive && !is_terminal(pod) && !is_daemonset(pod) && !is_mirror(pod)
 }
 
 /// Pod condition `Ready=True`.
-pub fn is_ready(pod: &Pod) -> bool {
+pub fn is_ready(pod: &PodRecord) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -79,7 +79,7 @@ pub fn is_ready(pod: &Pod) -> bool {
         .is_none_or(|c| c.status == "True")
 }
 
-pub fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+pub fn annotation<'a>(pod: &'a PodRecord, key: &str) -> Option<&'a str> {
     pod.metadata
         .annotations
         .as_ref()
@@ -87,12 +87,12 @@ pub fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-pub fn started(pod: &Pod) -> Option<DateTime<Utc>> {
+pub fn started(pod: &PodRecord) -> Option<DateTime<Utc>> {
     let ts = pod.status.as_ref()?.start_time.as_ref()?;
     DateTime::from_timestamp(ts.0.as_second(), 0)
 }
 
-pub fn cost_input(pod: &Pod) -> PodCostInput {
+pub fn cost_input(pod: &PodRecord) -> PodCostInput {
     PodCostInput {
         deletion_cost: annotation(pod, POD_DELETION_COST).and_then(|v| v.trim().parse().ok()),
         priority: pod.spec.as_ref().and_then(|s| s.priority),

@@ -7,11 +7,12 @@
 //! candidate pod that fits nowhere, or only on a node that is not initialized yet, makes the
 //! simulation fail with that pod's reason.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::PodSpec;
+use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{ExistingNode, NewNodeClaim, SolveInput, SolveResult};
 
 use crate::candidate::Candidate;
@@ -36,32 +37,53 @@ pub enum Outcome {
 pub struct Simulator {
     input: SolveInput,
     /// Pods waiting (pending pods and pods of nodes being deleted).
-    base_pods: Vec<Arc<Pod>>,
+    base_pods: Vec<Arc<PodRecord>>,
     initialized: BTreeMap<String, bool>,
     /// Number of solver runs so far.
     pub runs: usize,
     /// NodePools the solver could not take (pool name, why): they launch no replacements.
     pub unconverted: Vec<(String, String)>,
+    unbinder: Unbinder,
 }
 
-fn uid(pod: &Pod) -> String {
+fn uid(pod: &PodRecord) -> String {
     pod.metadata.uid.clone().unwrap_or_else(|| pods::key(pod))
 }
 
-/// The pod as if it were pending: unbound, with a uid (shared, not copied, when it already is).
-fn as_pending(pod: &Arc<Pod>) -> Arc<Pod> {
-    let bound = pod.spec.as_ref().is_some_and(|s| s.node_name.is_some());
-    if pod.metadata.uid.is_some() && !bound {
-        return Arc::clone(pod);
+/// Makes pods pending for a simulation. Pods that share a bound spec share its unbound copy,
+/// so moving a ReplicaSet's pods off a node copies its spec once, not once per pod.
+#[derive(Debug, Default)]
+struct Unbinder {
+    /// Bound spec's address -> (the bound spec, kept alive so the address stays its own; the
+    /// unbound copy).
+    specs: HashMap<usize, (Arc<PodSpec>, Arc<PodSpec>)>,
+}
+
+impl Unbinder {
+    /// The pod as if it were pending: unbound, with a uid (shared, not copied, when it already
+    /// is).
+    fn pending(&mut self, pod: &Arc<PodRecord>) -> Arc<PodRecord> {
+        let bound = pod.spec.as_ref().filter(|s| s.node_name.is_some());
+        if pod.metadata.uid.is_some() && bound.is_none() {
+            return Arc::clone(pod);
+        }
+        let mut p = PodRecord::clone(pod);
+        if p.metadata.uid.is_none() {
+            p.metadata.uid = Some(pods::key(pod));
+        }
+        if let Some(bound) = bound {
+            let (_, unbound) = self
+                .specs
+                .entry(Arc::as_ptr(bound) as usize)
+                .or_insert_with(|| {
+                    let mut spec = PodSpec::clone(bound);
+                    spec.node_name = None;
+                    (Arc::clone(bound), Arc::new(spec))
+                });
+            p.spec = Some(Arc::clone(unbound));
+        }
+        Arc::new(p)
     }
-    let mut p = Pod::clone(pod);
-    if p.metadata.uid.is_none() {
-        p.metadata.uid = Some(pods::key(pod));
-    }
-    if let Some(spec) = p.spec.as_mut() {
-        spec.node_name = None;
-    }
-    Arc::new(p)
 }
 
 /// Upstream `IsUnderConsolidateAfter`: the node's NodePool has a non-zero `consolidateAfter`
@@ -104,7 +126,12 @@ fn existing(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> Existi
 
 impl Simulator {
     pub fn new(snapshot: &Snapshot, now: DateTime<Utc>) -> Self {
-        let mut base_pods: Vec<Arc<Pod>> = snapshot.pending_pods.iter().map(as_pending).collect();
+        let mut unbinder = Unbinder::default();
+        let mut base_pods: Vec<Arc<PodRecord>> = snapshot
+            .pending_pods
+            .iter()
+            .map(|p| unbinder.pending(p))
+            .collect();
         for node in snapshot
             .nodes
             .iter()
@@ -114,7 +141,7 @@ impl Simulator {
                 node.pods
                     .iter()
                     .filter(|p| pods::is_reschedulable(p))
-                    .map(as_pending),
+                    .map(|p| unbinder.pending(p)),
             );
         }
         let mut node_pools = Vec::with_capacity(snapshot.node_pools.len());
@@ -149,6 +176,7 @@ impl Simulator {
                 .collect(),
             runs: 0,
             unconverted,
+            unbinder,
         }
     }
 
@@ -164,14 +192,14 @@ impl Simulator {
         let mut indexes: Vec<usize> = candidates.iter().map(|c| c.index).collect();
         indexes.sort_unstable();
         indexes.dedup();
-        let mut moving: Vec<Arc<Pod>> = Vec::new();
+        let mut moving: Vec<Arc<PodRecord>> = Vec::new();
         for c in candidates {
             if let Some(node) = snapshot.nodes.get(c.index) {
                 moving.extend(
                     c.reschedulable
                         .iter()
                         .filter_map(|&i| node.pods.get(i))
-                        .map(as_pending),
+                        .map(|p| self.unbinder.pending(p)),
                 );
             }
         }
@@ -225,5 +253,43 @@ impl Simulator {
         } else {
             Outcome::NeedsNew(result.new_node_claims.clone())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use karpenter_scheduling::builders::PodBuilder;
+
+    use super::*;
+
+    fn bound(name: &str, spec: &Arc<PodSpec>) -> Arc<PodRecord> {
+        let mut pod = PodRecord::from(PodBuilder::new(name).build());
+        pod.spec = Some(Arc::clone(spec));
+        Arc::new(pod)
+    }
+
+    #[test]
+    fn pods_sharing_a_bound_spec_become_pending_sharing_one_unbound_copy() {
+        let spec = Arc::new(PodSpec {
+            node_name: Some("n1".into()),
+            ..PodSpec::default()
+        });
+        let (a, b) = (bound("a", &spec), bound("b", &spec));
+        let mut unbinder = Unbinder::default();
+        let (pa, pb) = (unbinder.pending(&a), unbinder.pending(&b));
+        let (sa, sb) = (pa.spec.as_ref().unwrap(), pb.spec.as_ref().unwrap());
+        assert!(Arc::ptr_eq(sa, sb));
+        assert_eq!(sa.node_name, None);
+        assert_eq!(a.node_name(), Some("n1"), "the bound pod is not changed");
+        assert_eq!(pa.metadata.name.as_deref(), Some("a"));
+        assert_eq!(pb.metadata.name.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn a_pending_pod_with_a_uid_is_shared_as_it_is() {
+        let mut pod = PodRecord::from(PodBuilder::new("p").build());
+        pod.metadata.uid = Some("u".into());
+        let pod = Arc::new(pod);
+        assert!(Arc::ptr_eq(&Unbinder::default().pending(&pod), &pod));
     }
 }

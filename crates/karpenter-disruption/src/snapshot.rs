@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Pod, Taint};
+use k8s_openapi::api::core::v1::Taint;
 use karpenter_api::labels;
 use karpenter_api::v1::NodePool;
+use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{InstanceType, ResourceList, SolveOptions};
 
 use crate::pdb::Pdb;
@@ -77,7 +78,7 @@ pub struct NodeState {
     /// NodeClaim `spec.terminationGracePeriod`.
     pub termination_grace_period: Option<Duration>,
     /// Pods bound to the node.
-    pub pods: Vec<Arc<Pod>>,
+    pub pods: Vec<Arc<PodRecord>>,
 }
 
 impl NodeState {
@@ -144,7 +145,7 @@ pub struct Snapshot {
     pub nodes: Vec<NodeState>,
     pub pdbs: Vec<Pdb>,
     /// Pods waiting for capacity (they are simulated along with the candidates' pods).
-    pub pending_pods: Vec<Arc<Pod>>,
+    pub pending_pods: Vec<Arc<PodRecord>>,
     pub daemonsets: Vec<DaemonSet>,
     pub features: Features,
     pub solve_options: SolveOptions,

@@ -219,7 +219,7 @@ fn template_claim(snapshot: &Snapshot, node_pool: &NodePool) -> Result<NewNodeCl
         node_pools: vec![converted],
         instance_types: BTreeMap::from([(name.clone(), snapshot.catalog(&name).to_vec())]).into(),
         daemonsets: snapshot.daemonsets.clone(),
-        pods: vec![Arc::new(probe)],
+        pods: vec![Arc::new(probe.into())],
         options: snapshot.solve_options.clone(),
         ..Default::default()
     };

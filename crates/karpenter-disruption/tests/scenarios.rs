@@ -531,8 +531,9 @@ fn node(n: &NodeSpec, types: &[TypeSpec], now: DateTime<Utc>) -> Result<NodeStat
         .transpose()
         .map_err(|e| e.to_string())?;
     for p in &n.pods {
-        s.pods
-            .push(build_pod(p, Some(&n.name), now, created)?.into());
+        s.pods.push(std::sync::Arc::new(
+            build_pod(p, Some(&n.name), now, created)?.into(),
+        ));
     }
     Ok(s)
 }
@@ -568,7 +569,7 @@ fn snapshot(sc: &Scenario) -> Result<Snapshot, String> {
         pending_pods: sc
             .pending_pods
             .iter()
-            .map(|p| build_pod(p, None, sc.now, sc.now).map(Into::into))
+            .map(|p| build_pod(p, None, sc.now, sc.now).map(|p| std::sync::Arc::new(p.into())))
             .collect::<Result<_, _>>()?,
         features: Features {
             spot_to_spot_consolidation: sc.features.spot_to_spot_consolidation,

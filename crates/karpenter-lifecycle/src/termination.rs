@@ -15,11 +15,12 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::core::v1::{Node, Taint};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_disruption::pods;
+use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::taints::tolerates;
 use karpenter_state::conditions::from_api_time;
 
@@ -95,7 +96,7 @@ pub enum Tier {
 }
 
 /// The pod's drain tier.
-pub fn tier(pod: &Pod) -> Tier {
+pub fn tier(pod: &PodRecord) -> Tier {
     let critical = pod
         .spec
         .as_ref()
@@ -109,7 +110,7 @@ pub fn tier(pod: &Pod) -> Tier {
     }
 }
 
-fn tolerates_disrupted_taint(pod: &Pod) -> bool {
+fn tolerates_disrupted_taint(pod: &PodRecord) -> bool {
     let taint = disrupted_taint();
     pod.spec
         .as_ref()
@@ -117,7 +118,7 @@ fn tolerates_disrupted_taint(pod: &Pod) -> bool {
         .is_some_and(|tolerations| tolerations.iter().any(|t| tolerates(t, &taint)))
 }
 
-fn deletion_time(pod: &Pod) -> Option<DateTime<Utc>> {
+fn deletion_time(pod: &PodRecord) -> Option<DateTime<Utc>> {
     pod.metadata
         .deletion_timestamp
         .as_ref()
@@ -126,7 +127,7 @@ fn deletion_time(pod: &Pod) -> Option<DateTime<Utc>> {
 
 /// The drain waits for `pod` (upstream "waiting eviction"): not finished, not tolerating the
 /// disrupted taint (it would come straight back), not stuck terminating, not a mirror pod.
-pub fn awaits_eviction(pod: &Pod, now: DateTime<Utc>) -> bool {
+pub fn awaits_eviction(pod: &PodRecord, now: DateTime<Utc>) -> bool {
     let stuck = deletion_time(pod).is_some_and(|deleted| {
         (now - deleted)
             .to_std()
@@ -135,7 +136,7 @@ pub fn awaits_eviction(pod: &Pod, now: DateTime<Utc>) -> bool {
     !pods::is_terminal(pod) && !tolerates_disrupted_taint(pod) && !stuck && !pods::is_mirror(pod)
 }
 
-fn grace_period(pod: &Pod) -> Duration {
+fn grace_period(pod: &PodRecord) -> Duration {
     let seconds = pod
         .spec
         .as_ref()
@@ -171,18 +172,18 @@ impl DrainPlan {
     }
 }
 
-fn do_not_disrupt(pod: &Pod) -> bool {
+fn do_not_disrupt(pod: &PodRecord) -> bool {
     pods::annotation(pod, labels::DO_NOT_DISRUPT) == Some("true")
 }
 
 /// The drain pass for a node whose pods are `node_pods`, with the NodeClaim's termination
 /// deadline, at `now`.
 pub fn plan_drain(
-    node_pods: &[&Pod],
+    node_pods: &[&PodRecord],
     deadline: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> DrainPlan {
-    let waiting: Vec<&Pod> = node_pods
+    let waiting: Vec<&PodRecord> = node_pods
         .iter()
         .copied()
         .filter(|p| awaits_eviction(p, now))
@@ -193,7 +194,7 @@ pub fn plan_drain(
     };
     // The deletion timestamp of a terminating pod is when it is killed: it is forced only when
     // that is after the deadline.
-    let force = |pod: &Pod| -> Option<i64> {
+    let force = |pod: &PodRecord| -> Option<i64> {
         let deadline = deadline?;
         let left = (deadline - now).num_seconds().max(1);
         if let Some(killed) = deletion_time(pod) {
@@ -202,7 +203,7 @@ pub fn plan_drain(
         let start = deadline - chrono::Duration::from_std(grace_period(pod)).ok()?;
         (now > start).then_some(left)
     };
-    let mut rest: Vec<&Pod> = Vec::new();
+    let mut rest: Vec<&PodRecord> = Vec::new();
     for pod in waiting {
         match force(pod) {
             Some(grace_period_seconds) => plan.actions.push((
@@ -236,7 +237,7 @@ pub fn plan_drain(
 /// the persistent volume bound to a pod's claim (`namespace`, `claim`).
 pub fn attachments_to_await<'a>(
     attachments: &[&'a VolumeAttachment],
-    node_pods: &[&Pod],
+    node_pods: &[&PodRecord],
     volume_of: impl Fn(&str, &str) -> Option<String>,
     now: DateTime<Utc>,
 ) -> Vec<&'a str> {
@@ -269,7 +270,7 @@ pub fn attachments_to_await<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{PodSpec, Toleration};
+    use k8s_openapi::api::core::v1::Toleration;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
     use karpenter_scheduling::builders::PodBuilder;
 
@@ -281,8 +282,8 @@ mod tests {
         karpenter_state::conditions::api_time(t).unwrap_or_else(|| panic!("time {t}"))
     }
 
-    fn pod(name: &str) -> Pod {
-        PodBuilder::new(name).build()
+    fn pod(name: &str) -> PodRecord {
+        PodBuilder::new(name).build().into()
     }
 
     fn claim_draining_since(condition: Option<(&str, DateTime<Utc>)>) -> NodeClaim {
@@ -322,7 +323,7 @@ mod tests {
         assert!(min_drain_time_elapsed(Some(&already_drained), at(0)));
     }
 
-    fn daemon(mut pod: Pod) -> Pod {
+    fn daemon(mut pod: PodRecord) -> PodRecord {
         pod.metadata.owner_references = Some(vec![OwnerReference {
             kind: "DaemonSet".into(),
             name: "agent".into(),
@@ -332,16 +333,14 @@ mod tests {
         pod
     }
 
-    fn critical(mut pod: Pod) -> Pod {
-        pod.spec
-            .get_or_insert_with(PodSpec::default)
+    fn critical(mut pod: PodRecord) -> PodRecord {
+        std::sync::Arc::make_mut(pod.spec.get_or_insert_with(Default::default))
             .priority_class_name = Some("system-node-critical".into());
         pod
     }
 
-    fn grace(mut pod: Pod, seconds: i64) -> Pod {
-        pod.spec
-            .get_or_insert_with(PodSpec::default)
+    fn grace(mut pod: PodRecord, seconds: i64) -> PodRecord {
+        std::sync::Arc::make_mut(pod.spec.get_or_insert_with(Default::default))
             .termination_grace_period_seconds = Some(seconds);
         pod
     }
@@ -382,13 +381,11 @@ mod tests {
             .get_or_insert_default()
             .insert(pods::MIRROR_POD.into(), "x".into());
         let mut tolerant = pod("tolerant");
-        tolerant
-            .spec
-            .get_or_insert_with(PodSpec::default)
-            .tolerations = Some(vec![Toleration {
-            operator: Some("Exists".into()),
-            ..Toleration::default()
-        }]);
+        std::sync::Arc::make_mut(tolerant.spec.get_or_insert_with(Default::default)).tolerations =
+            Some(vec![Toleration {
+                operator: Some("Exists".into()),
+                ..Toleration::default()
+            }]);
         let plan = plan_drain(&[&done, &mirror, &tolerant], None, at(0));
         assert!(plan.drained(), "{plan:?}");
         assert!(plan.actions.is_empty());
@@ -482,8 +479,8 @@ mod tests {
         .unwrap_or_else(|e| panic!("test VolumeAttachment: {e}"))
     }
 
-    fn with_claim(mut pod: Pod, claim: &str) -> Pod {
-        pod.spec.get_or_insert_with(PodSpec::default).volumes =
+    fn with_claim(mut pod: PodRecord, claim: &str) -> PodRecord {
+        std::sync::Arc::make_mut(pod.spec.get_or_insert_with(Default::default)).volumes =
             Some(vec![k8s_openapi::api::core::v1::Volume {
                 name: "data".into(),
                 persistent_volume_claim: Some(
@@ -500,10 +497,11 @@ mod tests {
     #[test]
     fn volumes_of_pods_that_stay_on_the_node_are_not_awaited() {
         let mut agent = with_claim(daemon(pod("agent")), "agent-data");
-        agent.spec.get_or_insert_with(PodSpec::default).tolerations = Some(vec![Toleration {
-            operator: Some("Exists".into()),
-            ..Toleration::default()
-        }]);
+        std::sync::Arc::make_mut(agent.spec.get_or_insert_with(Default::default)).tolerations =
+            Some(vec![Toleration {
+                operator: Some("Exists".into()),
+                ..Toleration::default()
+            }]);
         let (moved, kept) = (
             attachment("va-web", "pv-web"),
             attachment("va-agent", "pv-agent"),

@@ -15,7 +15,7 @@ fn main() {
         _ => (Workload::Diverse, PreferencePolicy::Respect),
     };
     let (input, stream) = benchmark_setup(workload, n, 400, 42, policy);
-    let pods: Vec<_> = stream.collect();
+    let pods: Vec<karpenter_scheduling::PodRecord> = stream.map(Into::into).collect();
     let t = Instant::now();
     let mut solver = Solver::new(&input);
     solver.add_pods(&pods);

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::PodRecord;
+
 use crate::Quantity;
 use crate::builders::PodBuilder;
 use crate::input::{
@@ -213,8 +215,8 @@ impl PodStream {
     }
 
     /// The next `size` pods (fewer at the end).
-    pub fn chunk(&mut self, size: usize) -> Vec<Pod> {
-        self.by_ref().take(size).collect()
+    pub fn chunk(&mut self, size: usize) -> Vec<PodRecord> {
+        self.by_ref().take(size).map(PodRecord::from).collect()
     }
 }
 
@@ -290,6 +292,6 @@ pub fn benchmark_input(
 ) -> SolveInput {
     let (mut input, stream) =
         benchmark_setup(workload, pods, instance_types, seed, preference_policy);
-    input.pods = stream.map(Arc::new).collect();
+    input.pods = stream.map(|p| Arc::new(p.into())).collect();
     input
 }

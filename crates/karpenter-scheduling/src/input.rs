@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod, Taint};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Taint};
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde::{Deserialize, Serialize};
 
+use crate::pod_record::PodRecord;
 use crate::resources::ResourceList;
 
 /// A node selector operator, including Karpenter's `Gte`/`Lte`: the API crate's type, the one
@@ -161,7 +162,7 @@ pub struct ExistingNode {
     pub capacity: ResourceList,
     pub allocatable: ResourceList,
     /// Pods bound to the node (they use its resources and count for topology).
-    pub pods: Vec<Arc<Pod>>,
+    pub pods: Vec<Arc<PodRecord>>,
     /// Initialized nodes are preferred; an uninitialized managed node hides its startup and
     /// ephemeral taints.
     pub initialized: bool,
@@ -239,7 +240,7 @@ pub struct SolveInput {
     pub existing_nodes: Vec<ExistingNode>,
     pub daemonsets: Vec<DaemonSet>,
     /// Pods to place.
-    pub pods: Vec<Arc<Pod>>,
+    pub pods: Vec<Arc<PodRecord>>,
     pub persistent_volume_claims: Vec<PersistentVolumeClaim>,
     pub persistent_volumes: Vec<PersistentVolume>,
     pub storage_classes: Vec<StorageClass>,

@@ -32,6 +32,7 @@ pub use input::{
 pub use output::{
     ExistingPlacement, InstanceTypeOption, NewNodeClaim, PodRef, SolveResult, Unschedulable,
 };
+pub use pod_record::PodRecord;
 pub use quantity::{Quantity, QuantityError};
 pub use resources::ResourceList;
 
@@ -43,6 +44,7 @@ pub(crate) mod hostports;
 pub mod intern;
 mod placement;
 pub mod pod;
+pub mod pod_record;
 pub(crate) mod preferences;
 pub mod requirement;
 pub(crate) mod requirements;

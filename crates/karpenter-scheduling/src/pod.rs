@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinityTerm, Toleration,
+    NodeSelectorRequirement, NodeSelectorTerm, PodAffinityTerm, PodSpec, Toleration,
 };
 
 use crate::dims::{self, Dims, Res};
@@ -13,6 +13,7 @@ use crate::hostports::HostPort;
 use crate::input::{Operator, PreferencePolicy};
 use crate::intern::{Interner, Sym};
 use crate::output::PodRef;
+use crate::pod_record::PodRecord;
 use crate::requirement::Requirement;
 use crate::requirements::Requirements;
 use crate::resources::ResourceList;
@@ -89,9 +90,9 @@ pub struct Compiler<'a> {
 /// Kubernetes `PodRequests`: containers summed, restartable init containers (sidecars) added,
 /// the max with each regular init container (plus sidecars started before it), plus overhead.
 /// Limits stand in for missing requests (API server defaulting).
-pub fn pod_requests(pod: &Pod) -> Result<ResourceList, PodError> {
+pub fn pod_requests(spec: Option<&PodSpec>) -> Result<ResourceList, PodError> {
     let err = |e: crate::resources::ResourceParseError| PodError::Resources(e.to_string());
-    let Some(spec) = pod.spec.as_ref() else {
+    let Some(spec) = spec else {
         return Ok(ResourceList::new());
     };
     let container_requests =
@@ -259,7 +260,7 @@ impl Compiler<'_> {
     pub fn compile(
         &mut self,
         index: usize,
-        pod: &Pod,
+        pod: &PodRecord,
         policy: PreferencePolicy,
     ) -> Result<PodInfo, PodError> {
         let meta = &pod.metadata;
@@ -283,7 +284,7 @@ impl Compiler<'_> {
             .creation_timestamp
             .as_ref()
             .map_or(0, |t| t.0.as_nanosecond());
-        let requests = self.dims.res(&pod_requests(pod)?);
+        let requests = self.dims.res(&pod_requests(pod.spec.as_deref())?);
         let owned_by_daemonset = meta
             .owner_references
             .iter()

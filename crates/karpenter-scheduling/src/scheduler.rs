@@ -8,8 +8,7 @@
 //! loop ends when the queue is empty or a full cycle made no progress.
 
 use std::collections::{BTreeMap, VecDeque};
-
-use k8s_openapi::api::core::v1::Pod;
+use std::sync::Arc;
 
 use crate::daemons::{daemon_compatible, overhead_groups};
 use crate::dims::{self, Dims};
@@ -18,6 +17,7 @@ use crate::input::{MinValuesPolicy, SolveInput};
 use crate::intern::{Interner, Sym};
 use crate::output::{PodRef, SolveResult};
 use crate::pod::{Compiler, PodInfo};
+use crate::pod_record::PodRecord;
 use crate::preferences::{self, Relaxation};
 use crate::requirement::Requirement;
 use crate::requirements::Requirements;
@@ -85,7 +85,7 @@ pub fn solve(input: &SolveInput) -> SolveResult {
 /// and dropped before the next is produced), for very large batches.
 pub fn solve_chunked(
     input: &SolveInput,
-    chunks: impl IntoIterator<Item = Vec<Pod>>,
+    chunks: impl IntoIterator<Item = Vec<PodRecord>>,
 ) -> SolveResult {
     let mut solver = Solver::new(input);
     for chunk in chunks {
@@ -95,7 +95,7 @@ pub fn solve_chunked(
     solver.result()
 }
 
-fn pod_ref(pod: &Pod) -> PodRef {
+fn pod_ref(pod: &PodRecord) -> PodRef {
     let ns = pod
         .metadata
         .namespace
@@ -113,7 +113,7 @@ fn pod_ref(pod: &Pod) -> PodRef {
     }
 }
 
-fn is_terminal(pod: &Pod) -> bool {
+fn is_terminal(pod: &PodRecord) -> bool {
     pod.metadata.deletion_timestamp.is_some()
         || matches!(
             pod.status.as_ref().and_then(|s| s.phase.as_deref()),
@@ -175,9 +175,9 @@ impl<'a> Solver<'a> {
             };
             for (i, ds) in input.daemonsets.iter().enumerate() {
                 let template = &ds.spec.template;
-                let pod = Pod {
+                let pod = PodRecord {
                     metadata: template.metadata.clone().unwrap_or_default(),
-                    spec: template.spec.clone(),
+                    spec: template.spec.clone().map(Arc::new),
                     status: None,
                 };
                 if let Ok(info) = compiler.compile(i, &pod, crate::input::PreferencePolicy::Ignore)
@@ -350,7 +350,7 @@ impl<'a> Solver<'a> {
 
     /// Compiles more pods to place (the input's own pods are not added). Callers with many pods
     /// can feed them in chunks and drop each chunk, keeping memory low.
-    pub fn add_pods<'p>(&mut self, pods: impl IntoIterator<Item = &'p Pod>) {
+    pub fn add_pods<'p>(&mut self, pods: impl IntoIterator<Item = &'p PodRecord>) {
         let policy = self.input.options.preference_policy;
         let first = self.pods.len();
         let mut compiler = Compiler {

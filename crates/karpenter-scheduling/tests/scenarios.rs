@@ -644,7 +644,7 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
             capacity: ResourceList(n.capacity.clone().unwrap_or_else(|| n.allocatable.clone())),
             pods: expand_pods(&n.pods, &mut seq)
                 .into_iter()
-                .map(Arc::new)
+                .map(|p| Arc::new(p.into()))
                 .collect(),
             initialized: n.initialized,
             deleting: n.deleting,
@@ -688,7 +688,7 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
             .into(),
         existing_nodes,
         daemonsets,
-        pods: pods.iter().cloned().map(Arc::new).collect(),
+        pods: pods.iter().cloned().map(|p| Arc::new(p.into())).collect(),
         persistent_volume_claims: s.pvcs,
         persistent_volumes: s.pvs,
         storage_classes: s.storage_classes,
@@ -926,29 +926,29 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
     }
     for s in &expect.spread {
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-        let all_pods = pods.iter().chain(
+        let all_pods = pods.iter().map(|p| (&p.metadata, p.status.as_ref())).chain(
             input
                 .existing_nodes
                 .iter()
-                .flat_map(|n| n.pods.iter().map(|p| &**p)),
+                .flat_map(|n| n.pods.iter().map(|p| (&p.metadata, p.status.as_ref()))),
         );
-        for p in all_pods {
-            let phase = p.status.as_ref().and_then(|st| st.phase.as_deref());
+        for (metadata, status) in all_pods {
+            let phase = status.and_then(|st| st.phase.as_deref());
             if matches!(phase, Some("Succeeded" | "Failed")) {
                 continue;
             }
-            let labels = p.metadata.labels.clone().unwrap_or_default();
+            let labels = metadata.labels.clone().unwrap_or_default();
             if !s.selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
                 continue;
             }
-            let name = p.metadata.name.clone().unwrap_or_default();
+            let name = metadata.name.clone().unwrap_or_default();
             let domain = if place.contains_key(&name) {
                 node_label(&name, &s.key)
             } else {
                 input
                     .existing_nodes
                     .iter()
-                    .find(|n| n.pods.iter().any(|q| q.metadata.name == p.metadata.name))
+                    .find(|n| n.pods.iter().any(|q| q.metadata.name == metadata.name))
                     .and_then(|n| n.labels.get(&s.key).cloned())
             };
             match domain {

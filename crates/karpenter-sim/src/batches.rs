@@ -124,7 +124,7 @@ pub fn provision(scenario: &Scenario, mut pending: Vec<Pod>) -> Batches {
         let mut index: HashMap<String, usize> = lent
             .iter()
             .enumerate()
-            .map(|(i, p)| (pod_key(p), i))
+            .map(|(i, p)| (pod_key(&p.metadata), i))
             .collect();
         // Each key is taken once (removed from the index), leaving an empty pod in its place.
         let mut take = |key: &str| {
@@ -140,11 +140,11 @@ pub fn provision(scenario: &Scenario, mut pending: Vec<Pod>) -> Batches {
             placed += 1;
             if let Some(node) = manifest_nodes.iter_mut().find(|n| n.name == placement.node) {
                 if !last {
-                    node.pods.push(Arc::new(pod));
+                    node.pods.push(Arc::new(pod.into()));
                 }
                 out.pods_on_existing_nodes += 1;
             } else if let Some(node) = out.nodes.iter_mut().find(|n| n.name == placement.node) {
-                node.requests.add(&pod_requests(&pod));
+                node.requests.add(&pod_requests(pod.spec.as_ref()));
                 node.pods.push(key);
                 if !last {
                     launched.bind(&node.name, pod, Duration::ZERO, Duration::ZERO);

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{NodeSelectorRequirement, Pod, Taint};
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, Taint};
 use karpenter_scheduling::taints::tolerates;
 use karpenter_scheduling::{Operator, RequirementSpec, ResourceList};
 
@@ -59,11 +59,7 @@ fn expression_matches(e: &NodeSelectorRequirement, labels: &BTreeMap<String, Str
 
 /// The requests of one pod of the DaemonSet (zero when they do not parse).
 pub fn pod_requests(ds: &DaemonSet) -> ResourceList {
-    let pod = Pod {
-        spec: ds.spec.template.spec.clone(),
-        ..Pod::default()
-    };
-    karpenter_scheduling::pod::pod_requests(&pod).unwrap_or_default()
+    karpenter_scheduling::pod::pod_requests(ds.spec.template.spec.as_ref()).unwrap_or_default()
 }
 
 #[cfg(test)]

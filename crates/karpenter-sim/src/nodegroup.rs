@@ -80,7 +80,7 @@ pub fn compare(
     let mut sized: Vec<(i64, i64, String)> = pods
         .iter()
         .map(|pod| {
-            let requests = pod_requests(pod);
+            let requests = pod_requests(pod.spec.as_ref());
             let name = format!(
                 "{}/{}",
                 pod.metadata.namespace.as_deref().unwrap_or("default"),

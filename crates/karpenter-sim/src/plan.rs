@@ -97,9 +97,9 @@ pub fn plan(scenario: &mut Scenario) -> Plan {
     let requests_by_pod: std::collections::BTreeMap<String, (i64, i64)> = pending
         .iter()
         .map(|pod| {
-            let requests = pod_requests(pod);
+            let requests = pod_requests(pod.spec.as_ref());
             (
-                pod_key(pod),
+                pod_key(&pod.metadata),
                 (cpu_millis(&requests), memory_bytes(&requests)),
             )
         })

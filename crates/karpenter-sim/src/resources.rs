@@ -1,6 +1,6 @@
 //! Small numeric helpers shared by the plan, the lower bound and the timeline.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::PodSpec;
 use karpenter_scheduling::ResourceList;
 
 /// One GiB in bytes.
@@ -25,6 +25,6 @@ pub fn memory_bytes(list: &ResourceList) -> i64 {
 }
 
 /// A pod's effective requests (zero when they do not parse; the solver reports those pods).
-pub fn pod_requests(pod: &Pod) -> ResourceList {
-    karpenter_scheduling::pod::pod_requests(pod).unwrap_or_default()
+pub fn pod_requests(spec: Option<&PodSpec>) -> ResourceList {
+    karpenter_scheduling::pod::pod_requests(spec).unwrap_or_default()
 }

@@ -206,7 +206,7 @@ impl Scenario {
             default_instance_types: Vec::new(),
             existing_nodes: existing.to_vec(),
             daemonsets: self.daemonsets.clone(),
-            pods: pods.into_iter().map(Arc::new).collect(),
+            pods: pods.into_iter().map(|p| Arc::new(p.into())).collect(),
             persistent_volume_claims: self.persistent_volume_claims.clone(),
             persistent_volumes: self.persistent_volumes.clone(),
             storage_classes: self.storage_classes.clone(),
@@ -215,7 +215,7 @@ impl Scenario {
             relocating: Default::default(),
         };
         let result = karpenter_scheduling::solve(&input);
-        let pods = input.pods.into_iter().map(Arc::unwrap_or_clone).collect();
+        let pods = input.pods.into_iter().map(|p| Pod::from(&*p)).collect();
         (result, pods)
     }
 }

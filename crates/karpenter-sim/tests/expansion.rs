@@ -45,7 +45,7 @@ fn a_deployment_expands_to_one_pod_per_replica_from_its_template() {
                 .map(String::as_str),
             Some("web")
         );
-        let requests = karpenter_sim::resources::pod_requests(pod);
+        let requests = karpenter_sim::resources::pod_requests(pod.spec.as_ref());
         assert_eq!(karpenter_sim::resources::cpu_millis(&requests), 500);
     }
 }

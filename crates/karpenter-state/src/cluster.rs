@@ -13,11 +13,13 @@ use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use karpenter_api::labels;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
 use karpenter_disruption::{Features, Pdb, Snapshot};
+use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{ResourceList, SolveInput, SolveOptions};
 
 use crate::node::StateNode;
 use crate::object::{Kind, Object, ObjectRef};
 use crate::provisionable::is_provisionable;
+use crate::spec_pool::SpecPool;
 
 type Key = (String, String);
 
@@ -32,11 +34,8 @@ fn named(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> S
     meta.name.clone().unwrap_or_default()
 }
 
-fn bound_node(pod: &Pod) -> Option<&str> {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .filter(|n| !n.is_empty())
+fn bound_node(pod: &PodRecord) -> Option<&str> {
+    pod.node_name()
 }
 
 /// What a NodePool's nodes use, against its `limits`.
@@ -52,7 +51,9 @@ pub struct NodePoolUsage {
 pub struct Cluster {
     nodes: BTreeMap<String, Node>,
     node_claims: BTreeMap<String, NodeClaim>,
-    pods: BTreeMap<Key, Arc<Pod>>,
+    pods: BTreeMap<Key, Arc<PodRecord>>,
+    /// The pods' specs, one copy per distinct spec.
+    pod_specs: SpecPool,
     pods_by_node: HashMap<String, BTreeSet<Key>>,
     node_pools: BTreeMap<String, NodePool>,
     daemonsets: BTreeMap<Key, DaemonSet>,
@@ -74,7 +75,7 @@ pub struct Cluster {
     pod_event_seq: u64,
 }
 
-fn is_terminal(pod: &Pod) -> bool {
+fn is_terminal(pod: &PodRecord) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")
@@ -133,6 +134,7 @@ impl Cluster {
 
     fn apply_pod(&mut self, pod: Pod, record_pod_events: bool) {
         let key = namespaced(&pod.metadata);
+        let pod = self.pod_specs.record(pod);
         if record_pod_events && let Some(node) = bound_node(&pod) {
             let old = self.pods.get(&key);
             let event = match old {
@@ -329,7 +331,7 @@ impl Cluster {
         self.nodes.values()
     }
 
-    pub fn pods(&self) -> impl Iterator<Item = &Pod> {
+    pub fn pods(&self) -> impl Iterator<Item = &PodRecord> {
         self.pods.values().map(|p| &**p)
     }
 
@@ -372,7 +374,7 @@ impl Cluster {
     }
 
     /// Pods bound to `node`.
-    pub fn pods_on(&self, node: &str) -> Vec<&Arc<Pod>> {
+    pub fn pods_on(&self, node: &str) -> Vec<&Arc<PodRecord>> {
         self.pods_by_node
             .get(node)
             .map(|keys| keys.iter().filter_map(|k| self.pods.get(k)).collect())
@@ -454,7 +456,7 @@ impl Cluster {
     }
 
     /// Pods waiting for capacity (upstream `IsProvisionable`), in name order.
-    pub fn provisionable_pods(&self) -> Vec<&Arc<Pod>> {
+    pub fn provisionable_pods(&self) -> Vec<&Arc<PodRecord>> {
         self.pods.values().filter(|p| is_provisionable(p)).collect()
     }
 
@@ -481,7 +483,7 @@ impl Cluster {
     /// around the NodePools and instance types the caller resolved.
     pub fn solve_input(
         &self,
-        pods: Vec<Arc<Pod>>,
+        pods: Vec<Arc<PodRecord>>,
         node_pools: Vec<karpenter_scheduling::NodePool>,
         instance_types: karpenter_scheduling::PoolInstanceTypes,
         options: SolveOptions,

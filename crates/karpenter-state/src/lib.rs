@@ -19,6 +19,9 @@
 //!   objects in memory (the simulator's timeline, tests).
 //! - **What is kept** ([`slim`]): the fields some decision reads; the controller slims every
 //!   object before it is stored, so a large cluster's index stays small.
+//! - **Shared pod specs** ([`spec_pool`]): pods are held as
+//!   [`karpenter_scheduling::PodRecord`]s, and pods with the same controller, node and spec
+//!   share one copy of the spec.
 //! - **Derived views**: the pods waiting for capacity ([`provisionable::is_provisionable`]),
 //!   each NodePool's usage against its limits ([`Cluster::node_pool_usage`]), the solver
 //!   input ([`Cluster::solve_input`]) and the disruption snapshot
@@ -37,6 +40,7 @@ pub mod node;
 pub mod object;
 pub mod provisionable;
 pub mod slim;
+pub mod spec_pool;
 
 pub use cluster::{Cluster, NodePoolUsage};
 pub use node::StateNode;

@@ -14,13 +14,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use k8s_openapi::api::core::v1::{Node, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karpenter_api::labels;
 use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_api::v1::{NodeClaim, Operator};
 use karpenter_disruption::{DriftMark, NodeState, pods};
+use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{ExistingNode, ResourceList};
 
 /// A node of the cluster, as the index knows it.
@@ -29,7 +30,7 @@ pub struct StateNode<'a> {
     pub node: Option<&'a Node>,
     pub node_claim: Option<&'a NodeClaim>,
     /// Pods bound to the node.
-    pub pods: Vec<&'a Arc<Pod>>,
+    pub pods: Vec<&'a Arc<PodRecord>>,
     /// Nominated for pending pods until then.
     pub nominated_until: Option<DateTime<Utc>>,
     /// Chosen by a disruption command (counts against budgets, receives no pods).
@@ -309,7 +310,7 @@ impl<'a> StateNode<'a> {
     }
 
     /// Reschedulable pods bound to the node.
-    pub fn reschedulable_pods(&self) -> impl Iterator<Item = &'a Pod> + '_ {
+    pub fn reschedulable_pods(&self) -> impl Iterator<Item = &'a PodRecord> + '_ {
         self.pods
             .iter()
             .map(|p| &***p)

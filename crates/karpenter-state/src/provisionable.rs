@@ -2,11 +2,11 @@
 //! `PodScheduled=False` reason `Unschedulable`, not bound, not nominated to a node, neither a
 //! DaemonSet nor a mirror pod, not terminal or terminating.
 
-use k8s_openapi::api::core::v1::Pod;
 use karpenter_disruption::pods;
+use karpenter_scheduling::PodRecord;
 
 /// True when the kube-scheduler tried and could not place the pod.
-pub fn is_unschedulable(pod: &Pod) -> bool {
+pub fn is_unschedulable(pod: &PodRecord) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -15,7 +15,7 @@ pub fn is_unschedulable(pod: &Pod) -> bool {
 }
 
 /// Not bound to a node and not nominated to one.
-pub fn is_unbound(pod: &Pod) -> bool {
+pub fn is_unbound(pod: &PodRecord) -> bool {
     let bound = pod
         .spec
         .as_ref()
@@ -30,7 +30,7 @@ pub fn is_unbound(pod: &Pod) -> bool {
 }
 
 /// Upstream `IsProvisionable`.
-pub fn is_provisionable(pod: &Pod) -> bool {
+pub fn is_provisionable(pod: &PodRecord) -> bool {
     is_unbound(pod)
         && is_unschedulable(pod)
         && pods::is_active(pod)

@@ -292,7 +292,7 @@ fn pod_disruption_budgets_reach_the_snapshot_with_their_status() {
     assert_eq!(snapshot.pdbs.len(), 1);
     assert_eq!(snapshot.pdbs[0].disruptions_allowed, 1);
     assert_eq!(snapshot.pdbs[0].min_available.as_deref(), Some("2"));
-    assert!(snapshot.pdbs[0].matches(&pod("web-1", Some("n1"), false)));
+    assert!(snapshot.pdbs[0].matches(&pod("web-1", Some("n1"), false).into()));
 }
 
 #[test]

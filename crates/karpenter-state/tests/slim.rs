@@ -82,7 +82,10 @@ fn solve_all(pods: Vec<Pod>) -> karpenter_scheduling::SolveResult {
     let input = SolveInput {
         node_pools: vec![benchmark_node_pool()],
         default_instance_types: fake_instance_types(40),
-        pods: pods.into_iter().map(std::sync::Arc::new).collect(),
+        pods: pods
+            .into_iter()
+            .map(|p| std::sync::Arc::new(p.into()))
+            .collect(),
         ..Default::default()
     };
     solve(&input)
@@ -122,8 +125,8 @@ fn a_slimmed_pod_is_placed_exactly_as_the_full_pod() {
 #[test]
 fn a_slimmed_pod_keeps_what_disruption_and_drain_read() {
     use karpenter_disruption::pods;
-    let full = full_pod("web-a", "data");
-    let slim = slimmed(full.clone());
+    let full = karpenter_scheduling::PodRecord::from(full_pod("web-a", "data"));
+    let slim = karpenter_scheduling::PodRecord::from(slimmed(full_pod("web-a", "data")));
     assert_eq!(pods::is_reschedulable(&full), pods::is_reschedulable(&slim));
     assert_eq!(pods::started(&full), pods::started(&slim));
     assert!(karpenter_state::provisionable::is_unschedulable(&slim));

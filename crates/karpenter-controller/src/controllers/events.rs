@@ -8,11 +8,12 @@
 //! ([`super::event_series`]), as kube's `Recorder` and client-go do, remembering a digest of
 //! each recent event rather than the whole object.
 
-use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use karpenter_api::v1::{NodeClaim, NodePool};
+use karpenter_scheduling::PodRecord;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, Resource};
 use tokio::sync::mpsc;
@@ -195,14 +196,12 @@ impl Events {
         }
     }
 
-    pub async fn warn_pod(&self, pod: &Pod, reason: &str, note: &str) {
-        self.publish(pod.object_ref(&()), WARNING, reason, note)
-            .await;
+    pub async fn warn_pod(&self, pod: &PodRecord, reason: &str, note: &str) {
+        self.publish(pod_ref(pod), WARNING, reason, note).await;
     }
 
-    pub async fn normal_pod(&self, pod: &Pod, reason: &str, note: &str) {
-        self.publish(pod.object_ref(&()), NORMAL, reason, note)
-            .await;
+    pub async fn normal_pod(&self, pod: &PodRecord, reason: &str, note: &str) {
+        self.publish(pod_ref(pod), NORMAL, reason, note).await;
     }
 
     pub async fn warn_node_pool(&self, pool: &NodePool, reason: &str, note: &str) {
@@ -238,6 +237,19 @@ impl Events {
     pub async fn warn_node(&self, node: &Node, reason: &str, note: &str) {
         self.publish(node.object_ref(&()), WARNING, reason, note)
             .await;
+    }
+}
+
+/// The reference an event about `pod` names (as kube's `Resource::object_ref` makes it).
+fn pod_ref(pod: &PodRecord) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: pod.metadata.name.clone(),
+        namespace: pod.metadata.namespace.clone(),
+        uid: pod.metadata.uid.clone(),
+        resource_version: pod.metadata.resource_version.clone(),
+        field_path: None,
     }
 }
 

@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use k8s_openapi::api::core::v1::Pod;
 use karpenter_api::labels;
 use karpenter_api::v1::{NodeClaim, NodePool};
 use karpenter_cloud::CloudProvider;
 use karpenter_lifecycle::{Batcher, limits, nodeclaim};
+use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{
     MinValuesPolicy, NewNodeClaim, PreferencePolicy, ResourceList, SolveOptions, SolveResult,
 };
@@ -199,7 +199,8 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         // see it twice and launch a NodeClaim for it).
         let input = {
             let cluster = self.cache.lock();
-            let pods: Vec<Arc<Pod>> = cluster.provisionable_pods().into_iter().cloned().collect();
+            let pods: Vec<Arc<PodRecord>> =
+                cluster.provisionable_pods().into_iter().cloned().collect();
             cluster.solve_input(
                 pods,
                 solver_pools,
@@ -237,7 +238,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             pods: pods.len(),
             ..BatchOutcome::default()
         };
-        let pods_by_key: BTreeMap<String, &Pod> = pods
+        let pods_by_key: BTreeMap<String, &PodRecord> = pods
             .iter()
             .map(|p| {
                 (
@@ -328,7 +329,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         &self,
         claim: &NewNodeClaim,
         pool: &NodePool,
-        pods_by_key: &BTreeMap<String, &Pod>,
+        pods_by_key: &BTreeMap<String, &PodRecord>,
     ) -> Option<String> {
         let name = match create_node_claim(
             &self.client,

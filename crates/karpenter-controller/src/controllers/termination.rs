@@ -23,6 +23,7 @@ use karpenter_cloud::{CloudError, CloudProvider};
 use karpenter_lifecycle::termination::{
     PodAction, attachments_to_await, is_tainted, min_drain_time_elapsed, plan_drain,
 };
+use karpenter_scheduling::PodRecord;
 use kube::api::{Api, DeleteParams, EvictParams};
 use kube::{Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
@@ -172,10 +173,10 @@ impl<C: CloudProvider + 'static> Termination<C> {
         }
         let now = Utc::now();
         // The drain plan and the attachments it waits for from one look at the index.
-        let (plan, pods, attached): (_, BTreeMap<String, Arc<Pod>>, Vec<String>) = {
+        let (plan, pods, attached): (_, BTreeMap<String, Arc<PodRecord>>, Vec<String>) = {
             let cluster = self.cache.lock();
             let on_node = cluster.pods_on(&name);
-            let refs: Vec<&Pod> = on_node.iter().map(|p| &***p).collect();
+            let refs: Vec<&PodRecord> = on_node.iter().map(|p| &***p).collect();
             let plan = plan_drain(&refs, deadline(claim), now);
             let attachments = cluster.volume_attachments_on(&name);
             let volume_of = |namespace: &str, claim: &str| {
@@ -334,7 +335,12 @@ impl<C: CloudProvider + 'static> Termination<C> {
     }
 
     /// Evicts or deletes one pod; `false` when a PodDisruptionBudget refused the eviction.
-    async fn act(&self, pod: &Pod, action: &PodAction, reason: &str) -> Result<bool, StepError> {
+    async fn act(
+        &self,
+        pod: &PodRecord,
+        action: &PodAction,
+        reason: &str,
+    ) -> Result<bool, StepError> {
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);

@@ -297,7 +297,7 @@ impl SimCluster {
         let doomed: Vec<(ObjectRef, String)> = self
             .index
             .pods()
-            .filter(|p| keys.contains(&super::run::pod_key(p)))
+            .filter(|p| keys.contains(&super::run::pod_key(&p.metadata)))
             .map(|p| {
                 let node = p
                     .spec
@@ -331,7 +331,7 @@ impl SimCluster {
         let labels = state.labels();
         let label = |key: &str| labels.get(key).cloned().unwrap_or_default();
         let (instance_type, zone) = (label(labels::INSTANCE_TYPE), label(labels::ZONE));
-        let pods: Vec<Pod> = state.pods.iter().map(|p| Pod::clone(p)).collect();
+        let pods: Vec<Pod> = state.pods.iter().map(|p| Pod::from(&***p)).collect();
         let claim = state.node_claim.and_then(|c| c.metadata.name.clone());
         for pod in &pods {
             self.index.delete(&ObjectRef::new(
@@ -436,7 +436,7 @@ impl SimCluster {
 
     /// Bound pods, keyed `namespace/name`.
     pub fn pod_keys(&self) -> impl Iterator<Item = String> + '_ {
-        self.index.pods().map(super::run::pod_key)
+        self.index.pods().map(|p| super::run::pod_key(&p.metadata))
     }
 
     pub fn pods_running(&self) -> usize {
@@ -454,7 +454,9 @@ impl SimCluster {
             let used: i64 = n
                 .pods
                 .iter()
-                .map(|p| crate::resources::cpu_millis(&crate::resources::pod_requests(p)))
+                .map(|p| {
+                    crate::resources::cpu_millis(&crate::resources::pod_requests(p.spec.as_deref()))
+                })
                 .sum();
             (u + used, t + crate::resources::cpu_millis(&n.allocatable()))
         })

@@ -46,7 +46,7 @@ pub fn snapshot(scenario: &Scenario, nodes: Vec<NodeState>, pending: Vec<Pod>) -
             .into(),
         nodes,
         pdbs: Vec::new(),
-        pending_pods: pending.into_iter().map(Arc::new).collect(),
+        pending_pods: pending.into_iter().map(|p| Arc::new(p.into())).collect(),
         daemonsets: scenario.daemonsets.clone(),
         features: Default::default(),
         solve_options: Default::default(),

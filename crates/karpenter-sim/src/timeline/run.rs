@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karpenter_cloud::Catalog;
 use karpenter_disruption::{Command, Queue, Replacement, Step};
 use serde::Serialize;
@@ -266,11 +267,11 @@ fn join(names: &BTreeSet<String>) -> String {
         .join(", ")
 }
 
-pub(crate) fn pod_key(pod: &Pod) -> String {
+pub(crate) fn pod_key(meta: &ObjectMeta) -> String {
     format!(
         "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or("default"),
-        pod.metadata.name.as_deref().unwrap_or_default()
+        meta.namespace.as_deref().unwrap_or("default"),
+        meta.name.as_deref().unwrap_or_default()
     )
 }
 
@@ -296,7 +297,10 @@ impl<'a> Runner<'a> {
                 .iter()
                 .find(|n| n.metadata.name.as_deref() == Some(existing.name.as_str()));
             if let Some(node) = manifest {
-                cluster.add_existing(node, existing.pods.iter().map(|p| Pod::clone(p)).collect());
+                cluster.add_existing(
+                    node,
+                    existing.pods.iter().map(|p| Pod::from(&**p)).collect(),
+                );
             }
         }
         let mut notes = scenario.notes.clone();
@@ -628,7 +632,7 @@ impl<'a> Runner<'a> {
     fn present(&self) -> BTreeSet<String> {
         self.pending
             .iter()
-            .map(|p| pod_key(&p.pod))
+            .map(|p| pod_key(&p.pod.metadata))
             .chain(self.cluster.pod_keys())
             .collect()
     }
@@ -662,12 +666,16 @@ impl<'a> Runner<'a> {
                 expansion
                     .pods
                     .into_iter()
-                    .filter(|p| !present.contains(&pod_key(p)))
+                    .filter(|p| !present.contains(&pod_key(&p.metadata)))
                     .map(|pod| PendingPod { pod, since: now }),
             );
         } else {
-            let remove: BTreeSet<String> =
-                expansion.pods.iter().skip(replicas).map(pod_key).collect();
+            let remove: BTreeSet<String> = expansion
+                .pods
+                .iter()
+                .skip(replicas)
+                .map(|p| pod_key(&p.metadata))
+                .collect();
             self.remove_pods(&remove);
         }
         self.replicas.insert(key, replicas);
@@ -692,7 +700,7 @@ impl<'a> Runner<'a> {
             .pods
             .iter()
             .rev()
-            .map(pod_key)
+            .map(|p| pod_key(&p.metadata))
             .filter(|k| present.contains(k))
             .take(count.unwrap_or(usize::MAX))
             .collect();
@@ -704,7 +712,8 @@ impl<'a> Runner<'a> {
     }
 
     fn remove_pods(&mut self, keys: &BTreeSet<String>) {
-        self.pending.retain(|p| !keys.contains(&pod_key(&p.pod)));
+        self.pending
+            .retain(|p| !keys.contains(&pod_key(&p.pod.metadata)));
         let now = self.now;
         self.cluster.remove_pods(keys, now);
         self.changed();
@@ -804,7 +813,7 @@ impl<'a> Runner<'a> {
         let mut by_key: BTreeMap<String, PendingPod> = self
             .pending
             .drain(..)
-            .map(|p| (pod_key(&p.pod), p))
+            .map(|p| (pod_key(&p.pod.metadata), p))
             .collect();
         let now = self.now;
         for placement in &result.existing_placements {

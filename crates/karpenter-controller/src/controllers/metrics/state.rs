@@ -23,8 +23,9 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use karpenter_api::labels;
+use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{Quantity, ResourceList};
 use karpenter_state::Cluster;
 use karpenter_state::conditions::from_api_time;
@@ -144,19 +145,19 @@ fn text(value: Option<&String>) -> String {
     value.cloned().unwrap_or_default()
 }
 
-fn phase(pod: &Pod) -> &str {
+fn phase(pod: &PodRecord) -> &str {
     pod.status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or_default()
 }
 
-fn is_terminal(pod: &Pod) -> bool {
+fn is_terminal(pod: &PodRecord) -> bool {
     matches!(phase(pod), "Succeeded" | "Failed")
 }
 
 /// When the pod's `Ready` condition turned True, if it is True.
-fn ready_since(pod: &Pod) -> Option<Option<DateTime<Utc>>> {
+fn ready_since(pod: &PodRecord) -> Option<Option<DateTime<Utc>>> {
     pod.status
         .as_ref()?
         .conditions
@@ -183,7 +184,7 @@ fn node_labels(node: &Node, managed: bool) -> Labels {
 }
 
 /// Upstream's self link of the pod's first owner.
-fn owner(pod: &Pod) -> String {
+fn owner(pod: &PodRecord) -> String {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
     pod.metadata
         .owner_references
@@ -201,7 +202,7 @@ fn owner(pod: &Pod) -> String {
 }
 
 /// A pod's `karpenter_pods_state` labels; `node` is the Node it is bound to, if the index has it.
-fn pod_labels(pod: &Pod, node: Option<&Node>) -> Labels {
+fn pod_labels(pod: &PodRecord, node: Option<&Node>) -> Labels {
     let node_name = pod
         .spec
         .as_ref()
@@ -243,7 +244,7 @@ fn collect_nodes(cluster: &Cluster) -> NodeSeries {
         let mut daemons = ResourceList::new();
         let mut any_daemon = false;
         for pod in state.pods.iter().filter(|p| !is_terminal(p)) {
-            let Ok(requests) = karpenter_scheduling::pod::pod_requests(pod) else {
+            let Ok(requests) = karpenter_scheduling::pod::pod_requests(pod.spec.as_deref()) else {
                 continue;
             };
             pods.add(&requests);
@@ -291,7 +292,7 @@ pub struct StateMetrics {
     pod_series: HashSet<Labels>,
 }
 
-fn pod_key(pod: &Pod) -> String {
+fn pod_key(pod: &PodRecord) -> String {
     match pod.metadata.uid.as_deref() {
         Some(uid) => uid.to_owned(),
         None => format!(
@@ -383,7 +384,7 @@ impl StateMetrics {
     }
 
     /// The pod's startup duration, if it just started (see the module's documentation).
-    fn startup(&mut self, pod: &Pod, key: &str) -> Option<f64> {
+    fn startup(&mut self, pod: &PodRecord, key: &str) -> Option<f64> {
         if self.done.contains(key) {
             return None;
         }
@@ -440,6 +441,7 @@ mod tests {
 
     use super::*;
     use crate::http::Metrics;
+    use k8s_openapi::api::core::v1::Pod;
 
     fn node(name: &str, pool: Option<&str>) -> Node {
         let mut labels = json!({
@@ -606,7 +608,8 @@ mod tests {
             &ready(
                 pod("web-x", Some("n1"), "Running", false, "1"),
                 "2026-01-01T00:00:05Z",
-            ),
+            )
+            .into(),
             Some(&n),
         );
         for want in [
@@ -629,7 +632,7 @@ mod tests {
                 "{want:?} in {labels:?}"
             );
         }
-        let pending = pod_labels(&pod("p", None, "Pending", false, "1"), None);
+        let pending = pod_labels(&pod("p", None, "Pending", false, "1").into(), None);
         assert!(pending.contains(&("scheduled", "false".to_owned())));
         assert!(pending.contains(&("managed", "false".to_owned())));
         assert!(pending.contains(&("ready", "false".to_owned())));
