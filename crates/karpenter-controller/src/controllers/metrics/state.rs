@@ -289,7 +289,10 @@ pub struct StateMetrics {
     /// Pods whose start was observed, or that finished without starting.
     done: HashSet<String>,
     node_series: HashMap<NodeGauge, HashSet<Labels>>,
-    pod_series: HashSet<Labels>,
+    /// Each pod's `karpenter_pods_state` labels, by `namespace/name` (unique among the labels,
+    /// which carry both), so a pass compares rather than rebuilds: one copy besides the
+    /// family's, not two.
+    pod_series: HashMap<String, Labels>,
 }
 
 fn pod_key(pod: &PodRecord) -> String {
@@ -314,7 +317,7 @@ impl StateMetrics {
             pending: HashSet::new(),
             done: HashSet::new(),
             node_series: HashMap::new(),
-            pod_series: HashSet::new(),
+            pod_series: HashMap::new(),
         }
     }
 
@@ -329,8 +332,10 @@ impl StateMetrics {
             t.elapsed().as_secs_f64(),
         );
         let t = Instant::now();
-        let (pods, startups) = self.collect_pods(&cache.lock());
-        self.apply_pods(pods, &startups);
+        let startups = self.update_pods(&cache.lock());
+        for seconds in startups {
+            self.metrics.pod_startup_duration(seconds);
+        }
         self.metrics.reconciled(
             "metrics.pod",
             Reconciled::RequeueAfter,
@@ -360,27 +365,50 @@ impl StateMetrics {
         }
     }
 
-    /// Every pod's state series, and the startup durations observed this pass.
-    fn collect_pods(&mut self, cluster: &Cluster) -> (HashSet<Labels>, Vec<f64>) {
-        let mut series = HashSet::new();
+    /// Sets every pod's state series (a series whose labels changed is replaced, one whose pod
+    /// is gone removed) and returns the startup durations observed this pass.
+    fn update_pods(&mut self, cluster: &Cluster) -> Vec<f64> {
+        let family = self.metrics.pods_state.clone();
         let mut startups = Vec::new();
         let mut seen = HashSet::new();
+        let mut present = HashSet::new();
         for pod in cluster.pods() {
-            let node = pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.as_deref())
-                .and_then(|n| cluster.node(n));
-            series.insert(pod_labels(pod, node));
+            let node = pod.node_name().and_then(|n| cluster.node(n));
+            let labels = pod_labels(pod, node);
+            let name = format!(
+                "{}/{}",
+                pod.metadata.namespace.as_deref().unwrap_or_default(),
+                pod.metadata.name.as_deref().unwrap_or_default()
+            );
+            match self.pod_series.get_mut(&name) {
+                Some(old) if *old == labels => {}
+                Some(old) => {
+                    family.remove(old);
+                    family.get_or_create(&labels).set(1);
+                    *old = labels;
+                }
+                None => {
+                    family.get_or_create(&labels).set(1);
+                    self.pod_series.insert(name.clone(), labels);
+                }
+            }
+            present.insert(name);
             let key = pod_key(pod);
             if let Some(seconds) = self.startup(pod, &key) {
                 startups.push(seconds);
             }
             seen.insert(key);
         }
+        self.pod_series.retain(|name, labels| {
+            let keep = present.contains(name);
+            if !keep {
+                family.remove(labels);
+            }
+            keep
+        });
         self.pending.retain(|k| seen.contains(k));
         self.done.retain(|k| seen.contains(k));
-        (series, startups)
+        startups
     }
 
     /// The pod's startup duration, if it just started (see the module's documentation).
@@ -417,20 +445,6 @@ impl StateMetrics {
             self.pending.insert(key.to_owned());
         }
         None
-    }
-
-    fn apply_pods(&mut self, wanted: HashSet<Labels>, startups: &[f64]) {
-        let family = &self.metrics.pods_state;
-        for old in self.pod_series.difference(&wanted) {
-            family.remove(old);
-        }
-        for labels in &wanted {
-            family.get_or_create(labels).set(1);
-        }
-        self.pod_series = wanted;
-        for seconds in startups {
-            self.metrics.pod_startup_duration(*seconds);
-        }
     }
 }
 
@@ -644,13 +658,13 @@ mod tests {
         let mut state = StateMetrics::new(metrics, at("2026-06-01T00:00:00Z"));
         let mut cluster = Cluster::new();
         cluster.apply(Object::Pod(pod("web", None, "Pending", false, "1")));
-        assert!(state.collect_pods(&cluster).1.is_empty());
+        assert!(state.update_pods(&cluster).is_empty());
         cluster.apply(Object::Pod(ready(
             pod("web", Some("n1"), "Running", false, "1"),
             "2026-01-01T00:00:42Z",
         )));
-        assert_eq!(state.collect_pods(&cluster).1, vec![42.0]);
-        assert!(state.collect_pods(&cluster).1.is_empty(), "counted once");
+        assert_eq!(state.update_pods(&cluster), vec![42.0]);
+        assert!(state.update_pods(&cluster).is_empty(), "counted once");
     }
 
     #[test]
@@ -662,7 +676,7 @@ mod tests {
             pod("old", Some("n1"), "Running", false, "1"),
             "2026-01-01T00:00:42Z",
         )));
-        assert!(state.collect_pods(&cluster).1.is_empty());
+        assert!(state.update_pods(&cluster).is_empty());
     }
 
     #[test]
@@ -674,7 +688,7 @@ mod tests {
             pod("fast", Some("n1"), "Running", false, "1"),
             "2026-01-01T00:00:03Z",
         )));
-        assert_eq!(state.collect_pods(&cluster).1, vec![3.0]);
+        assert_eq!(state.update_pods(&cluster), vec![3.0]);
     }
 
     #[test]
@@ -715,5 +729,28 @@ mod tests {
             !text.contains("karpenter_nodes_total_pod_requests{"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_pod_whose_labels_change_has_one_series_with_the_new_labels() {
+        let registry = Metrics::new();
+        let metrics = ControllerMetrics::register(&registry);
+        let mut state = StateMetrics::new(metrics, Utc::now());
+        let cache = ClusterCache::new();
+        cache.apply(Object::Node(node("n1", Some("general"))));
+        cache.apply(Object::Pod(pod("web", None, "Pending", false, "1")));
+        state.update(&cache);
+        cache.apply(Object::Pod(pod("web", Some("n1"), "Running", false, "1")));
+        state.update(&cache);
+        state.update(&cache);
+        let text = registry.encode().expect("encodes");
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("karpenter_pods_state{"))
+            .collect();
+        assert_eq!(series.len(), 1, "{text}");
+        assert!(series[0].contains("node=\"n1\""), "{text}");
+        assert!(series[0].contains("phase=\"Running\""), "{text}");
+        assert!(series[0].ends_with(" 1"), "{text}");
     }
 }
