@@ -8,6 +8,10 @@ running scripts/testenv with its admin token.
       creation to the last pod seen bound (local clock, ms), p50/p99 of the per-pod bind latency
       (metadata.creationTimestamp -> PodScheduled lastTransitionTime: API timestamps, 1 s
       resolution), NodeClaims and Nodes at that moment, and the pods still unbound on timeout.
+  bench-controller.py sections --pid PID
+      prints how much of each ELF section of the process's executable is resident (from
+      /proc/PID/pagemap's present bits and `readelf -SW`): which parts of the binary the
+      file-backed RSS is.
   bench-controller.py report FILE...
       prints the side-by-side table of result files (one JSON object per side and case).
 """
@@ -425,6 +429,46 @@ def ratio(cols, name):
     return "%.2f" % (a / b)
 
 
+def cmd_sections(args):
+    import re
+    import struct
+    import subprocess
+    exe = os.readlink(f"/proc/{args.pid}/exe")
+    try:
+        headers = subprocess.run(["readelf", "-SW", exe], capture_output=True, text=True,
+                                 check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"no section breakdown: readelf -SW {exe}: {e}")
+        return
+    sections = []  # (file offset, end, name) of sections loaded at an address
+    for line in headers.splitlines():
+        m = re.match(r"\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)", line)
+        if m and int(m.group(2), 16):
+            offset, size = int(m.group(3), 16), int(m.group(4), 16)
+            sections.append((offset, offset + size, m.group(1)))
+    resident, total = {}, {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    with open(f"/proc/{args.pid}/pagemap", "rb") as pagemap, open(f"/proc/{args.pid}/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            if len(fields) < 6 or fields[5] != exe:
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            map_offset = int(fields[2], 16)
+            for addr in range(start, end, page):
+                pagemap.seek(addr // page * 8)
+                (entry,) = struct.unpack("<Q", pagemap.read(8))
+                offset = addr - start + map_offset
+                name = next((n for s, e, n in sections if s <= offset < e), "(between sections)")
+                total[name] = total.get(name, 0) + page
+                if entry >> 63:
+                    resident[name] = resident.get(name, 0) + page
+    print(f"resident / size (MiB) of each section of {exe}")
+    for name in sorted(total, key=lambda n: -resident.get(n, 0)):
+        if resident.get(name):
+            print("%7.2f / %7.2f  %s" % (resident[name] / 2**20, total[name] / 2**20, name))
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -446,6 +490,9 @@ def main():
     d.add_argument("--quiet", type=float, default=60)
     d.add_argument("--timeout", type=float, default=1800)
     d.set_defaults(fn=cmd_disrupt)
+    sec = sub.add_parser("sections")
+    sec.add_argument("--pid", type=int, required=True)
+    sec.set_defaults(fn=cmd_sections)
     rep = sub.add_parser("report")
     rep.add_argument("--json", action="store_true")
     rep.add_argument("files", nargs="+")
