@@ -399,3 +399,49 @@ fn pod_events_are_binds_finishes_terminations_and_deletions_not_status_churn_or_
     cluster.delete(&ObjectRef::new(Kind::Node, None, "n1"));
     assert_eq!(cluster.pod_event_seq("n1"), None, "forgotten with the node");
 }
+
+fn replica(name: &str, node: Option<&str>, cpu: &str) -> Pod {
+    let mut pod = pod(name, node, false);
+    pod.metadata.owner_references = Some(vec![parse(json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-abc", "uid": "rs-1",
+        "controller": true
+    }))]);
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.containers[0].resources = Some(parse(json!({"requests": {"cpu": cpu}})));
+    }
+    pod
+}
+
+#[test]
+fn replicas_on_one_node_share_their_spec_and_a_changed_spec_is_its_own() {
+    let mut cluster = Cluster::new();
+    for name in ["web-1", "web-2", "web-3"] {
+        cluster.apply(Object::Pod(replica(name, Some("n1"), "500m")));
+    }
+    cluster.apply(Object::Pod(replica("web-4", Some("n1"), "2")));
+    let on_n1 = cluster.pods_on("n1");
+    let spec = |i: usize| on_n1[i].spec.as_ref().expect("a spec");
+    assert!(std::sync::Arc::ptr_eq(spec(0), spec(1)));
+    assert!(std::sync::Arc::ptr_eq(spec(1), spec(2)));
+    assert!(!std::sync::Arc::ptr_eq(spec(2), spec(3)));
+    let cpu = |i: usize| {
+        spec(i).containers[0]
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("cpu"))
+            .map(|q| q.0.clone())
+    };
+    assert_eq!(cpu(0).as_deref(), Some("500m"));
+    assert_eq!(cpu(3).as_deref(), Some("2"), "web-4 reads its own spec");
+
+    // Bound elsewhere, a replica's spec says so; the others' still say n1.
+    cluster.apply(Object::Pod(replica("web-1", Some("n2"), "500m")));
+    assert_eq!(cluster.pods_on("n2")[0].node_name(), Some("n2"));
+    assert!(
+        cluster
+            .pods_on("n1")
+            .iter()
+            .all(|p| p.node_name() == Some("n1"))
+    );
+}
