@@ -34,10 +34,6 @@ fn named(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> S
     meta.name.clone().unwrap_or_default()
 }
 
-fn bound_node(pod: &PodRecord) -> Option<&str> {
-    pod.node_name()
-}
-
 /// What a NodePool's nodes use, against its `limits`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodePoolUsage {
@@ -135,12 +131,12 @@ impl Cluster {
     fn apply_pod(&mut self, pod: Pod, record_pod_events: bool) {
         let key = namespaced(&pod.metadata);
         let pod = self.pod_specs.record(pod);
-        if record_pod_events && let Some(node) = bound_node(&pod) {
+        if record_pod_events && let Some(node) = pod.node_name() {
             let old = self.pods.get(&key);
             let event = match old {
                 None => true,
                 Some(old) => {
-                    bound_node(old) != Some(node)
+                    old.node_name() != Some(node)
                         || (is_terminal(&pod) && !is_terminal(old))
                         || (pod.metadata.deletion_timestamp.is_some()
                             && old.metadata.deletion_timestamp.is_none())
@@ -151,7 +147,7 @@ impl Cluster {
             }
         }
         self.unbind(&key);
-        if let Some(node) = bound_node(&pod) {
+        if let Some(node) = pod.node_name() {
             self.pods_by_node
                 .entry(node.to_owned())
                 .or_default()
@@ -164,7 +160,7 @@ impl Cluster {
         let Some(node) = self
             .pods
             .get(key)
-            .and_then(|p| bound_node(p))
+            .and_then(|p| p.node_name())
             .map(str::to_owned)
         else {
             return;
@@ -198,7 +194,7 @@ impl Cluster {
             }
             Kind::Pod => {
                 let key = key();
-                if let Some(node) = self.pods.get(&key).and_then(|p| bound_node(p)) {
+                if let Some(node) = self.pods.get(&key).and_then(|p| p.node_name()) {
                     let node = node.to_owned();
                     self.record_pod_event(node);
                 }

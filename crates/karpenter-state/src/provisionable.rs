@@ -16,11 +16,7 @@ pub fn is_unschedulable(pod: &PodRecord) -> bool {
 
 /// Not bound to a node and not nominated to one.
 pub fn is_unbound(pod: &PodRecord) -> bool {
-    let bound = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .is_some_and(|n| !n.is_empty());
+    let bound = pod.node_name().is_some();
     let nominated = pod
         .status
         .as_ref()

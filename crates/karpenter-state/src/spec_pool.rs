@@ -54,8 +54,9 @@ impl SpecPool {
         spec
     }
 
-    /// Distinct specs alive (for tests and diagnostics).
-    pub fn live(&self) -> usize {
+    /// Distinct specs alive.
+    #[cfg(test)]
+    fn live(&self) -> usize {
         self.specs.values().filter(|s| s.strong_count() > 0).count()
     }
 }

@@ -8,7 +8,7 @@
 //! ([`super::event_series`]), as kube's `Recorder` and client-go do, remembering a digest of
 //! each recent event rather than the whole object.
 
-use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
@@ -242,9 +242,10 @@ impl Events {
 
 /// The reference an event about `pod` names (as kube's `Resource::object_ref` makes it).
 fn pod_ref(pod: &PodRecord) -> ObjectReference {
+    use k8s_openapi::Resource as _;
     ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Pod".into()),
+        api_version: Some(Pod::API_VERSION.into()),
+        kind: Some(Pod::KIND.into()),
         name: pod.metadata.name.clone(),
         namespace: pod.metadata.namespace.clone(),
         uid: pod.metadata.uid.clone(),

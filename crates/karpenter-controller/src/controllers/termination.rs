@@ -344,11 +344,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        let node = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.clone())
-            .unwrap_or_default();
+        let node = pod.node_name().unwrap_or_default().to_owned();
         match action {
             PodAction::Evict => {
                 let params = EvictParams {

@@ -203,11 +203,7 @@ fn owner(pod: &PodRecord) -> String {
 
 /// A pod's `karpenter_pods_state` labels; `node` is the Node it is bound to, if the index has it.
 fn pod_labels(pod: &PodRecord, node: Option<&Node>) -> Labels {
-    let node_name = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.node_name.clone())
-        .unwrap_or_default();
+    let node_name = pod.node_name().unwrap_or_default().to_owned();
     let node_label = |key: &str| text(node.and_then(|n| n.metadata.labels.as_ref()?.get(key)));
     let nodepool = node_label(labels::NODEPOOL);
     vec![
@@ -375,11 +371,7 @@ impl StateMetrics {
         for pod in cluster.pods() {
             let node = pod.node_name().and_then(|n| cluster.node(n));
             let labels = pod_labels(pod, node);
-            let name = format!(
-                "{}/{}",
-                pod.metadata.namespace.as_deref().unwrap_or_default(),
-                pod.metadata.name.as_deref().unwrap_or_default()
-            );
+            let name = karpenter_disruption::pods::key(pod);
             match self.pod_series.get_mut(&name) {
                 Some(old) if *old == labels => {}
                 Some(old) => {
@@ -691,13 +683,18 @@ mod tests {
         assert_eq!(state.update_pods(&cluster), vec![3.0]);
     }
 
-    #[test]
-    fn gone_pods_and_nodes_lose_their_series() {
+    /// A registry, its state metrics started now, and an index holding node `n1`.
+    fn watching_node_n1() -> (Metrics, StateMetrics, ClusterCache) {
         let registry = Metrics::new();
-        let metrics = ControllerMetrics::register(&registry);
-        let mut state = StateMetrics::new(metrics, Utc::now());
+        let state = StateMetrics::new(ControllerMetrics::register(&registry), Utc::now());
         let cache = ClusterCache::new();
         cache.apply(Object::Node(node("n1", Some("general"))));
+        (registry, state, cache)
+    }
+
+    #[test]
+    fn gone_pods_and_nodes_lose_their_series() {
+        let (registry, mut state, cache) = watching_node_n1();
         cache.apply(Object::Pod(pod("web", Some("n1"), "Running", false, "1")));
         state.update(&cache);
         let text = registry.encode().expect("encodes");
@@ -733,11 +730,7 @@ mod tests {
 
     #[test]
     fn a_pod_whose_labels_change_has_one_series_with_the_new_labels() {
-        let registry = Metrics::new();
-        let metrics = ControllerMetrics::register(&registry);
-        let mut state = StateMetrics::new(metrics, Utc::now());
-        let cache = ClusterCache::new();
-        cache.apply(Object::Node(node("n1", Some("general"))));
+        let (registry, mut state, cache) = watching_node_n1();
         cache.apply(Object::Pod(pod("web", None, "Pending", false, "1")));
         state.update(&cache);
         cache.apply(Object::Pod(pod("web", Some("n1"), "Running", false, "1")));
