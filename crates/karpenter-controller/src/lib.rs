@@ -40,6 +40,7 @@ pub mod cloud;
 pub mod controllers;
 pub mod http;
 pub mod leader;
+pub mod reconcile;
 mod run;
 pub mod settings;
 pub mod shutdown;

@@ -18,6 +18,9 @@
 //!   waits for, the drain order (workloads, DaemonSet pods, then critical ones), which pods the
 //!   Eviction API is asked for and which are deleted because the termination grace period
 //!   runs out.
+//! - **A Node's termination** ([`node_termination::decide_termination`]): the steps of one
+//!   pass over a Node being deleted (its NodeClaim deleted, taint, drain, `Drained`,
+//!   `MinDrainTime`, `VolumesDetached`, `InstanceTerminating`, the instance, the finalizer).
 //! - **Garbage collection** ([`garbage::collect`]): NodeClaims whose instance is gone, instances
 //!   and Nodes of ours that nothing claims.
 //!
@@ -31,6 +34,7 @@ pub mod batcher;
 pub mod garbage;
 pub mod lifecycle;
 pub mod limits;
+pub mod node_termination;
 pub mod nodeclaim;
 pub mod termination;
 

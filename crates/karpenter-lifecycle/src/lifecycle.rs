@@ -8,7 +8,9 @@
 //! extended resource requested is registered); Liveness (not launched within
 //! [`LifecycleConfig::launch_timeout`], or no Node within
 //! [`LifecycleConfig::registration_ttl`] of the launch: delete the NodeClaim). A NodeClaim
-//! being deleted is finalized (its Node and instance removed, then the finalizer).
+//! being deleted is finalized in stages: its termination deadline written, its Node deleted
+//! (and drained by the Node's own termination), its instance terminated, then the finalizer
+//! removed.
 //!
 //! The functions after [`decide`] compute what each step writes, so the executor only sends
 //! objects.
@@ -63,20 +65,58 @@ pub enum Step {
     AddFinalizer,
     /// Ask the cloud for an instance; write [`launched`].
     Launch,
-    /// Launched; no Node with its provider id yet. Come back after `requeue_after`.
+    /// Launched; no Node with its provider id yet: record `Registered=Unknown`, and come back
+    /// after `requeue_after` (the registration TTL runs out then at the latest).
     AwaitRegistration { requeue_after: Duration },
     /// Sync the Node ([`registered_node`]) and mark the NodeClaim registered.
     Register { node: String },
-    /// Registered; not initialized because of `waiting_for`.
+    /// Registered; not initialized because of `waiting_for`: record `Initialized=Unknown`.
     AwaitInitialization { node: String, waiting_for: String },
     /// Label the Node initialized and mark the NodeClaim initialized.
     Initialize { node: String },
     /// Delete the NodeClaim: it did not become a node in time.
     Delete { reason: Liveness },
-    /// The NodeClaim is being deleted: remove its Node and instance, then the finalizer.
-    Finalize,
-    /// Nothing to do.
+    /// Being deleted, first stage: write the drain's deadline
+    /// (`karpenter.sh/nodeclaim-termination-timestamp`, [`termination::deadline_annotation`])
+    /// once, as upstream does, so a restart (or upstream, after a switch back) keeps it.
+    ///
+    /// [`termination::deadline_annotation`]: crate::termination::deadline_annotation
+    AnnotateTerminationDeadline { deadline: String },
+    /// Being deleted: delete the Node; the Node's termination drains it, and this NodeClaim
+    /// waits until it is gone.
+    DeleteNode { node: String },
+    /// Being deleted, its Node gone: terminate the instance, then remove the finalizer (a
+    /// retried step asks the cloud again; an instance already gone is terminated).
+    TerminateInstance,
+    /// Being deleted, never launched: remove the finalizer.
+    RemoveFinalizer,
+    /// Nothing to write now: what is recorded already says what the NodeClaim waits for (its
+    /// Node to register, to initialize or to terminate). Look again after `requeue_after`
+    /// (a liveness deadline) or on a change.
+    Wait { requeue_after: Option<Duration> },
+    /// Nothing left to do.
     Done,
+}
+
+impl Step {
+    /// The step's name, for logs, metrics and backoff.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Step::AddFinalizer => "add-finalizer",
+            Step::Launch => "launch",
+            Step::AwaitRegistration { .. } => "await-registration",
+            Step::Register { .. } => "register",
+            Step::AwaitInitialization { .. } => "await-initialization",
+            Step::Initialize { .. } => "initialize",
+            Step::Delete { .. } => "liveness-delete",
+            Step::AnnotateTerminationDeadline { .. } => "annotate-termination-deadline",
+            Step::DeleteNode { .. } => "delete-node",
+            Step::TerminateInstance => "terminate-instance",
+            Step::RemoveFinalizer => "remove-finalizer",
+            Step::Wait { .. } => "wait",
+            Step::Done => "done",
+        }
+    }
 }
 
 fn condition<'a>(claim: &'a NodeClaim, type_: &str) -> Option<&'a Condition> {
@@ -121,11 +161,7 @@ pub fn decide(
     config: &LifecycleConfig,
 ) -> Step {
     if claim.metadata.deletion_timestamp.is_some() {
-        return if has_finalizer(claim) {
-            Step::Finalize
-        } else {
-            Step::Done
-        };
+        return finalize(claim, node);
     }
     if !has_finalizer(claim) {
         return Step::AddFinalizer;
@@ -152,9 +188,13 @@ pub fn decide(
                 reason: Liveness::RegistrationTimeout,
             };
         }
-        return Step::AwaitRegistration {
-            requeue_after: (config.registration_ttl - waited).min(Duration::from_secs(10)),
-        };
+        let requeue_after = (config.registration_ttl - waited).min(Duration::from_secs(10));
+        if is_condition(claim, conditions::REGISTERED, "Unknown") {
+            return Step::Wait {
+                requeue_after: Some(requeue_after),
+            };
+        }
+        return Step::AwaitRegistration { requeue_after };
     };
     let name = node.metadata.name.clone().unwrap_or_default();
     if !is_true(claim, conditions::REGISTERED) {
@@ -164,11 +204,53 @@ pub fn decide(
         return Step::Done;
     }
     match initialization_blocker(claim, node) {
+        Some(_) if is_condition(claim, conditions::INITIALIZED, "Unknown") => Step::Wait {
+            requeue_after: None,
+        },
         Some(waiting_for) => Step::AwaitInitialization {
             node: name,
             waiting_for,
         },
         None => Step::Initialize { node: name },
+    }
+}
+
+/// The stage a NodeClaim being deleted is at: deadline written, Node gone, instance
+/// terminated, finalizer removed.
+fn finalize(claim: &NodeClaim, node: Option<&Node>) -> Step {
+    if !has_finalizer(claim) {
+        return Step::Done;
+    }
+    let annotated = claim
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(labels::NODECLAIM_TERMINATION_TIMESTAMP));
+    if !annotated && let Some(deadline) = crate::termination::termination_deadline(claim) {
+        return Step::AnnotateTerminationDeadline {
+            deadline: crate::termination::deadline_annotation(deadline),
+        };
+    }
+    if let Some(node) = node {
+        return if node.metadata.deletion_timestamp.is_none() {
+            Step::DeleteNode {
+                node: node.metadata.name.clone().unwrap_or_default(),
+            }
+        } else {
+            Step::Wait {
+                requeue_after: None,
+            }
+        };
+    }
+    let launched = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.provider_id.as_ref())
+        .is_some();
+    if launched {
+        Step::TerminateInstance
+    } else {
+        Step::RemoveFinalizer
     }
 }
 

@@ -31,10 +31,10 @@ pub const STUCK_TERMINATING_AFTER: Duration = Duration::from_secs(60);
 /// the NodeClaim's `Drained` condition went `Unknown`, before it may turn `True`.
 pub const MIN_DRAIN_TIME: Duration = Duration::from_secs(5);
 
-/// Whether a drain with nothing left to wait for may be declared done at `now`: not while the
-/// NodeClaim's `Drained` condition went `Unknown` less than [`MIN_DRAIN_TIME`] ago. A node that
-/// never waited (no `Unknown` condition) or has no NodeClaim is done at once.
-pub fn min_drain_time_elapsed(claim: Option<&NodeClaim>, now: DateTime<Utc>) -> bool {
+/// What is left of [`MIN_DRAIN_TIME`] at `now` before a drain with nothing left to wait for
+/// may be declared done: `None` once it may (the NodeClaim's `Drained` condition went `Unknown`
+/// long enough ago), or when it never waited (no `Unknown` condition) or has no NodeClaim.
+pub fn min_drain_time_left(claim: Option<&NodeClaim>, now: DateTime<Utc>) -> Option<Duration> {
     let draining_since = claim
         .and_then(|c| c.status.as_ref()?.conditions.as_ref())
         .and_then(|cs| {
@@ -43,9 +43,11 @@ pub fn min_drain_time_elapsed(claim: Option<&NodeClaim>, now: DateTime<Utc>) -> 
                     && c.status == "Unknown"
             })
         })
-        .and_then(|c| from_api_time(&c.last_transition_time));
-    let min = chrono::Duration::from_std(MIN_DRAIN_TIME).unwrap_or_default();
-    draining_since.is_none_or(|since| now - since >= min)
+        .and_then(|c| from_api_time(&c.last_transition_time))?;
+    let elapsed = (now - draining_since).to_std().unwrap_or_default();
+    MIN_DRAIN_TIME
+        .checked_sub(elapsed)
+        .filter(|left| !left.is_zero())
 }
 
 /// Priority classes whose pods drain last.
@@ -308,19 +310,25 @@ mod tests {
     #[test]
     fn a_drain_that_waited_for_pods_lasts_at_least_min_drain_time() {
         let claim = claim_draining_since(Some(("Unknown", at(0))));
-        assert!(!min_drain_time_elapsed(Some(&claim), at(0)));
-        assert!(!min_drain_time_elapsed(Some(&claim), at(4)));
-        assert!(min_drain_time_elapsed(Some(&claim), at(5)));
-        assert!(min_drain_time_elapsed(Some(&claim), at(60)));
+        assert_eq!(
+            min_drain_time_left(Some(&claim), at(0)),
+            Some(MIN_DRAIN_TIME)
+        );
+        assert_eq!(
+            min_drain_time_left(Some(&claim), at(4)),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(min_drain_time_left(Some(&claim), at(5)), None);
+        assert_eq!(min_drain_time_left(Some(&claim), at(60)), None);
     }
 
     #[test]
     fn a_drain_that_never_waited_or_has_no_claim_is_done_at_once() {
-        assert!(min_drain_time_elapsed(None, at(0)));
+        assert_eq!(min_drain_time_left(None, at(0)), None);
         let never_draining = claim_draining_since(None);
-        assert!(min_drain_time_elapsed(Some(&never_draining), at(0)));
+        assert_eq!(min_drain_time_left(Some(&never_draining), at(0)), None);
         let already_drained = claim_draining_since(Some(("True", at(0))));
-        assert!(min_drain_time_elapsed(Some(&already_drained), at(0)));
+        assert_eq!(min_drain_time_left(Some(&already_drained), at(0)), None);
     }
 
     fn daemon(mut pod: PodRecord) -> PodRecord {

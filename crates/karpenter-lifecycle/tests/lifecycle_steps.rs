@@ -109,6 +109,38 @@ fn the_step_table() {
         ));
     let mut deleted = deleting.clone();
     deleted.metadata.finalizers = None;
+    let mut deleting_with_grace = deleting.clone();
+    deleting_with_grace.spec.termination_grace_period = serde_json::from_value(json!("10m")).ok();
+    let mut deadline_written = deleting_with_grace.clone();
+    deadline_written.metadata.annotations = Some(
+        [(
+            "karpenter.sh/nodeclaim-termination-timestamp".to_owned(),
+            "2026-01-01T12:10:01Z".to_owned(),
+        )]
+        .into(),
+    );
+    let mut node_deleting = node(true, &[], "1");
+    node_deleting.metadata.deletion_timestamp = deleting.metadata.deletion_timestamp.clone();
+    let mut launched_deleting = launched_claim(0);
+    launched_deleting.metadata.deletion_timestamp = deleting.metadata.deletion_timestamp.clone();
+    let mut recorded_waiting = launched_claim(10);
+    set_condition(
+        &mut recorded_waiting,
+        conditions::REGISTERED,
+        "Unknown",
+        "NodeNotFound",
+        "Node not registered with cluster",
+        at(11),
+    );
+    let mut initializing_recorded = registered.clone();
+    set_condition(
+        &mut initializing_recorded,
+        conditions::INITIALIZED,
+        "Unknown",
+        "NotInitialized",
+        "node is not Ready",
+        at(41),
+    );
     let rows: Vec<Row> = vec![
         (
             "a new NodeClaim gets the finalizer first",
@@ -143,6 +175,15 @@ fn the_step_table() {
             at(10 + 895),
             Step::AwaitRegistration {
                 requeue_after: Duration::from_secs(5),
+            },
+        ),
+        (
+            "a wait already recorded writes nothing until the requeue",
+            recorded_waiting.clone(),
+            None,
+            at(20),
+            Step::Wait {
+                requeue_after: Some(Duration::from_secs(10)),
             },
         ),
         (
@@ -204,6 +245,15 @@ fn the_step_table() {
             },
         ),
         (
+            "an initialization wait already recorded writes nothing",
+            initializing_recorded.clone(),
+            Some(node(false, &[], "1")),
+            at(45),
+            Step::Wait {
+                requeue_after: None,
+            },
+        ),
+        (
             "Ready, no startup taints, resources registered: initialize",
             registered.clone(),
             Some(node(true, &["dedicated"], "1")),
@@ -220,11 +270,45 @@ fn the_step_table() {
             Step::Done,
         ),
         (
-            "a NodeClaim being deleted is finalized",
-            deleting,
+            "a NodeClaim being deleted, never launched, loses its finalizer",
+            deleting.clone(),
             None,
             at(2),
-            Step::Finalize,
+            Step::RemoveFinalizer,
+        ),
+        (
+            "with a termination grace period, the drain's deadline is written first",
+            deleting_with_grace.clone(),
+            None,
+            at(2),
+            Step::AnnotateTerminationDeadline {
+                deadline: "2026-01-01T12:10:01Z".into(),
+            },
+        ),
+        (
+            "then its Node is deleted",
+            deadline_written.clone(),
+            Some(node(true, &[], "1")),
+            at(3),
+            Step::DeleteNode {
+                node: "general-x1".into(),
+            },
+        ),
+        (
+            "and the NodeClaim waits while its Node terminates",
+            deadline_written.clone(),
+            Some(node_deleting.clone()),
+            at(4),
+            Step::Wait {
+                requeue_after: None,
+            },
+        ),
+        (
+            "once the Node is gone, the instance is terminated",
+            launched_deleting.clone(),
+            None,
+            at(5),
+            Step::TerminateInstance,
         ),
         (
             "once the finalizer is gone, nothing is left to do",

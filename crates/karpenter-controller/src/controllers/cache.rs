@@ -174,6 +174,16 @@ impl ClusterCache {
         WATCHED.iter().all(|kind| listed.contains(kind))
     }
 
+    /// Marks every kind listed, as if the watches had listed them (tests of loops without an
+    /// API server).
+    #[cfg(test)]
+    pub fn mark_synced(&self) {
+        for kind in WATCHED {
+            self.mark_listed(kind);
+        }
+        self.changed();
+    }
+
     fn mark_listed(&self, kind: Kind) {
         let mut listed = match self.listed.lock() {
             Ok(listed) => listed,

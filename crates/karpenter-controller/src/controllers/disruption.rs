@@ -26,25 +26,22 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
-use karpenter_api::v1::DisruptionReason;
+use chrono::{DateTime, Utc};
 use karpenter_api::v1::nodeclaim::conditions;
+use karpenter_api::v1::nodeclaim::conditions::DISRUPTION_REASON;
+use karpenter_api::v1::{DisruptionReason, NodeClaim};
 use karpenter_cloud::CloudProvider;
 use karpenter_disruption::{
     BudgetMap, Code, Command, Decision, Features, Method, Queue, Replacement, Snapshot, Step,
 };
 use karpenter_scheduling::PoolInstanceTypes;
-use kube::Client;
+use karpenter_state::Cluster;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
-use super::catalogs::Catalogs;
-use super::events::Events;
-use super::metrics::{ControllerMetrics, Reconciled};
-use super::nodeclaim::StepError;
 use super::provisioner::{create_node_claim, solve_options};
-use super::writes;
+use super::writes::WriteError;
+use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 use crate::settings::Settings;
 
 /// How often a disruption pass runs when nothing else asks for one (upstream: 10 s).
@@ -53,9 +50,6 @@ pub const PASS_INTERVAL: Duration = Duration::from_secs(10);
 const TICK: Duration = Duration::from_secs(1);
 /// A node left alone for the same reason is told again after this long.
 pub const BLOCKED_REPEAT: Duration = Duration::from_secs(15 * 60);
-
-/// `DisruptionReason` condition type (upstream `ConditionTypeDisruptionReason`).
-pub const DISRUPTION_REASON: &str = "DisruptionReason";
 
 /// The cluster as disruption sees it at `now`, with `queued` nodes held by the orchestration
 /// queue. NodePools carry the hash their template has now (their annotation may lag a template
@@ -88,29 +82,112 @@ pub fn snapshot(
     snapshot
 }
 
-/// The disruption loop.
+/// The disruption loop: the orchestration queue every [`TICK`] (upstream's
+/// `disruption.queue`), and a pass every [`PASS_INTERVAL`] (upstream's `disruption`).
+#[derive(Debug)]
 pub struct Disruption<C> {
-    pub cache: ClusterCache,
-    pub cloud: Arc<C>,
-    pub client: Client,
-    pub settings: Arc<Settings>,
-    pub events: Events,
-    pub metrics: ControllerMetrics,
-    pub catalogs: Catalogs,
+    pub ctx: Context<C>,
+    state: Arc<tokio::sync::Mutex<LoopState>>,
 }
 
-impl<C> std::fmt::Debug for Disruption<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Disruption").finish_non_exhaustive()
+impl<C> Disruption<C> {
+    pub fn new(ctx: Context<C>) -> Self {
+        Disruption {
+            ctx,
+            state: Arc::default(),
+        }
     }
 }
 
 /// What the loop remembers between ticks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct LoopState {
     queue: Queue,
     /// Node -> the reason last told, and when.
     told: HashMap<String, (String, Instant)>,
+    /// When the next pass is due.
+    next_pass: Instant,
+}
+
+impl Default for LoopState {
+    fn default() -> Self {
+        LoopState {
+            queue: Queue::default(),
+            told: HashMap::new(),
+            next_pass: Instant::now(),
+        }
+    }
+}
+
+/// One run of the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisruptionStep {
+    /// Look after the queue: replacements ready, commands due for validation, stale taints.
+    Tick,
+    /// The same, then a disruption pass if the queue allows one.
+    Pass,
+}
+
+/// A pass could not decide. (A write that fails is logged, and the queue abandons, and
+/// untaints, what it cannot finish: that is not a failed pass.)
+#[derive(Debug, thiserror::Error)]
+pub enum DisruptionError {
+    #[error("the disruption decision task failed")]
+    Decide(#[source] tokio::task::JoinError),
+}
+
+impl<C: CloudProvider + 'static> Reconciler for Disruption<C> {
+    type Step = DisruptionStep;
+    type Error = DisruptionError;
+    const NAME: &'static str = "disruption";
+
+    fn shape(&self) -> Shape {
+        Shape::periodic(TICK)
+    }
+
+    fn scan(&self, _: &Cluster, _: DateTime<Utc>, busy: Busy<'_>) -> Scan<DisruptionStep> {
+        let mut scan = Scan::new();
+        if busy.contains(Self::NAME) {
+            return scan;
+        }
+        let pass = self
+            .state
+            .try_lock()
+            .is_ok_and(|state| Instant::now() >= state.next_pass);
+        scan.step(
+            Self::NAME,
+            if pass {
+                DisruptionStep::Pass
+            } else {
+                DisruptionStep::Tick
+            },
+        );
+        scan
+    }
+
+    async fn execute(&self, step: DisruptionStep) -> Result<Action, DisruptionError> {
+        let mut state = self.state.lock().await;
+        self.tick(&mut state, step == DisruptionStep::Pass).await?;
+        Ok(Action::RequeueAfter(TICK))
+    }
+
+    fn error_policy(&self, _: &DisruptionError) -> Retry {
+        Retry::Backoff
+    }
+
+    fn step_name(step: &DisruptionStep) -> &'static str {
+        match step {
+            DisruptionStep::Tick => "tick",
+            DisruptionStep::Pass => "pass",
+        }
+    }
+
+    fn controller(step: &DisruptionStep) -> &'static str {
+        match step {
+            DisruptionStep::Tick => "disruption.queue",
+            DisruptionStep::Pass => "disruption",
+        }
+    }
 }
 
 /// `consolidation_type` label of a method (upstream's `ConsolidationType()`: `empty`, `multi`,
@@ -138,22 +215,7 @@ fn decision_label(command: &Command) -> &'static str {
 }
 
 impl<C: CloudProvider + 'static> Disruption<C> {
-    /// Runs until `cancel` trips.
-    pub async fn run(self, cancel: CancellationToken) {
-        let mut state = LoopState::default();
-        let mut next_pass = Instant::now();
-        loop {
-            if self.cache.synced() {
-                self.tick(&mut state, &mut next_pass).await;
-            }
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                () = tokio::time::sleep(TICK) => {}
-            }
-        }
-    }
-
-    async fn tick(&self, state: &mut LoopState, next_pass: &mut Instant) {
+    async fn tick(&self, state: &mut LoopState, pass: bool) -> Result<(), DisruptionError> {
         self.clear_stale_taints(&state.queue).await;
         let now = Utc::now();
         let steps = state.queue.poll(now, |name| self.replacement(name));
@@ -161,9 +223,9 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             self.execute(&mut state.queue, step).await;
         }
         let validation_due = state.queue.next_validation().is_some_and(|at| at <= now);
-        let pass_due = Instant::now() >= *next_pass;
+        let pass_due = pass && Instant::now() >= state.next_pass;
         if !validation_due && !pass_due {
-            return;
+            return Ok(());
         }
         let instance_types = self.instance_types().await;
         while let Some(command) = state.queue.pop_due(now) {
@@ -175,11 +237,9 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         // a pass while a command is held would decide around the held nodes, whose fate is
         // open, and its command would mostly be dropped at validation.
         if !pass_due || !state.queue.may_decide() {
-            return;
+            return Ok(());
         }
-        *next_pass = Instant::now() + PASS_INTERVAL;
-        // One pass is one reconciliation of upstream's `disruption` controller.
-        let pass_started = Instant::now();
+        state.next_pass = Instant::now() + PASS_INTERVAL;
         let snapshot = self.snapshot(&instance_types, &state.queue, now);
         self.expire(&snapshot, now).await;
         self.report_budgets(&snapshot, now);
@@ -189,31 +249,23 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             (decision, snapshot)
         })
         .await;
-        let (decision, _snapshot) = match decided {
-            Ok(decided) => decided,
-            Err(error) => {
-                tracing::error!(%error, "the disruption decision task failed");
-                self.metrics.reconciled(
-                    "disruption",
-                    Reconciled::Error,
-                    pass_started.elapsed().as_secs_f64(),
-                );
-                return;
-            }
-        };
+        let (decision, _snapshot) = decided.map_err(DisruptionError::Decide)?;
         let (method, kind) = decision.commands.first().map_or(("none", ""), |c| {
             (c.method.as_str(), consolidation_type(c.method))
         });
-        self.metrics
+        self.ctx
+            .metrics
             .disruption_evaluated(method, kind, started.elapsed().as_secs_f64());
         // Each method run sets its reason's figure; a later one of the same reason wins, as
         // upstream's gauge is set method by method.
         for (reason, count) in &decision.eligible {
-            self.metrics.eligible_nodes(&reason_label(*reason), *count);
+            self.ctx
+                .metrics
+                .eligible_nodes(&reason_label(*reason), *count);
         }
         if !decision.commands.is_empty() {
             // Upstream goes again at once after acting: more may be possible.
-            *next_pass = Instant::now();
+            state.next_pass = Instant::now();
         }
         self.report_blocked(&decision, &mut state.told).await;
         for command in decision.commands {
@@ -228,17 +280,14 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             let step = state.queue.submit(command, now);
             self.execute(&mut state.queue, step).await;
         }
-        self.metrics.reconciled(
-            "disruption",
-            Reconciled::RequeueAfter,
-            pass_started.elapsed().as_secs_f64(),
-        );
+        Ok(())
     }
 
     /// Instance types per NodePool, as the provisioner lists them.
     async fn instance_types(&self) -> PoolInstanceTypes {
-        self.catalogs
-            .instance_types(&self.cache, &*self.cloud, &self.events)
+        self.ctx
+            .catalogs
+            .instance_types(&self.ctx.cache, &*self.ctx.cloud, &self.ctx.events)
             .await
     }
 
@@ -250,8 +299,8 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         now: chrono::DateTime<Utc>,
     ) -> Snapshot {
         snapshot(
-            &self.cache,
-            &self.settings,
+            &self.ctx.cache,
+            &self.ctx.settings,
             instance_types.clone(),
             &queue.held_nodes(),
             now,
@@ -260,7 +309,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
 
     /// What became of a replacement NodeClaim.
     fn replacement(&self, name: &str) -> Replacement {
-        let cluster = self.cache.lock();
+        let cluster = self.ctx.cache.lock();
         let Some(claim) = cluster.node_claim(name) else {
             return Replacement::Gone;
         };
@@ -299,7 +348,8 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                     %rejection,
                     "disruption command dropped at validation"
                 );
-                self.metrics
+                self.ctx
+                    .metrics
                     .disruption_failed_validation(consolidation_type(command.method));
             }
         }
@@ -312,17 +362,19 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         let now = Utc::now();
         for candidate in &command.candidates {
             let marked = async {
-                writes::set_disrupted_taint(&self.client, &self.cache, &candidate.node, true)
+                self.ctx
+                    .writer()
+                    .set_disrupted_taint(&candidate.node, true)
                     .await?;
-                writes::set_claim_condition(
-                    &self.client,
-                    &self.cache,
-                    &candidate.node_claim,
-                    DISRUPTION_REASON,
-                    Some(("True", reason, "")),
-                    now,
-                )
-                .await
+                self.ctx
+                    .writer()
+                    .set_claim_condition(
+                        &candidate.node_claim,
+                        DISRUPTION_REASON,
+                        Some(("True", reason, "")),
+                        now,
+                    )
+                    .await
             }
             .await;
             if let Err(error) = marked {
@@ -338,23 +390,23 @@ impl<C: CloudProvider + 'static> Disruption<C> {
     async fn unmark(&self, command: &Command) {
         let now = Utc::now();
         for candidate in &command.candidates {
-            self.cache
+            self.ctx
+                .cache
                 .lock()
                 .mark_for_deletion(&candidate.node_claim, false);
-            if let Err(error) =
-                writes::set_disrupted_taint(&self.client, &self.cache, &candidate.node, false).await
+            if let Err(error) = self
+                .ctx
+                .writer()
+                .set_disrupted_taint(&candidate.node, false)
+                .await
             {
                 tracing::warn!(%error, "untainting a candidate failed; the next pass retries");
             }
-            if let Err(error) = writes::set_claim_condition(
-                &self.client,
-                &self.cache,
-                &candidate.node_claim,
-                DISRUPTION_REASON,
-                None,
-                now,
-            )
-            .await
+            if let Err(error) = self
+                .ctx
+                .writer()
+                .set_claim_condition(&candidate.node_claim, DISRUPTION_REASON, None, now)
+                .await
             {
                 tracing::warn!(%error, "clearing DisruptionReason failed");
             }
@@ -371,18 +423,16 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         let reason = reason_label(command.reason);
         let mut created = Vec::new();
         for replacement in &command.replacements {
-            let pool = self.cache.lock().node_pool(&replacement.node_pool).cloned();
+            let pool = self
+                .ctx
+                .cache
+                .lock()
+                .node_pool(&replacement.node_pool)
+                .cloned();
             let result = match pool {
-                Some(pool) => create_node_claim(
-                    &self.client,
-                    &self.cache,
-                    &self.metrics,
-                    replacement,
-                    &pool,
-                    &reason,
-                )
-                .await
-                .map_err(|e| e.to_string()),
+                Some(pool) => create_node_claim(&self.ctx, replacement, &pool, &reason)
+                    .await
+                    .map_err(|e| e.to_string()),
                 None => Err(format!("nodepool {} is gone", replacement.node_pool)),
             };
             match result {
@@ -390,7 +440,12 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                 Err(error) => {
                     tracing::warn!(%error, nodes = ?command.candidate_names(), "creating a replacement failed; command abandoned");
                     for name in &created {
-                        if let Err(error) = writes::delete_claim(&self.client, name).await {
+                        if let Err(error) = self
+                            .ctx
+                            .writer()
+                            .delete::<NodeClaim>(name, "deleting")
+                            .await
+                        {
                             tracing::warn!(%error, "deleting an unused replacement failed");
                         }
                     }
@@ -421,7 +476,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
     }
 
     fn mark_for_deletion(&self, command: &Command) {
-        let mut cluster = self.cache.lock();
+        let mut cluster = self.ctx.cache.lock();
         for candidate in &command.candidates {
             cluster.mark_for_deletion(&candidate.node_claim, true);
         }
@@ -436,23 +491,31 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             self.mark_for_deletion(command);
         }
         let reason = reason_label(command.reason);
-        self.metrics.disruption_decision(
+        self.ctx.metrics.disruption_decision(
             decision_label(command),
             &reason,
             consolidation_type(command.method),
         );
         for candidate in &command.candidates {
-            if let Err(error) = writes::delete_claim(&self.client, &candidate.node_claim).await {
+            if let Err(error) = self
+                .ctx
+                .writer()
+                .delete::<NodeClaim>(&candidate.node_claim, "deleting")
+                .await
+            {
                 tracing::warn!(%error, "deleting a disrupted NodeClaim failed; the next pass retries");
                 continue;
             }
-            self.metrics.nodeclaim_disrupted(
+            self.ctx.metrics.nodeclaim_disrupted(
                 &reason,
                 &candidate.node_pool,
                 &candidate.capacity_type,
             );
-            self.metrics
-                .pods_disruption_initiated(&candidate.node_pool, &reason, candidate.pods);
+            self.ctx.metrics.pods_disruption_initiated(
+                &candidate.node_pool,
+                &reason,
+                candidate.pods,
+            );
             self.node_event(
                 &candidate.node,
                 "DisruptionTerminating",
@@ -474,7 +537,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             reason,
             "disruption command abandoned; candidates untainted"
         );
-        self.metrics.disruption_queue_failure(
+        self.ctx.metrics.disruption_queue_failure(
             decision_label(command),
             &reason_label(command.reason),
             consolidation_type(command.method),
@@ -486,7 +549,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
     /// deletes (left by a command this process did not finish, e.g. before a restart).
     async fn clear_stale_taints(&self, queue: &Queue) {
         let stale: Vec<(String, Option<String>)> = {
-            let cluster = self.cache.lock();
+            let cluster = self.ctx.cache.lock();
             cluster
                 .state_nodes()
                 .iter()
@@ -507,19 +570,14 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         for (node, claim) in stale {
             tracing::info!(%node, "removing a stale karpenter.sh/disrupted taint");
             let cleared = async {
-                writes::set_disrupted_taint(&self.client, &self.cache, &node, false).await?;
+                self.ctx.writer().set_disrupted_taint(&node, false).await?;
                 if let Some(claim) = claim {
-                    writes::set_claim_condition(
-                        &self.client,
-                        &self.cache,
-                        &claim,
-                        DISRUPTION_REASON,
-                        None,
-                        Utc::now(),
-                    )
-                    .await?;
+                    self.ctx
+                        .writer()
+                        .set_claim_condition(&claim, DISRUPTION_REASON, None, Utc::now())
+                        .await?;
                 }
-                Ok::<(), StepError>(())
+                Ok::<(), WriteError>(())
             }
             .await;
             if let Err(error) = cleared {
@@ -532,12 +590,17 @@ impl<C: CloudProvider + 'static> Disruption<C> {
     async fn expire(&self, snapshot: &Snapshot, now: chrono::DateTime<Utc>) {
         for expired in karpenter_disruption::expired(snapshot, now) {
             tracing::info!(node = %expired.node, nodeclaim = %expired.node_claim, "{}", expired.reason);
-            if let Err(error) = writes::delete_claim(&self.client, &expired.node_claim).await {
+            if let Err(error) = self
+                .ctx
+                .writer()
+                .delete::<NodeClaim>(&expired.node_claim, "deleting")
+                .await
+            {
                 tracing::warn!(%error, "deleting an expired NodeClaim failed; the next pass retries");
                 continue;
             }
             let node = snapshot.nodes.iter().find(|n| n.name == expired.node);
-            self.metrics.nodeclaim_disrupted(
+            self.ctx.metrics.nodeclaim_disrupted(
                 "expired",
                 node.and_then(|n| n.node_pool()).unwrap_or_default(),
                 node.and_then(|n| n.capacity_type()).unwrap_or_default(),
@@ -562,7 +625,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             let map = BudgetMap::build(snapshot, reason, now);
             for (pool, allowance) in &map.pools {
                 // Upstream labels these two with the reason as written in the budget.
-                self.metrics.allowed_disruptions(
+                self.ctx.metrics.allowed_disruptions(
                     pool,
                     reason.as_str(),
                     allowance.budget,
@@ -606,9 +669,9 @@ impl<C: CloudProvider + 'static> Disruption<C> {
     }
 
     async fn node_event(&self, node: &str, reason: &str, note: &str) {
-        let node = self.cache.lock().node(node).cloned();
+        let node = self.ctx.cache.lock().node(node).cloned();
         if let Some(node) = node {
-            self.events.normal_node(&node, reason, note).await;
+            self.ctx.events.normal_node(&node, reason, note).await;
         }
     }
 }

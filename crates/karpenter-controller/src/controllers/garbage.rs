@@ -5,39 +5,44 @@
 //! ours nothing claims (leaked, e.g. by a crash between launch and the NodeClaim status write),
 //! and Nodes Karpenter launched that no NodeClaim claims.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Node;
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
-use karpenter_cloud::CloudProvider;
+use karpenter_cloud::{CloudError, CloudProvider};
 use karpenter_lifecycle::garbage::{Collect, collect};
-use kube::Client;
-use kube::api::{Api, DeleteParams};
-use tokio_util::sync::CancellationToken;
+use karpenter_state::Cluster;
 
-use super::cache::ClusterCache;
-use super::metrics::{ControllerMetrics, Reconciled};
-use super::writes;
+use super::writes::WriteError;
+use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// How often the cloud is listed (upstream: 2 min for NodeClaims; instances more often).
 pub const INTERVAL: Duration = Duration::from_secs(30);
 
 /// The garbage-collection loop.
+#[derive(Debug)]
 pub struct GarbageCollection<C> {
-    pub cache: ClusterCache,
-    pub cloud: Arc<C>,
-    pub client: Client,
-    pub metrics: ControllerMetrics,
+    pub ctx: Context<C>,
 }
 
-impl<C> std::fmt::Debug for GarbageCollection<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GarbageCollection").finish_non_exhaustive()
-    }
+/// A look at the cloud failed, or some of what it found could not be removed (the rest was).
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    #[error("listing the cloud's instances: {0}")]
+    List(#[source] CloudError),
+    #[error("{failed} of {found} removals failed; the first: {first}")]
+    Remove {
+        failed: usize,
+        found: usize,
+        first: String,
+    },
 }
+
+/// The one step: look at the cloud.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pass;
 
 fn label(claim: Option<&NodeClaim>, key: &str) -> String {
     claim
@@ -45,53 +50,66 @@ fn label(claim: Option<&NodeClaim>, key: &str) -> String {
         .unwrap_or_default()
 }
 
-impl<C: CloudProvider + 'static> GarbageCollection<C> {
-    /// Runs until `cancel` trips.
-    pub async fn run(self, cancel: CancellationToken) {
-        loop {
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                () = tokio::time::sleep(INTERVAL) => {}
-            }
-            if self.cache.synced() {
-                let started = std::time::Instant::now();
-                self.pass().await;
-                self.metrics.reconciled(
-                    "nodeclaim.garbagecollection",
-                    Reconciled::RequeueAfter,
-                    started.elapsed().as_secs_f64(),
-                );
-            }
-        }
+impl<C: CloudProvider + 'static> Reconciler for GarbageCollection<C> {
+    type Step = Pass;
+    type Error = CollectError;
+    const NAME: &'static str = "nodeclaim.garbagecollection";
+
+    fn shape(&self) -> Shape {
+        Shape::periodic(INTERVAL)
     }
 
-    /// One look at the cloud.
-    pub async fn pass(&self) {
-        let instances = match self.cloud.list().await {
-            Ok(instances) => instances,
-            Err(error) => {
-                tracing::warn!(%error, "listing the cloud's instances failed; no garbage collected this time");
-                return;
-            }
-        };
+    fn scan(&self, _: &Cluster, _: DateTime<Utc>, busy: Busy<'_>) -> Scan<Pass> {
+        let mut scan = Scan::new();
+        if !busy.contains(Self::NAME) {
+            scan.step(Self::NAME, Pass);
+        }
+        scan
+    }
+
+    async fn execute(&self, _: Pass) -> Result<Action, CollectError> {
+        self.pass().await?;
+        Ok(Action::RequeueAfter(INTERVAL))
+    }
+
+    fn error_policy(&self, _: &CollectError) -> Retry {
+        Retry::Backoff
+    }
+
+    fn step_name(_: &Pass) -> &'static str {
+        "collect"
+    }
+}
+
+impl<C: CloudProvider + 'static> GarbageCollection<C> {
+    /// One look at the cloud: every removal is tried; the failures are reported together.
+    pub async fn pass(&self) -> Result<(), CollectError> {
+        let ctx = &self.ctx;
+        let instances = ctx.cloud.list().await.map_err(CollectError::List)?;
         let found = {
-            let cluster = self.cache.lock();
+            let cluster = ctx.cache.lock();
             let claims: Vec<&NodeClaim> = cluster.node_claims().collect();
             let nodes: Vec<&Node> = cluster.nodes().collect();
             collect(&claims, &nodes, &instances, Utc::now())
         };
+        let total = found.len();
+        let mut failures: Vec<String> = Vec::new();
+        let writer = ctx.writer();
         for item in found {
             match item {
                 Collect::NodeClaim { name, provider_id } => {
-                    let claim = self.cache.lock().node_claim(&name).cloned();
+                    let claim = ctx.cache.lock().node_claim(&name).cloned();
                     tracing::info!(nodeclaim = %name, %provider_id, "garbage collecting a NodeClaim whose instance is gone");
-                    match writes::delete_claim(&self.client, &name).await {
-                        Ok(()) => self.metrics.nodeclaim_disrupted(
+                    match writer
+                        .delete::<NodeClaim>(&name, "garbage collecting")
+                        .await
+                    {
+                        Ok(()) => ctx.metrics.nodeclaim_disrupted(
                             "garbage_collected",
                             &label(claim.as_ref(), labels::NODEPOOL),
                             &label(claim.as_ref(), labels::CAPACITY_TYPE),
                         ),
-                        Err(error) => tracing::warn!(%error, "retried next pass"),
+                        Err(error) => failures.push(error.to_string()),
                     }
                 }
                 Collect::Instance { provider_id } => {
@@ -102,22 +120,27 @@ impl<C: CloudProvider + 'static> GarbageCollection<C> {
                         continue;
                     };
                     tracing::warn!(%provider_id, "terminating a leaked instance: no NodeClaim claims it");
-                    match self.cloud.delete(instance).await {
+                    match ctx.cloud.delete(instance).await {
                         Ok(()) => {}
                         Err(error) if error.is_not_found() => {}
-                        Err(error) => tracing::warn!(%provider_id, %error, "retried next pass"),
+                        Err(error) => failures.push(format!("terminating {provider_id}: {error}")),
                     }
                 }
                 Collect::Node { name, provider_id } => {
                     tracing::info!(node = %name, %provider_id, "deleting a Node no NodeClaim claims");
-                    let api: Api<Node> = Api::all(self.client.clone());
-                    match api.delete(&name, &DeleteParams::default()).await {
-                        Ok(_) => {}
-                        Err(kube::Error::Api(status)) if status.code == 404 => {}
-                        Err(error) => tracing::warn!(node = %name, %error, "retried next pass"),
+                    if let Err(error) = writer.delete::<Node>(&name, "garbage collecting").await {
+                        failures.push(WriteError::to_string(&error));
                     }
                 }
             }
+        }
+        match failures.first() {
+            None => Ok(()),
+            Some(first) => Err(CollectError::Remove {
+                failed: failures.len(),
+                found: total,
+                first: first.clone(),
+            }),
         }
     }
 }

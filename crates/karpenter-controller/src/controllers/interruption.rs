@@ -8,29 +8,25 @@
 //! (at most [`CONCURRENCY`]).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_sqs::types::Message;
 use chrono::Utc;
 use futures::StreamExt;
 use karpenter_api::labels;
+use karpenter_api::v1::NodeClaim;
 use karpenter_aws::interruption::{
     Action, ActionOutcome, ClaimRef, Disposition, EventType, InterruptionEvent, Involved, plan,
     provider_id,
 };
 use karpenter_cloud::{CapacityType, CloudProvider, OfferingRef};
-use kube::Client;
+use karpenter_state::Cluster;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use tokio_util::sync::CancellationToken;
 
-use super::cache::ClusterCache;
-use super::events::Events;
-use super::metrics::{ControllerMetrics, Reconciled};
-use super::writes;
 use crate::http::Metrics;
+use crate::reconcile::{self, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// Messages of one receive handled at once.
 pub const CONCURRENCY: usize = 10;
@@ -38,6 +34,8 @@ const MAX_MESSAGES: i32 = 10;
 const WAIT_SECONDS: i32 = 20;
 /// After a failed SQS call.
 const BACKOFF: Duration = Duration::from_secs(5);
+/// How often the loop looks whether a receive is due (one is, as soon as the last ends).
+const RESYNC: Duration = Duration::from_secs(1);
 
 /// The interruption metrics (upstream names).
 #[derive(Debug, Clone)]
@@ -74,22 +72,96 @@ impl InterruptionMetrics {
 }
 
 /// The interruption loop.
+#[derive(Debug)]
 pub struct Interruption<C> {
-    pub cache: ClusterCache,
-    pub cloud: Arc<C>,
-    pub client: Client,
+    pub ctx: Context<C>,
     pub sqs: aws_sdk_sqs::Client,
     pub queue: String,
-    pub events: Events,
-    pub metrics: ControllerMetrics,
     pub interruption_metrics: InterruptionMetrics,
+    /// The queue's URL, once resolved.
+    url: tokio::sync::Mutex<Option<String>>,
 }
 
-impl<C> std::fmt::Debug for Interruption<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Interruption")
-            .field("queue", &self.queue)
-            .finish_non_exhaustive()
+/// The one step: receive (a long poll) and handle what came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Receive;
+
+/// An SQS call failed; the loop tries again after [`BACKOFF`].
+#[derive(Debug, thiserror::Error)]
+#[error("{operation} on queue {queue}: {message}")]
+pub struct SqsError {
+    operation: &'static str,
+    queue: String,
+    message: String,
+}
+
+impl<C> Interruption<C> {
+    pub fn new(
+        ctx: Context<C>,
+        sqs: aws_sdk_sqs::Client,
+        queue: String,
+        interruption_metrics: InterruptionMetrics,
+    ) -> Self {
+        Interruption {
+            ctx,
+            sqs,
+            queue,
+            interruption_metrics,
+            url: tokio::sync::Mutex::new(None),
+        }
+    }
+}
+
+impl<C: CloudProvider + 'static> Reconciler for Interruption<C> {
+    type Step = Receive;
+    type Error = SqsError;
+    const NAME: &'static str = "interruption";
+
+    fn shape(&self) -> Shape {
+        Shape::periodic(RESYNC)
+    }
+
+    fn scan(&self, _: &Cluster, _: chrono::DateTime<Utc>, busy: Busy<'_>) -> Scan<Receive> {
+        let mut scan = Scan::new();
+        if !busy.contains(Self::NAME) {
+            scan.step(Self::NAME, Receive);
+        }
+        scan
+    }
+
+    async fn execute(&self, _: Receive) -> Result<reconcile::Action, SqsError> {
+        let url = self.queue_url().await?;
+        let received = self
+            .sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(MAX_MESSAGES)
+            .wait_time_seconds(WAIT_SECONDS)
+            .send()
+            .await
+            .map_err(|error| SqsError {
+                operation: "ReceiveMessage",
+                queue: self.queue.clone(),
+                message: aws_sdk_sqs::error::DisplayErrorContext(&error).to_string(),
+            })?;
+        let messages = received.messages.unwrap_or_default();
+        if !messages.is_empty() {
+            let claims = self.claims_by_instance();
+            futures::stream::iter(messages)
+                .for_each_concurrent(CONCURRENCY, |message| self.handle(&url, &claims, message))
+                .await;
+        }
+        // One receive (a long poll) and its messages: one reconciliation of upstream's
+        // `interruption` controller; the next starts at once.
+        Ok(reconcile::Action::RequeueAfter(Duration::ZERO))
+    }
+
+    fn error_policy(&self, _: &SqsError) -> Retry {
+        Retry::After(BACKOFF)
+    }
+
+    fn step_name(_: &Receive) -> &'static str {
+        "receive"
     }
 }
 
@@ -112,87 +184,37 @@ fn label(claim: &karpenter_api::v1::NodeClaim, key: &str) -> Option<String> {
 }
 
 impl<C: CloudProvider + 'static> Interruption<C> {
-    /// Runs until `cancel` trips.
-    pub async fn run(self, cancel: CancellationToken) {
-        let Some(url) = self.queue_url(&cancel).await else {
-            return;
+    /// The queue's URL (`GetQueueUrl` the first time).
+    async fn queue_url(&self) -> Result<String, SqsError> {
+        let mut url = self.url.lock().await;
+        if let Some(url) = url.as_ref() {
+            return Ok(url.clone());
+        }
+        let failed = |message: String| SqsError {
+            operation: "GetQueueUrl",
+            queue: self.queue.clone(),
+            message,
         };
-        tracing::info!(queue = %self.queue, %url, "handling interruption messages");
-        loop {
-            let started = std::time::Instant::now();
-            let received = tokio::select! {
-                () = cancel.cancelled() => return,
-                received = self.sqs.receive_message()
-                    .queue_url(&url)
-                    .max_number_of_messages(MAX_MESSAGES)
-                    .wait_time_seconds(WAIT_SECONDS)
-                    .send() => received,
-            };
-            let messages = match received {
-                Ok(out) => out.messages.unwrap_or_default(),
-                Err(error) => {
-                    tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&error), queue = %self.queue, "receiving interruption messages failed");
-                    self.metrics.reconciled(
-                        "interruption",
-                        Reconciled::Error,
-                        started.elapsed().as_secs_f64(),
-                    );
-                    tokio::select! {
-                        () = cancel.cancelled() => return,
-                        () = tokio::time::sleep(BACKOFF) => continue,
-                    }
-                }
-            };
-            if !messages.is_empty() {
-                let claims = self.claims_by_instance();
-                futures::stream::iter(messages)
-                    .for_each_concurrent(CONCURRENCY, |message| self.handle(&url, &claims, message))
-                    .await;
-            }
-            // One receive (a long poll) and its messages: one reconciliation of upstream's
-            // `interruption` controller.
-            self.metrics.reconciled(
-                "interruption",
-                Reconciled::RequeueAfter,
-                started.elapsed().as_secs_f64(),
-            );
-        }
-    }
-
-    /// The queue's URL, retried until it resolves (or `None` once cancelled).
-    async fn queue_url(&self, cancel: &CancellationToken) -> Option<String> {
-        loop {
-            match self
-                .sqs
-                .get_queue_url()
-                .queue_name(&self.queue)
-                .send()
-                .await
-            {
-                Ok(out) => {
-                    if let Some(url) = out.queue_url {
-                        return Some(url);
-                    }
-                    tracing::warn!(queue = %self.queue, "GetQueueUrl returned no URL");
-                }
-                Err(error) => tracing::warn!(
-                    error = %aws_sdk_sqs::error::DisplayErrorContext(&error),
-                    queue = %self.queue,
-                    "resolving the interruption queue failed; retrying"
-                ),
-            }
-            tokio::select! {
-                () = cancel.cancelled() => return None,
-                () = tokio::time::sleep(BACKOFF) => {}
-            }
-        }
+        let out = self
+            .sqs
+            .get_queue_url()
+            .queue_name(&self.queue)
+            .send()
+            .await
+            .map_err(|error| failed(aws_sdk_sqs::error::DisplayErrorContext(&error).to_string()))?;
+        let resolved = out
+            .queue_url
+            .ok_or_else(|| failed("no URL returned".to_owned()))?;
+        tracing::info!(queue = %self.queue, url = %resolved, "handling interruption messages");
+        *url = Some(resolved.clone());
+        Ok(resolved)
     }
 
     /// Our NodeClaims by EC2 instance id (from their provider ids). On the simulated cloud an
     /// instance is named after its Node (`kwok://<name>`), so interruption events can be
     /// rehearsed there with `instance-id` set to a node's name.
     fn claims_by_instance(&self) -> HashMap<String, ClaimRef> {
-        let cluster = self.cache.lock();
+        let cluster = self.ctx.cache.lock();
         cluster
             .node_claims()
             .filter_map(|c| {
@@ -277,7 +299,7 @@ impl<C: CloudProvider + 'static> Interruption<C> {
                 } else {
                     CapacityType::OnDemand
                 };
-                self.cloud.mark_unavailable(&[OfferingRef {
+                self.ctx.cloud.mark_unavailable(&[OfferingRef {
                     instance_type: instance_type.clone(),
                     zone: zone.clone(),
                     capacity_type,
@@ -290,7 +312,7 @@ impl<C: CloudProvider + 'static> Interruption<C> {
                 reason,
             } => {
                 let (exists, pool, capacity) = {
-                    let cluster = self.cache.lock();
+                    let cluster = self.ctx.cache.lock();
                     let claim = cluster.node_claim(name);
                     (
                         claim.is_some_and(|c| c.metadata.deletion_timestamp.is_none()),
@@ -302,10 +324,15 @@ impl<C: CloudProvider + 'static> Interruption<C> {
                     // Gone or already being deleted: nothing to do, nothing to count.
                     return ActionOutcome::NotFound;
                 }
-                match writes::delete_claim(&self.client, name).await {
+                match self
+                    .ctx
+                    .writer()
+                    .delete::<NodeClaim>(name, "deleting")
+                    .await
+                {
                     Ok(()) => {
                         tracing::info!(nodeclaim = %name, reason = reason.as_str(), "interruption: NodeClaim deleted");
-                        self.metrics.nodeclaim_disrupted(
+                        self.ctx.metrics.nodeclaim_disrupted(
                             reason.as_str(),
                             pool.as_deref().unwrap_or_default(),
                             capacity.as_deref().unwrap_or_default(),
@@ -337,28 +364,32 @@ impl<C: CloudProvider + 'static> Interruption<C> {
         let warning = event.event_type == EventType::Warning;
         match &event.involved {
             Involved::NodeClaim(name) => {
-                let claim = self.cache.lock().node_claim(name).cloned();
+                let claim = self.ctx.cache.lock().node_claim(name).cloned();
                 if let Some(claim) = claim {
                     if warning {
-                        self.events
+                        self.ctx
+                            .events
                             .warn_node_claim(&claim, event.reason, event.message)
                             .await;
                     } else {
-                        self.events
+                        self.ctx
+                            .events
                             .normal_node_claim(&claim, event.reason, event.message)
                             .await;
                     }
                 }
             }
             Involved::Node(name) => {
-                let node = self.cache.lock().node(name).cloned();
+                let node = self.ctx.cache.lock().node(name).cloned();
                 if let Some(node) = node {
                     if warning {
-                        self.events
+                        self.ctx
+                            .events
                             .warn_node(&node, event.reason, event.message)
                             .await;
                     } else {
-                        self.events
+                        self.ctx
+                            .events
                             .normal_node(&node, event.reason, event.message)
                             .await;
                     }

@@ -92,6 +92,8 @@ pub struct ControllerMetrics {
     reconcile_time: Family<Labels, Histogram, fn() -> Histogram>,
     reconcile_total: Family<Labels, Counter>,
     reconcile_errors: Family<Labels, Counter>,
+    active_workers: Family<Labels, Gauge>,
+    max_concurrent_reconciles: Family<Labels, Gauge>,
     nodes_allocatable: Family<Labels, FloatGauge>,
     nodes_total_pod_requests: Family<Labels, FloatGauge>,
     nodes_total_daemon_requests: Family<Labels, FloatGauge>,
@@ -133,6 +135,8 @@ impl ControllerMetrics {
             reconcile_time: Family::new_with_constructor(reconcile_histogram),
             reconcile_total: Family::default(),
             reconcile_errors: Family::default(),
+            active_workers: Family::default(),
+            max_concurrent_reconciles: Family::default(),
             nodes_allocatable: Family::default(),
             nodes_total_pod_requests: Family::default(),
             nodes_total_daemon_requests: Family::default(),
@@ -262,6 +266,16 @@ impl ControllerMetrics {
             "controller_runtime_reconcile_errors",
             "Total number of reconciliation errors per controller",
             metrics.reconcile_errors.clone(),
+        );
+        registry.register(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            metrics.active_workers.clone(),
+        );
+        registry.register(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            metrics.max_concurrent_reconciles.clone(),
         );
         registry.register(
             "karpenter_nodes_allocatable",
@@ -444,6 +458,20 @@ impl ControllerMetrics {
         if result == Reconciled::Error {
             self.reconcile_errors.get_or_create(&name).inc();
         }
+    }
+
+    /// `controller`'s steps in flight now.
+    pub fn active_workers(&self, controller: &str, workers: usize) {
+        self.active_workers
+            .get_or_create(&vec![("controller", controller.to_owned())])
+            .set(i64::try_from(workers).unwrap_or(i64::MAX));
+    }
+
+    /// How many steps `controller` runs at once at most.
+    pub fn max_concurrent_reconciles(&self, controller: &str, workers: usize) {
+        self.max_concurrent_reconciles
+            .get_or_create(&vec![("controller", controller.to_owned())])
+            .set(i64::try_from(workers).unwrap_or(i64::MAX));
     }
 
     /// One Eviction API call answered with `code`.

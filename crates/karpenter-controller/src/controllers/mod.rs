@@ -10,7 +10,7 @@ pub mod disruption;
 pub mod event_series;
 pub mod events;
 pub mod garbage;
-pub mod in_flight;
+pub mod instance_types;
 pub mod interruption;
 pub mod metrics;
 pub mod nodeclaim;
@@ -29,6 +29,7 @@ use karpenter_lifecycle::LifecycleConfig;
 use tokio::task::JoinSet;
 
 use crate::cloud::kwok::{Kwok, KwokCloud, KwokOptions, NodePoolLookup, TypeSource};
+use crate::reconcile::{self, Context, Reconciler};
 use crate::run::{ControllerContext, ControllerError};
 use crate::settings::CloudProviderKind;
 use cache::ClusterCache;
@@ -61,7 +62,22 @@ pub enum StartError {
 }
 
 /// Extra controllers a cloud provider starts once this replica leads.
-type Extra = Box<dyn FnOnce(&mut JoinSet<()>, &Events, &ControllerContext) + Send>;
+type Extra<C> = Box<dyn FnOnce(&mut JoinSet<()>, &Context<C>, &ControllerContext) + Send>;
+
+/// Runs `reconciler` on the driver in `tasks` until `ctx.cancel` trips.
+fn spawn<R: Reconciler>(
+    tasks: &mut JoinSet<()>,
+    reconciler: R,
+    ctx: &Context<impl Send + Sync + 'static>,
+    cancel: &tokio_util::sync::CancellationToken,
+) {
+    tasks.spawn(reconcile::run(
+        Arc::new(reconciler),
+        ctx.cache.clone(),
+        ctx.metrics.clone(),
+        cancel.clone(),
+    ));
+}
 
 /// Starts every controller and runs until `ctx.cancel` trips. The simulated cloud reads its
 /// options from the process environment (`KWOK_*`).
@@ -125,65 +141,50 @@ pub async fn run_aws(
         .ami_refresh_interval
         .min(settings.subnet_refresh_interval);
     let extra_cloud = cloud.clone();
-    let extra_cache = cache.clone();
-    let extra: Extra = Box::new(move |tasks, events, ctx| {
-        let cloud = extra_cloud;
-        tasks.spawn(refresh_aws_catalog(cloud.clone(), ctx.cancel.clone()));
-        tasks.spawn(
-            tagging::Tagging {
-                cache: extra_cache.clone(),
-                client: ctx.clients.main.clone(),
-                clients: clients.clone(),
-                cluster: ctx.settings.cluster_name.clone(),
-            }
-            .run(ctx.cancel.clone()),
-        );
-        tasks.spawn(
-            nodeclass::NodeClassController {
-                cache: extra_cache,
-                client: ctx.clients.main.clone(),
-                resolver: karpenter_aws_provider::nodeclass::NodeClassResolver::new(
-                    clients,
-                    ctx.settings.cluster_name.clone(),
-                ),
-                cloud,
-                events: events.clone(),
-                k8s_version,
-                ca_bundle,
-                refresh,
-            }
-            .run(ctx.cancel.clone()),
-        );
-    });
+    let extra: Extra<karpenter_aws_provider::AwsCloud<nodeclass::CachedClasses>> =
+        Box::new(move |tasks, context, ctx| {
+            let cancel = &ctx.cancel;
+            spawn(
+                tasks,
+                instance_types::InstanceTypeRefresh::new(extra_cloud),
+                context,
+                cancel,
+            );
+            spawn(
+                tasks,
+                tagging::Tagging {
+                    ctx: context.clone(),
+                    clients: clients.clone(),
+                },
+                context,
+                cancel,
+            );
+            spawn(
+                tasks,
+                nodeclass::NodeClassController {
+                    ctx: context.clone(),
+                    resolver: karpenter_aws_provider::nodeclass::NodeClassResolver::new(
+                        clients,
+                        ctx.settings.cluster_name.clone(),
+                    ),
+                    k8s_version,
+                    ca_bundle,
+                    refresh,
+                    resolved: nodeclass::Resolved::default(),
+                },
+                context,
+                cancel,
+            );
+            spawn(
+                tasks,
+                nodeclass::LaunchTemplateSweep {
+                    ctx: context.clone(),
+                },
+                context,
+                cancel,
+            );
+        });
     run_with(ctx, cache, metrics, cloud, sqs, Some(extra)).await
-}
-
-/// Prices at once, then prices and instance types every 12 hours (upstream's schedule); a
-/// failed refresh keeps what was known and is tried again in 5 minutes.
-async fn refresh_aws_catalog<L: karpenter_aws_provider::NodeClasses>(
-    cloud: Arc<karpenter_aws_provider::AwsCloud<L>>,
-    cancel: tokio_util::sync::CancellationToken,
-) {
-    const EVERY: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
-    const RETRY: std::time::Duration = std::time::Duration::from_secs(300);
-    let mut first = true;
-    loop {
-        let mut failed = false;
-        if !first && let Err(error) = cloud.refresh_catalog().await {
-            tracing::warn!(%error, "refreshing the instance types failed; the last list stays");
-            failed = true;
-        }
-        for error in cloud.refresh_prices().await {
-            tracing::warn!(%error, "refreshing prices failed; the last prices (or the embedded ones) stay");
-            failed = true;
-        }
-        first = false;
-        let wait = if failed { RETRY } else { EVERY };
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            () = tokio::time::sleep(wait) => {}
-        }
-    }
 }
 
 /// Starts every controller on the simulated cloud with `options`.
@@ -216,7 +217,7 @@ async fn run_with<C: CloudProvider + 'static>(
     metrics: ControllerMetrics,
     cloud: Arc<C>,
     sqs: Option<aws_sdk_sqs::Client>,
-    extra: Option<Extra>,
+    extra: Option<Extra<C>>,
 ) -> Result<(), ControllerError> {
     let mut tasks = JoinSet::new();
     // A standby keeps its caches warm and reports ready once they are synced; it writes
@@ -251,105 +252,129 @@ async fn run_with<C: CloudProvider + 'static>(
         while tasks.join_next().await.is_some() {}
         return Ok(());
     }
-    let client = ctx.clients.main.clone();
-    let events = Events::new(client.clone());
-    // One instance-type conversion, shared by the loops that read it.
-    let catalogs = catalogs::Catalogs::default();
+    let context = Context {
+        client: ctx.clients.main.clone(),
+        cache: cache.clone(),
+        cloud,
+        events: Events::new(ctx.clients.main.clone()),
+        metrics: metrics.clone(),
+        settings: ctx.settings.clone(),
+        // One instance-type conversion, shared by the loops that read it.
+        catalogs: catalogs::Catalogs::default(),
+    };
+    let cancel = &ctx.cancel;
     if let Some(extra) = extra {
-        extra(&mut tasks, &events, &ctx);
+        extra(&mut tasks, &context, &ctx);
     }
-    tasks.spawn(
-        provisioner::Provisioner {
-            cache: cache.clone(),
-            cloud: cloud.clone(),
-            client: client.clone(),
-            settings: ctx.settings.clone(),
-            events: events.clone(),
-            metrics: metrics.clone(),
-            catalogs: catalogs.clone(),
-        }
-        .run(ctx.cancel.clone()),
+    spawn(
+        &mut tasks,
+        provisioner::Provisioner::new(context.clone()),
+        &context,
+        cancel,
     );
-    tasks.spawn(
+    spawn(
+        &mut tasks,
+        claim_disruption::HashStamps {
+            ctx: context.clone(),
+        },
+        &context,
+        cancel,
+    );
+    spawn(
+        &mut tasks,
+        claim_disruption::PodEvents::new(context.clone()),
+        &context,
+        cancel,
+    );
+    spawn(
+        &mut tasks,
         claim_disruption::ClaimDisruption {
-            cache: cache.clone(),
-            cloud: cloud.clone(),
-            client: client.clone(),
-            settings: ctx.settings.clone(),
-            events: events.clone(),
-            catalogs: catalogs.clone(),
-        }
-        .run(ctx.cancel.clone()),
+            ctx: context.clone(),
+        },
+        &context,
+        cancel,
     );
     if let Some(queue) = ctx.settings.interruption_queue.clone() {
-        tasks.spawn(
-            interruption::Interruption {
-                cache: cache.clone(),
-                cloud: cloud.clone(),
-                client: client.clone(),
-                sqs: match sqs {
-                    Some(sqs) => sqs,
-                    None => interruption::sqs_client().await,
-                },
+        let sqs = match sqs {
+            Some(sqs) => sqs,
+            None => interruption::sqs_client().await,
+        };
+        spawn(
+            &mut tasks,
+            interruption::Interruption::new(
+                context.clone(),
+                sqs,
                 queue,
-                events: events.clone(),
-                metrics: metrics.clone(),
-                interruption_metrics: interruption::InterruptionMetrics::register(&ctx.metrics),
-            }
-            .run(ctx.cancel.clone()),
+                interruption::InterruptionMetrics::register(&ctx.metrics),
+            ),
+            &context,
+            cancel,
         );
     }
-    tasks.spawn(
+    spawn(
+        &mut tasks,
         garbage::GarbageCollection {
-            cache: cache.clone(),
-            cloud: cloud.clone(),
-            client: client.clone(),
-            metrics: metrics.clone(),
-        }
-        .run(ctx.cancel.clone()),
+            ctx: context.clone(),
+        },
+        &context,
+        cancel,
     );
-    tasks.spawn(
-        disruption::Disruption {
-            cache: cache.clone(),
-            cloud: cloud.clone(),
-            client: client.clone(),
-            settings: ctx.settings.clone(),
-            events: events.clone(),
-            metrics: metrics.clone(),
-            catalogs,
-        }
-        .run(ctx.cancel.clone()),
+    spawn(
+        &mut tasks,
+        disruption::Disruption::new(context.clone()),
+        &context,
+        cancel,
     );
-    tasks.spawn(
+    spawn(
+        &mut tasks,
         termination::Termination {
-            cache: cache.clone(),
-            cloud: cloud.clone(),
-            client: client.clone(),
-            events: events.clone(),
-            metrics: metrics.clone(),
-        }
-        .run(ctx.cancel.clone()),
+            ctx: context.clone(),
+        },
+        &context,
+        cancel,
     );
-    tasks.spawn(
+    spawn(
+        &mut tasks,
         nodeclaim::Lifecycle {
-            cache: cache.clone(),
-            cloud,
-            client: client.clone(),
-            events,
-            metrics: metrics.clone(),
+            ctx: context.clone(),
             config: LifecycleConfig {
                 registration_ttl: ctx.settings.registration_ttl,
                 ..LifecycleConfig::default()
             },
-        }
-        .run(ctx.cancel.clone()),
+        },
+        &context,
+        cancel,
     );
-    tasks.spawn(nodepool_counter::run(
-        cache.clone(),
-        client,
-        metrics.clone(),
-        ctx.cancel.clone(),
-    ));
+    spawn(
+        &mut tasks,
+        nodepool_counter::NodePoolCounter {
+            ctx: context.clone(),
+        },
+        &context,
+        cancel,
+    );
+    spawn(
+        &mut tasks,
+        nodepool_counter::NodePoolMetrics {
+            ctx: context.clone(),
+        },
+        &context,
+        cancel,
+    );
+    let gauges =
+        metrics::state::SharedState::new(metrics.clone(), cache.clone(), chrono::Utc::now());
+    spawn(
+        &mut tasks,
+        metrics::state::NodeMetrics(gauges.clone()),
+        &context,
+        cancel,
+    );
+    spawn(
+        &mut tasks,
+        metrics::state::PodMetrics(gauges),
+        &context,
+        cancel,
+    );
     while tasks.join_next().await.is_some() {}
     Ok(())
 }

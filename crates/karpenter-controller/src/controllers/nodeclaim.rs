@@ -1,82 +1,55 @@
 //! The NodeClaim lifecycle executor (upstream `nodeclaim.lifecycle`): for every NodeClaim in
 //! the index, [`karpenter_lifecycle::decide`] says what to do next and this module does it
-//! against the API server and the cloud. Each NodeClaim has at most one step in flight;
-//! steps run concurrently across NodeClaims (bounded). The loop wakes on every change of the
-//! index and at least every [`RESYNC`].
+//! against the API server and the cloud. The driver runs one step per NodeClaim at a time,
+//! [`CONCURRENCY`] across NodeClaims, on every change of the index and at least every
+//! [`RESYNC`] (sooner when a NodeClaim's registration deadline comes first).
 
-use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Node;
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_cloud::{CloudError, CloudProvider};
 use karpenter_lifecycle::lifecycle::{
-    self, initialized_claim, initialized_node, launched, registered_claim, registered_node,
-    set_condition,
+    initialized_claim, initialized_node, launched, registered_claim, registered_node, set_condition,
 };
-use karpenter_lifecycle::{LifecycleConfig, Step, decide, termination};
-use karpenter_state::{Kind, Object, ObjectRef};
-use kube::Client;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use karpenter_lifecycle::{LifecycleConfig, Step, decide};
+use karpenter_state::Cluster;
 use serde_json::json;
-use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 
-use super::cache::ClusterCache;
-use super::events::Events;
-use super::in_flight::{Backoff, InFlight};
+use super::writes::WriteError;
+use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
-/// The key a NodeClaim's failures back off under: a deletion is a new start (a failing launch
-/// must not hold up the finalizer).
-fn backoff_key(claim: &NodeClaim) -> String {
-    let name = claim.metadata.name.as_deref().unwrap_or_default();
-    if claim.metadata.deletion_timestamp.is_some() {
-        format!("{name}#deleting")
-    } else {
-        name.to_owned()
-    }
-}
-use super::metrics::{ControllerMetrics, Reconciled};
-
-/// The loop looks at every NodeClaim at most this often on changes.
-const SCAN_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
-
+/// Changes are looked at at most this often.
+const SCAN_INTERVAL: Duration = Duration::from_millis(50);
 /// The loop runs at least this often.
 pub const RESYNC: Duration = Duration::from_secs(2);
 /// Steps in flight at once.
-const CONCURRENCY: usize = 64;
+pub const CONCURRENCY: usize = 64;
 
 /// The lifecycle loop.
+#[derive(Debug)]
 pub struct Lifecycle<C> {
-    pub cache: ClusterCache,
-    pub cloud: Arc<C>,
-    pub client: Client,
-    pub events: Events,
-    pub metrics: ControllerMetrics,
+    pub ctx: Context<C>,
     pub config: LifecycleConfig,
 }
 
-/// A step failed; it is retried on the next pass.
+/// One NodeClaim's next step, with the objects it was decided from.
+#[derive(Debug, Clone)]
+pub struct ClaimStep {
+    pub claim: NodeClaim,
+    pub node: Option<Node>,
+    pub step: Step,
+}
+
+/// A step failed; the driver retries it.
 #[derive(Debug, thiserror::Error)]
 pub enum StepError {
-    #[error("{step} of nodeclaim {claim}: {source}")]
-    Api {
-        step: &'static str,
-        claim: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("{step} of node {node}: {source}")]
-    NodeApi {
-        step: &'static str,
-        node: String,
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Write(#[from] WriteError),
     #[error("{step} of nodeclaim {claim}: {source}")]
     Cloud {
         step: &'static str,
@@ -86,37 +59,14 @@ pub enum StepError {
     },
 }
 
-impl<C> std::fmt::Debug for Lifecycle<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lifecycle")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Removes our finalizer from an object (a missing object is fine: it is gone already).
-pub(super) async fn release<K>(
-    api: &Api<K>,
-    name: &str,
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Result<(), kube::Error>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let finalizers: Vec<&String> = meta
-        .finalizers
-        .iter()
-        .flatten()
-        .filter(|f| *f != labels::TERMINATION_FINALIZER)
-        .collect();
-    let patch = json!({"metadata": {"finalizers": finalizers}});
-    match api
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-        Err(error) => Err(error),
+impl StepError {
+    /// What the failure means: a conflicting write is tried again at once from a fresher
+    /// copy; anything else (an API or cloud failure) backs off.
+    pub fn retry(&self) -> Retry {
+        match self {
+            StepError::Write(error) => error.retry(),
+            StepError::Cloud { .. } => Retry::Backoff,
+        }
     }
 }
 
@@ -129,141 +79,106 @@ fn label<'a>(claim: &'a NodeClaim, key: &str) -> &'a str {
         .map_or("", String::as_str)
 }
 
-impl<C: CloudProvider + 'static> Lifecycle<C> {
-    /// Runs until `cancel` trips.
-    pub async fn run(self, cancel: CancellationToken) {
-        let this = Arc::new(self);
-        let busy = InFlight::default();
-        let backoff = Backoff::default();
-        let permits = Arc::new(Semaphore::new(CONCURRENCY));
-        let mut changes = this.cache.changes(SCAN_INTERVAL);
-        loop {
-            if this.cache.synced() {
-                let waiting = backoff.waiting(std::time::Instant::now());
-                let steps = {
-                    let mut busy = busy.lock();
-                    let steps = this.pending_steps(&busy, &waiting);
-                    for (claim, _, _) in &steps {
-                        busy.insert(claim.metadata.name.clone().unwrap_or_default());
-                    }
-                    steps
-                };
-                for (claim, node, step) in steps {
-                    let name = claim.metadata.name.clone().unwrap_or_default();
-                    let (this, busy, permits, backoff) =
-                        (this.clone(), busy.clone(), permits.clone(), backoff.clone());
-                    tokio::spawn(async move {
-                        let _permit = permits.acquire_owned().await;
-                        let started = std::time::Instant::now();
-                        let result = this.execute(&claim, node.as_ref(), step).await;
-                        this.metrics.reconciled(
-                            "nodeclaim.lifecycle",
-                            Reconciled::of(&result),
-                            started.elapsed().as_secs_f64(),
-                        );
-                        let key = backoff_key(&claim);
-                        match result {
-                            Ok(()) => backoff.succeeded(&key),
-                            Err(error) => {
-                                let delay = backoff.failed(&key, std::time::Instant::now());
-                                tracing::warn!(%error, retry_in = ?delay, "lifecycle step failed; retrying");
-                            }
-                        }
-                        busy.done(&name);
-                    });
-                }
-            }
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                _ = changes.changed() => {}
-                () = tokio::time::sleep(RESYNC) => {}
-            }
+/// The steps to take now: every NodeClaim whose next step writes something, with its Node.
+/// NodeClaims with a step in flight are skipped before anything is copied (a NodeClaim naming
+/// 600 instance types is 20 KB; copying every one on every scan was a third of the
+/// controller's CPU with 500 NodeClaims in flight).
+pub fn scan(
+    cluster: &Cluster,
+    now: DateTime<Utc>,
+    config: &LifecycleConfig,
+    busy: Busy<'_>,
+) -> Scan<ClaimStep> {
+    let by_provider: BTreeMap<&str, &Node> = cluster
+        .nodes()
+        .filter_map(|n| Some((n.spec.as_ref()?.provider_id.as_deref()?, n)))
+        .collect();
+    let mut scan = Scan::new();
+    for claim in cluster.node_claims() {
+        let Some(name) = claim.metadata.name.as_deref() else {
+            continue;
+        };
+        if busy.contains(name) {
+            continue;
         }
+        let node = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .and_then(|id| by_provider.get(id).copied());
+        let step = decide(claim, node, now, config);
+        match &step {
+            Step::Done => continue,
+            Step::Wait { requeue_after } => {
+                if let Some(after) = requeue_after {
+                    scan.requeue_after(*after);
+                }
+                continue;
+            }
+            Step::AwaitRegistration { requeue_after } => scan.requeue_after(*requeue_after),
+            _ => {}
+        }
+        scan.step(
+            name,
+            ClaimStep {
+                claim: claim.clone(),
+                node: node.cloned(),
+                step,
+            },
+        );
+    }
+    scan
+}
+
+impl<C: CloudProvider + 'static> Reconciler for Lifecycle<C> {
+    type Step = ClaimStep;
+    type Error = StepError;
+    const NAME: &'static str = "nodeclaim.lifecycle";
+
+    fn shape(&self) -> Shape {
+        Shape::new(SCAN_INTERVAL, RESYNC).concurrency(CONCURRENCY)
     }
 
-    /// Every NodeClaim whose next step is not "wait" or "done", with its Node.
-    /// The steps to start now: NodeClaims with a step in flight (`busy`) are skipped before
-    /// anything is copied (a NodeClaim naming 600 instance types is 20 KB; copying every one
-    /// on every scan was a third of the controller's CPU with 500 NodeClaims in flight).
-    fn pending_steps(
-        &self,
-        busy: &HashSet<String>,
-        waiting: &HashSet<String>,
-    ) -> Vec<(NodeClaim, Option<Node>, Step)> {
-        let now = Utc::now();
-        let cluster = self.cache.lock();
-        let by_provider: BTreeMap<&str, &Node> = cluster
-            .nodes()
-            .filter_map(|n| Some((n.spec.as_ref()?.provider_id.as_deref()?, n)))
-            .collect();
-        cluster
-            .node_claims()
-            .filter(|claim| {
-                claim
-                    .metadata
-                    .name
-                    .as_ref()
-                    .is_none_or(|name| !busy.contains(name))
-                    && !waiting.contains(&backoff_key(claim))
-            })
-            .filter_map(|claim| {
-                let node = claim
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.provider_id.as_deref())
-                    .and_then(|id| by_provider.get(id).copied());
-                let step = decide(claim, node, now, &self.config);
-                let waiting_and_said = match &step {
-                    Step::Done => true,
-                    Step::AwaitRegistration { .. } => {
-                        lifecycle::is_condition(claim, conditions::REGISTERED, "Unknown")
-                    }
-                    Step::AwaitInitialization { .. } => {
-                        lifecycle::is_condition(claim, conditions::INITIALIZED, "Unknown")
-                    }
-                    _ => false,
-                };
-                (!waiting_and_said).then(|| (claim.clone(), node.cloned(), step))
-            })
-            .collect()
+    fn scan(&self, cluster: &Cluster, now: DateTime<Utc>, busy: Busy<'_>) -> Scan<ClaimStep> {
+        scan(cluster, now, &self.config, busy)
     }
 
-    fn claims(&self) -> Api<NodeClaim> {
-        Api::all(self.client.clone())
+    async fn execute(&self, step: ClaimStep) -> Result<Action, StepError> {
+        self.execute(&step.claim, step.node.as_ref(), step.step)
+            .await
+            .map(|()| Action::AwaitChange)
     }
 
-    fn nodes(&self) -> Api<Node> {
-        Api::all(self.client.clone())
+    fn error_policy(&self, error: &StepError) -> Retry {
+        error.retry()
     }
 
+    fn step_name(step: &ClaimStep) -> &'static str {
+        step.step.name()
+    }
+}
+
+impl<C: CloudProvider + 'static> Lifecycle<C> {
     async fn execute(
         &self,
         claim: &NodeClaim,
         node: Option<&Node>,
         step: Step,
     ) -> Result<(), StepError> {
+        let writer = self.ctx.writer();
         let name = claim.metadata.name.clone().unwrap_or_default();
-        let api_error = |step: &'static str| {
-            let claim = name.clone();
-            move |source| StepError::Api {
-                step,
-                claim,
-                source,
-            }
-        };
         let now = Utc::now();
         match step {
-            Step::Done => Ok(()),
+            Step::Done | Step::Wait { .. } => Ok(()),
             Step::AddFinalizer => {
-                let mut finalizers = claim.metadata.finalizers.clone().unwrap_or_default();
-                finalizers.push(labels::TERMINATION_FINALIZER.to_owned());
-                let patch = json!({"metadata": {"finalizers": finalizers}});
-                let updated = self
-                    .claims()
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(api_error("adding the finalizer"))?;
-                self.cache.apply(Object::NodeClaim(updated));
+                writer
+                    .set_finalizer(
+                        claim,
+                        labels::TERMINATION_FINALIZER,
+                        true,
+                        "adding the finalizer",
+                    )
+                    .await?;
                 Ok(())
             }
             Step::Launch => self.launch(claim).await,
@@ -277,11 +192,13 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                     "Node not registered with cluster",
                     now,
                 );
-                self.write_status(&updated, "recording registration").await
+                self.write_status(claim, &updated, "recording registration")
+                    .await
             }
             Step::Register { node: node_name } => {
                 let Some(node) = node else { return Ok(()) };
                 let desired = registered_node(claim, node);
+                // Finalizers and taints are lists: the patch is guarded by the Node's version.
                 let patch = json!({
                     "metadata": {
                         "labels": desired.metadata.labels,
@@ -291,15 +208,22 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                     },
                     "spec": {"taints": desired.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default()},
                 });
-                let patched = self
-                    .nodes()
-                    .patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(api_error("registering the node"))?;
-                self.cache.apply(Object::Node(patched));
-                self.write_status(&registered_claim(claim, &node_name, now), "registering")
-                    .await?;
-                self.metrics.node_created(label(claim, labels::NODEPOOL));
+                if writer
+                    .patch_guarded(node, patch, "registering the node")
+                    .await?
+                    .is_none()
+                {
+                    return Ok(());
+                }
+                self.write_status(
+                    claim,
+                    &registered_claim(claim, &node_name, now),
+                    "registering",
+                )
+                .await?;
+                self.ctx
+                    .metrics
+                    .node_created(label(claim, labels::NODEPOOL));
                 tracing::info!(nodeclaim = %name, node = %node_name, "registered");
                 Ok(())
             }
@@ -313,63 +237,123 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                     &waiting_for,
                     now,
                 );
-                self.write_status(&updated, "recording initialization")
+                self.write_status(claim, &updated, "recording initialization")
                     .await
             }
             Step::Initialize { node: node_name } => {
                 let Some(node) = node else { return Ok(()) };
                 let desired = initialized_node(node);
-                let patch = json!({"metadata": {"labels": desired.metadata.labels}});
-                let patched = self
-                    .nodes()
-                    .patch(&node_name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(api_error("initializing the node"))?;
-                self.cache.apply(Object::Node(patched));
-                self.write_status(&initialized_claim(claim, now), "initializing")
+                if writer
+                    .merge_metadata::<Node>(
+                        &node_name,
+                        json!({"labels": desired.metadata.labels}),
+                        "initializing the node",
+                    )
+                    .await?
+                    .is_none()
+                {
+                    return Ok(());
+                }
+                self.write_status(claim, &initialized_claim(claim, now), "initializing")
                     .await?;
                 tracing::info!(nodeclaim = %name, node = %node_name, "initialized");
                 Ok(())
             }
             Step::Delete { reason } => {
                 tracing::info!(nodeclaim = %name, reason = reason.as_str(), "deleting a NodeClaim that did not become a node in time");
-                self.events
+                self.ctx
+                    .events
                     .warn_node_claim(
                         claim,
                         "NodeClaimLivenessTimeout",
                         &format!("deleting: {}", reason.as_str()),
                     )
                     .await;
-                self.metrics.nodeclaim_disrupted(
+                self.ctx.metrics.nodeclaim_disrupted(
                     reason.as_str(),
                     label(claim, labels::NODEPOOL),
                     label(claim, labels::CAPACITY_TYPE),
                 );
-                self.delete_claim(&name).await
+                writer.delete::<NodeClaim>(&name, "deleting").await?;
+                Ok(())
             }
-            Step::Finalize => self.finalize(claim, node).await,
+            Step::AnnotateTerminationDeadline { deadline } => {
+                writer
+                    .merge_metadata::<NodeClaim>(
+                        &name,
+                        json!({"annotations": {
+                            labels::NODECLAIM_TERMINATION_TIMESTAMP: deadline,
+                        }}),
+                        "annotating the termination deadline",
+                    )
+                    .await?;
+                Ok(())
+            }
+            Step::DeleteNode { node } => {
+                // The Node goes first, drained by its termination; the instance and this
+                // finalizer follow once it is gone.
+                writer.delete::<Node>(&node, "deleting the node").await?;
+                Ok(())
+            }
+            Step::TerminateInstance => {
+                match self.ctx.cloud.delete(claim).await {
+                    Ok(()) | Err(CloudError::NodeClaimNotFound { .. }) => {}
+                    Err(source) => {
+                        return Err(StepError::Cloud {
+                            step: "terminating the instance",
+                            claim: name,
+                            source,
+                        });
+                    }
+                }
+                self.release(claim).await
+            }
+            Step::RemoveFinalizer => self.release(claim).await,
         }
+    }
+
+    /// Removes the finalizer: the NodeClaim is terminated.
+    async fn release(&self, claim: &NodeClaim) -> Result<(), StepError> {
+        self.ctx
+            .writer()
+            .set_finalizer(
+                claim,
+                labels::TERMINATION_FINALIZER,
+                false,
+                "removing the finalizer",
+            )
+            .await?;
+        self.ctx.metrics.nodeclaim_terminated(
+            label(claim, labels::NODEPOOL),
+            label(claim, labels::CAPACITY_TYPE),
+            label(claim, labels::ZONE),
+        );
+        tracing::info!(nodeclaim = %claim.metadata.name.as_deref().unwrap_or_default(), "terminated");
+        Ok(())
     }
 
     async fn launch(&self, claim: &NodeClaim) -> Result<(), StepError> {
         let name = claim.metadata.name.clone().unwrap_or_default();
         let now = Utc::now();
-        match self.cloud.create(claim).await {
+        match self.ctx.cloud.create(claim).await {
             Ok(instance) => {
                 let updated = launched(claim, &instance, now);
-                let patch = json!({"metadata": {"labels": updated.metadata.labels, "annotations": updated.metadata.annotations}});
-                let patched = self
-                    .claims()
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(|source| StepError::Api {
-                        step: "launching",
-                        claim: name.clone(),
-                        source,
-                    })?;
-                let mut with_status = patched;
+                let Some(patched) = self
+                    .ctx
+                    .writer()
+                    .merge_metadata::<NodeClaim>(
+                        &name,
+                        json!({"labels": updated.metadata.labels, "annotations": updated.metadata.annotations}),
+                        "launching",
+                    )
+                    .await?
+                else {
+                    return Ok(());
+                };
+                let mut with_status = patched.clone();
                 with_status.status = updated.status;
-                self.write_status(&with_status, "launching").await?;
+                self.write_status(&patched, &with_status, "launching")
+                    .await?;
                 tracing::info!(
                     nodeclaim = %name,
                     instance_type = label(&instance, labels::INSTANCE_TYPE),
@@ -390,12 +374,18 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                     _ => ("NodeClassNotReady", "nodeclass_not_ready"),
                 };
                 tracing::warn!(nodeclaim = %name, %error, "launch failed; deleting the NodeClaim so the next batch picks another offering");
-                self.events
+                self.ctx
+                    .events
                     .warn_node_claim(claim, reason, &error.to_string())
                     .await;
-                self.metrics
+                self.ctx
+                    .metrics
                     .nodeclaim_disrupted(metric, label(claim, labels::NODEPOOL), "");
-                self.delete_claim(&name).await
+                self.ctx
+                    .writer()
+                    .delete::<NodeClaim>(&name, "deleting")
+                    .await?;
+                Ok(())
             }
             Err(error) => {
                 let mut updated = claim.clone();
@@ -409,7 +399,7 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                     &message,
                     now,
                 );
-                self.write_status(&updated, "recording a failed launch")
+                self.write_status(claim, &updated, "recording a failed launch")
                     .await?;
                 Err(StepError::Cloud {
                     step: "launching",
@@ -420,117 +410,66 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
         }
     }
 
-    async fn finalize(&self, claim: &NodeClaim, node: Option<&Node>) -> Result<(), StepError> {
-        let name = claim.metadata.name.clone().unwrap_or_default();
-        // The drain's deadline, written once as upstream does, so a restart (or upstream, after
-        // a switch back) keeps it.
-        if let Some(deadline) = termination::termination_deadline(claim)
-            && claim
-                .metadata
-                .annotations
-                .as_ref()
-                .is_none_or(|a| !a.contains_key(labels::NODECLAIM_TERMINATION_TIMESTAMP))
-        {
-            let value = termination::deadline_annotation(deadline);
-            let patch = json!({"metadata": {"annotations": {
-                labels::NODECLAIM_TERMINATION_TIMESTAMP: value,
-            }}});
-            let patched = self
-                .claims()
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map_err(|source| StepError::Api {
-                    step: "annotating the termination deadline",
-                    claim: name.clone(),
-                    source,
-                })?;
-            self.cache.apply(Object::NodeClaim(patched));
-        }
-        if let Some(node) = node {
-            // The Node goes first, drained by the termination loop; the instance and this
-            // finalizer follow once it is gone.
-            if node.metadata.deletion_timestamp.is_none() {
-                let node_name = node.metadata.name.clone().unwrap_or_default();
-                match self
-                    .nodes()
-                    .delete(&node_name, &DeleteParams::default())
-                    .await
-                {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(status)) if status.code == 404 => {}
-                    Err(source) => {
-                        return Err(StepError::Api {
-                            step: "deleting the node",
-                            claim: name,
-                            source,
-                        });
-                    }
-                }
-            }
-            return Ok(());
-        }
-        if claim
-            .status
-            .as_ref()
-            .and_then(|s| s.provider_id.as_ref())
-            .is_some()
-        {
-            match self.cloud.delete(claim).await {
-                Ok(()) | Err(CloudError::NodeClaimNotFound { .. }) => {}
-                Err(source) => {
-                    return Err(StepError::Cloud {
-                        step: "terminating the instance",
-                        claim: name,
-                        source,
-                    });
-                }
-            }
-        }
-        release(&self.claims(), &name, &claim.metadata)
-            .await
-            .map_err(|source| StepError::Api {
-                step: "removing the finalizer",
-                claim: name.clone(),
-                source,
-            })?;
-        self.metrics.nodeclaim_terminated(
-            label(claim, labels::NODEPOOL),
-            label(claim, labels::CAPACITY_TYPE),
-            label(claim, labels::ZONE),
+    /// Writes `updated`'s status over `current`'s (guarded by `current`'s version).
+    async fn write_status(
+        &self,
+        current: &NodeClaim,
+        updated: &NodeClaim,
+        step: &'static str,
+    ) -> Result<(), StepError> {
+        self.ctx
+            .writer()
+            .patch_status(current, json!(updated.status), step)
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controllers::writes::WriteError;
+
+    fn api_error(code: u16) -> kube::Error {
+        let status: kube::core::Status = serde_json::from_value(json!({
+            "status": "Failure", "code": code, "message": "m", "reason": "r",
+        }))
+        .unwrap_or_else(|e| panic!("status: {e}"));
+        kube::Error::Api(Box::new(status))
+    }
+
+    fn write_error(code: u16) -> StepError {
+        StepError::Write(WriteError {
+            step: "registering",
+            kind: "nodeclaim",
+            name: "c1".into(),
+            source: api_error(code),
+        })
+    }
+
+    #[test]
+    fn a_conflicting_write_is_retried_at_once_and_other_failures_back_off() {
+        assert_eq!(write_error(409).retry(), Retry::Now);
+        assert_eq!(write_error(500).retry(), Retry::Backoff);
+        assert_eq!(write_error(429).retry(), Retry::Backoff);
+        let cloud = StepError::Cloud {
+            step: "launching",
+            claim: "c1".into(),
+            source: CloudError::Provider {
+                operation: "CreateFleet",
+                message: "throttled".into(),
+                retryable: true,
+            },
+        };
+        assert_eq!(cloud.retry(), Retry::Backoff);
+    }
+
+    #[test]
+    fn a_failed_write_names_the_step_the_kind_and_the_object() {
+        let message = write_error(500).to_string();
+        assert!(
+            message.starts_with("registering of nodeclaim c1: "),
+            "{message}"
         );
-        tracing::info!(nodeclaim = %name, "terminated");
-        Ok(())
-    }
-
-    async fn delete_claim(&self, name: &str) -> Result<(), StepError> {
-        match self.claims().delete(name, &DeleteParams::default()).await {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(status)) if status.code == 404 => {
-                self.cache
-                    .delete(&ObjectRef::new(Kind::NodeClaim, None, name));
-                Ok(())
-            }
-            Err(source) => Err(StepError::Api {
-                step: "deleting",
-                claim: name.to_owned(),
-                source,
-            }),
-        }
-    }
-
-    async fn write_status(&self, claim: &NodeClaim, step: &'static str) -> Result<(), StepError> {
-        let name = claim.metadata.name.clone().unwrap_or_default();
-        let patch = json!({"status": claim.status});
-        let updated = self
-            .claims()
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(|source| StepError::Api {
-                step,
-                claim: name,
-                source,
-            })?;
-        self.cache.apply(Object::NodeClaim(updated));
-        Ok(())
     }
 }

@@ -10,28 +10,27 @@
 //! NodeClaim uses it, then its managed instance profile and its launch templates are deleted.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use karpenter_api::hash::{node_class_annotations, node_class_hash, restamp_node_class};
+use karpenter_api::labels::AWS_TERMINATION_FINALIZER as FINALIZER;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim};
 use karpenter_aws::nodeclass::status;
 use karpenter_aws_provider::nodeclass::NodeClassResolver;
-use karpenter_aws_provider::{AwsCloud, NodeClasses};
-use karpenter_state::Object;
-use kube::Client;
-use kube::api::{Api, Patch, PatchParams};
+use karpenter_aws_provider::{AwsCloud, AwsError, NodeClasses};
+use karpenter_state::Cluster;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::cache::ClusterCache;
-use super::events::Events;
+use super::writes::WriteError;
+use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
-/// The finalizer on EC2NodeClasses.
-pub const FINALIZER: &str = "karpenter.k8s.aws/termination";
 /// How often a class being deleted looks again for NodeClaims that still use it.
 const WAIT_FOR_CLAIMS: Duration = Duration::from_secs(10);
+/// How often unused launch templates are looked for.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
 
 /// EC2NodeClasses from the cluster-state index, for the provider.
 #[derive(Debug, Clone)]
@@ -65,142 +64,232 @@ impl NodeClasses for CachedClasses {
 }
 
 /// The controller.
+#[derive(Debug)]
 pub struct NodeClassController<L> {
-    pub cache: ClusterCache,
-    pub client: Client,
-    pub cloud: Arc<AwsCloud<L>>,
+    pub ctx: Context<AwsCloud<L>>,
     pub resolver: NodeClassResolver,
-    pub events: Events,
     /// The API server's version (`v1.36.3`), for AMI aliases.
     pub k8s_version: String,
     /// The CA bundle nodes get (it is hashed: a rotation drifts nodes).
     pub ca_bundle: Option<String>,
     pub refresh: Duration,
-}
-
-impl<L> std::fmt::Debug for NodeClassController<L> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NodeClassController")
-            .field("k8s_version", &self.k8s_version)
-            .field("refresh", &self.refresh)
-            .finish_non_exhaustive()
-    }
+    /// When each class was last resolved, at which generation.
+    pub resolved: Resolved,
 }
 
 fn uses(claim: &NodeClaim, class: &str) -> bool {
     claim.spec.node_class_ref.kind == "EC2NodeClass" && claim.spec.node_class_ref.name == class
 }
 
+/// Per class, the generation last resolved and when.
+type Generations = HashMap<String, (Option<i64>, Instant)>;
+
 /// When each class was last resolved, at which generation.
-type Resolved = HashMap<String, (Option<i64>, Instant)>;
+#[derive(Debug, Clone, Default)]
+pub struct Resolved(Arc<Mutex<Generations>>);
+
+impl Resolved {
+    fn lock(&self) -> MutexGuard<'_, Generations> {
+        match self.0.lock() {
+            Ok(map) => map,
+            // Only timestamps: a panicked holder at worst resolves a class once more.
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+/// What a class needs.
+#[derive(Debug, Clone)]
+pub enum ClassStep {
+    /// Finalizer, hash annotations, NodeClaims re-stamped, and (when `resolve`) the status
+    /// resolved against AWS.
+    Reconcile { class: EC2NodeClass, resolve: bool },
+    /// Deleted, and no NodeClaim uses it any more: its instance profile and launch templates
+    /// go, then the finalizer.
+    Finalize { class: EC2NodeClass },
+}
+
+/// A step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClassError {
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error("{step} of ec2nodeclass {class}: {source}")]
+    Aws {
+        step: &'static str,
+        class: String,
+        #[source]
+        source: AwsError,
+    },
+}
+
+impl<L: NodeClasses + 'static> Reconciler for NodeClassController<L> {
+    type Step = ClassStep;
+    type Error = ClassError;
+    const NAME: &'static str = "nodeclass";
+
+    fn shape(&self) -> Shape {
+        Shape::new(
+            Duration::from_millis(500),
+            self.refresh.min(WAIT_FOR_CLAIMS),
+        )
+        .concurrency(4)
+    }
+
+    fn scan(&self, cluster: &Cluster, _: DateTime<Utc>, busy: Busy<'_>) -> Scan<ClassStep> {
+        let mut scan = Scan::new();
+        let mut resolved = self.resolved.lock();
+        resolved.retain(|name, _| cluster.node_class(name).is_some());
+        for class in cluster.node_classes() {
+            let Some(name) = class.metadata.name.as_deref() else {
+                continue;
+            };
+            if busy.contains(name) {
+                continue;
+            }
+            let has_finalizer = class
+                .metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .any(|f| f == FINALIZER);
+            if class.metadata.deletion_timestamp.is_some() {
+                if !has_finalizer {
+                    continue;
+                }
+                if cluster.node_claims().any(|c| uses(c, name)) {
+                    scan.requeue_after(WAIT_FOR_CLAIMS);
+                } else {
+                    scan.step(
+                        name,
+                        ClassStep::Finalize {
+                            class: class.clone(),
+                        },
+                    );
+                }
+                continue;
+            }
+            let resolve = match resolved.get(name) {
+                Some((generation, at)) => {
+                    let due =
+                        *generation != class.metadata.generation || at.elapsed() >= self.refresh;
+                    if !due {
+                        scan.requeue_after(self.refresh.saturating_sub(at.elapsed()));
+                    }
+                    due
+                }
+                None => true,
+            };
+            let stale = !has_finalizer
+                || node_class_annotations(class, self.ca_bundle.as_deref()).is_some()
+                || restamps(cluster, class, name, self.ca_bundle.as_deref())
+                    .next()
+                    .is_some();
+            if resolve || stale {
+                scan.step(
+                    name,
+                    ClassStep::Reconcile {
+                        class: class.clone(),
+                        resolve,
+                    },
+                );
+            }
+        }
+        scan
+    }
+
+    async fn execute(&self, step: ClassStep) -> Result<Action, ClassError> {
+        match step {
+            ClassStep::Reconcile { class, resolve } => self.reconcile(class, resolve).await?,
+            ClassStep::Finalize { class } => self.finalize(&class).await?,
+        }
+        Ok(Action::AwaitChange)
+    }
+
+    fn error_policy(&self, error: &ClassError) -> Retry {
+        match error {
+            ClassError::Write(error) => error.retry(),
+            ClassError::Aws { .. } => Retry::Backoff,
+        }
+    }
+
+    fn step_name(step: &ClassStep) -> &'static str {
+        match step {
+            ClassStep::Reconcile { .. } => "reconcile",
+            ClassStep::Finalize { .. } => "finalize",
+        }
+    }
+}
+
+/// The NodeClaims of `class` stamped by another hash version, and the annotations each gets
+/// (upstream's rule: a switch from upstream drifts nothing).
+fn restamps<'a>(
+    cluster: &'a Cluster,
+    class: &EC2NodeClass,
+    name: &'a str,
+    ca_bundle: Option<&str>,
+) -> impl Iterator<Item = (String, std::collections::BTreeMap<String, String>)> + 'a {
+    let hash = node_class_hash(class, ca_bundle);
+    cluster
+        .node_claims()
+        .filter(move |c| uses(c, name))
+        .filter_map(move |claim| {
+            let drifted = karpenter_api::conditions::is_true(
+                claim.status.as_ref().and_then(|s| s.conditions.as_deref()),
+                "Drifted",
+            );
+            let annotations =
+                restamp_node_class(&hash, claim.metadata.annotations.as_ref(), drifted)?;
+            Some((claim.metadata.name.clone()?, annotations))
+        })
+}
 
 impl<L: NodeClasses + 'static> NodeClassController<L> {
-    pub async fn run(self, cancel: CancellationToken) {
-        let mut changes = self.cache.changes(Duration::from_millis(500));
-        let mut resolved: Resolved = HashMap::new();
-        let mut next_sweep = Instant::now();
-        loop {
-            let classes: Vec<EC2NodeClass> = self.cache.lock().node_classes().cloned().collect();
-            for class in &classes {
-                self.reconcile(class, &mut resolved).await;
-            }
-            resolved.retain(|name, _| {
-                classes
-                    .iter()
-                    .any(|c| c.metadata.name.as_deref() == Some(name))
-            });
-            if next_sweep <= Instant::now() {
-                self.cloud
-                    .launch_templates()
-                    .sweep(self.cloud.clients())
-                    .await;
-                next_sweep = Instant::now() + Duration::from_secs(60);
-            }
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                _ = changes.changed() => {}
-                () = tokio::time::sleep(WAIT_FOR_CLAIMS) => {}
-            }
-        }
-    }
-
-    fn api(&self) -> Api<EC2NodeClass> {
-        Api::all(self.client.clone())
-    }
-
-    async fn patch(
-        &self,
-        name: &str,
-        patch: &serde_json::Value,
-        on_status: bool,
-    ) -> Option<EC2NodeClass> {
-        let params = PatchParams::default();
-        let result = if on_status {
-            self.api()
-                .patch_status(name, &params, &Patch::Merge(patch))
-                .await
-        } else {
-            self.api().patch(name, &params, &Patch::Merge(patch)).await
-        };
-        match result {
-            Ok(patched) => {
-                self.cache.apply(Object::EC2NodeClass(patched.clone()));
-                Some(patched)
-            }
-            Err(error) => {
-                tracing::warn!(ec2nodeclass = name, %error, "writing the EC2NodeClass failed; retried");
-                None
-            }
-        }
-    }
-
-    async fn reconcile(&self, class: &EC2NodeClass, resolved: &mut Resolved) {
+    async fn reconcile(&self, mut class: EC2NodeClass, resolve: bool) -> Result<(), ClassError> {
+        let writer = self.ctx.writer();
         let name = class.metadata.name.clone().unwrap_or_default();
-        let finalizers = class.metadata.finalizers.clone().unwrap_or_default();
-        if class.metadata.deletion_timestamp.is_some() {
-            if finalizers.iter().any(|f| f == FINALIZER) {
-                self.finalize(class, &name, finalizers).await;
-            }
-            return;
-        }
-        let mut class = class.clone();
-        if !finalizers.iter().any(|f| f == FINALIZER) {
-            let mut with = finalizers.clone();
-            with.push(FINALIZER.to_owned());
-            match self.patch(&name, &json!({"metadata": {"finalizers": with, "resourceVersion": class.metadata.resource_version}}), false).await {
-                Some(patched) => class = patched,
-                None => return,
-            }
+        match writer
+            .set_finalizer(&class, FINALIZER, true, "adding the finalizer")
+            .await?
+        {
+            Some(patched) => class = patched,
+            None => return Ok(()),
         }
         if let Some(annotations) = node_class_annotations(&class, self.ca_bundle.as_deref()) {
-            match self
-                .patch(
+            match writer
+                .merge_metadata::<EC2NodeClass>(
                     &name,
-                    &json!({"metadata": {"annotations": annotations}}),
-                    false,
+                    json!({"annotations": annotations}),
+                    "writing the hash annotations",
                 )
-                .await
+                .await?
             {
                 Some(patched) => class = patched,
-                None => return,
+                None => return Ok(()),
             }
         }
-        self.restamp_claims(&class, &name).await;
-        let due = match resolved.get(&name) {
-            Some((generation, at)) => {
-                *generation != class.metadata.generation || at.elapsed() >= self.refresh
-            }
-            None => true,
+        let restamp: Vec<_> = {
+            let cluster = self.ctx.cache.lock();
+            restamps(&cluster, &class, &name, self.ca_bundle.as_deref()).collect()
         };
-        if !due {
-            return;
+        for (claim, annotations) in restamp {
+            writer
+                .merge_metadata::<NodeClaim>(
+                    &claim,
+                    json!({"annotations": annotations}),
+                    "re-stamping the EC2NodeClass hash",
+                )
+                .await?;
+        }
+        if !resolve {
+            return Ok(());
         }
         let (resolution, _ips) = self
             .resolver
             .resolve(&class, &self.k8s_version, Utc::now())
             .await;
         let Some(at) = karpenter_state::conditions::api_time(Utc::now()) else {
-            return;
+            return Ok(());
         };
         // Transition times move only with a status, so an unchanged resolution is an equal
         // status and nothing is written.
@@ -210,113 +299,113 @@ impl<L: NodeClasses + 'static> NodeClassController<L> {
             &resolution,
             at,
         );
-        if class.status.as_ref() == Some(&new) {
-            resolved.insert(name, (class.metadata.generation, Instant::now()));
-            return;
-        }
-        let ready =
-            karpenter_api::conditions::get(new.conditions.as_deref(), status::READY).cloned();
-        if self
-            .patch(&name, &json!({"status": new}), true)
-            .await
-            .is_some()
-        {
-            resolved.insert(name.clone(), (class.metadata.generation, Instant::now()));
+        if class.status.as_ref() != Some(&new) {
+            let ready =
+                karpenter_api::conditions::get(new.conditions.as_deref(), status::READY).cloned();
+            if writer
+                .patch_status(&class, json!(new), "writing the status")
+                .await?
+                .is_none()
+            {
+                return Ok(());
+            }
             if let Some(ready) = ready {
                 if ready.status == "True" {
                     tracing::info!(ec2nodeclass = %name, "EC2NodeClass ready");
                 } else {
                     tracing::warn!(ec2nodeclass = %name, reason = %ready.reason, message = %ready.message, "EC2NodeClass not ready");
-                    self.events
+                    self.ctx
+                        .events
                         .warn_node_class(&class, "NodeClassNotReady", &ready.message)
                         .await;
                 }
             }
         }
+        self.resolved
+            .lock()
+            .insert(name, (class.metadata.generation, Instant::now()));
+        Ok(())
     }
 
-    /// NodeClaims of the class stamped by another hash version get ours (upstream's rule).
-    async fn restamp_claims(&self, class: &EC2NodeClass, name: &str) {
-        let hash = node_class_hash(class, self.ca_bundle.as_deref());
-        let claims: Vec<NodeClaim> = self
-            .cache
-            .lock()
-            .node_claims()
-            .filter(|c| uses(c, name))
-            .cloned()
-            .collect();
-        for claim in claims {
-            let drifted = karpenter_api::conditions::is_true(
-                claim.status.as_ref().and_then(|s| s.conditions.as_deref()),
-                "Drifted",
-            );
-            let Some(annotations) =
-                restamp_node_class(&hash, claim.metadata.annotations.as_ref(), drifted)
-            else {
-                continue;
-            };
-            let claim_name = claim.metadata.name.clone().unwrap_or_default();
-            if let Err(error) = super::writes::patch_claim(
-                &self.client,
-                &self.cache,
-                &claim_name,
-                &json!({"metadata": {"annotations": annotations}}),
-                false,
-                "re-stamping the EC2NodeClass hash",
-            )
-            .await
-            {
-                tracing::warn!(%error, "retried next pass");
-            }
-        }
-    }
-
-    async fn finalize(&self, class: &EC2NodeClass, name: &str, finalizers: Vec<String>) {
-        let using: Vec<String> = self
-            .cache
-            .lock()
-            .node_claims()
-            .filter(|c| uses(c, name))
-            .filter_map(|c| c.metadata.name.clone())
-            .collect();
-        if !using.is_empty() {
-            tracing::info!(ec2nodeclass = name, nodeclaims = ?using, "EC2NodeClass deletion waits for its NodeClaims");
-            return;
-        }
-        if let Err(error) = self.resolver.delete_instance_profile(class).await {
-            tracing::warn!(ec2nodeclass = name, %error, "deleting the instance profile failed; retried");
-            self.events
-                .warn_node_class(class, "FailedDeletingInstanceProfile", &error.to_string())
+    async fn finalize(&self, class: &EC2NodeClass) -> Result<(), ClassError> {
+        let name = class.metadata.name.clone().unwrap_or_default();
+        let cloud = &self.ctx.cloud;
+        if let Err(source) = self.resolver.delete_instance_profile(class).await {
+            self.ctx
+                .events
+                .warn_node_class(class, "FailedDeletingInstanceProfile", &source.to_string())
                 .await;
-            return;
+            return Err(ClassError::Aws {
+                step: "deleting the instance profile",
+                class: name,
+                source,
+            });
         }
-        match self
-            .cloud
+        let count = cloud
             .launch_templates()
-            .delete_for_class(
-                self.cloud.clients(),
-                &self.cloud.settings().cluster_name,
-                name,
-            )
+            .delete_for_class(cloud.clients(), &cloud.settings().cluster_name, &name)
             .await
-        {
-            Ok(count) => tracing::info!(
-                ec2nodeclass = name,
-                launch_templates = count,
-                "deleted the EC2NodeClass's launch templates"
-            ),
-            Err(error) => {
-                tracing::warn!(ec2nodeclass = name, %error, "deleting launch templates failed; retried");
-                return;
-            }
-        }
-        let remaining: Vec<String> = finalizers.into_iter().filter(|f| f != FINALIZER).collect();
+            .map_err(|source| ClassError::Aws {
+                step: "deleting the launch templates",
+                class: name.clone(),
+                source,
+            })?;
+        tracing::info!(
+            ec2nodeclass = %name,
+            launch_templates = count,
+            "deleted the EC2NodeClass's launch templates"
+        );
         if self
-            .patch(name, &json!({"metadata": {"finalizers": remaining, "resourceVersion": class.metadata.resource_version}}), false)
-            .await
+            .ctx
+            .writer()
+            .set_finalizer(class, FINALIZER, false, "removing the finalizer")
+            .await?
             .is_some()
         {
-            tracing::info!(ec2nodeclass = name, "EC2NodeClass finalized");
+            tracing::info!(ec2nodeclass = %name, "EC2NodeClass finalized");
         }
+        Ok(())
+    }
+}
+
+/// Unused launch templates of this cluster, deleted every [`SWEEP_INTERVAL`].
+#[derive(Debug)]
+pub struct LaunchTemplateSweep<L> {
+    pub ctx: Context<AwsCloud<L>>,
+}
+
+/// The one step of the sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sweep;
+
+impl<L: NodeClasses + 'static> Reconciler for LaunchTemplateSweep<L> {
+    type Step = Sweep;
+    type Error = std::convert::Infallible;
+    const NAME: &'static str = "launchtemplate.garbagecollection";
+
+    fn shape(&self) -> Shape {
+        Shape::periodic(SWEEP_INTERVAL)
+    }
+
+    fn scan(&self, _: &Cluster, _: DateTime<Utc>, busy: Busy<'_>) -> Scan<Sweep> {
+        let mut scan = Scan::new();
+        if !busy.contains(Self::NAME) {
+            scan.step(Self::NAME, Sweep);
+        }
+        scan
+    }
+
+    async fn execute(&self, _: Sweep) -> Result<Action, std::convert::Infallible> {
+        let cloud = &self.ctx.cloud;
+        cloud.launch_templates().sweep(cloud.clients()).await;
+        Ok(Action::RequeueAfter(SWEEP_INTERVAL))
+    }
+
+    fn error_policy(&self, _: &std::convert::Infallible) -> Retry {
+        Retry::Backoff
+    }
+
+    fn step_name(_: &Sweep) -> &'static str {
+        "sweep"
     }
 }

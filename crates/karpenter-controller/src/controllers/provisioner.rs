@@ -10,29 +10,25 @@
 //! has launched, so a NodeClaim whose capacity is not known yet cannot cause a duplicate.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use futures::StreamExt;
 
 use karpenter_api::labels;
-use karpenter_api::v1::{NodeClaim, NodePool};
+use karpenter_api::v1::NodePool;
 use karpenter_cloud::CloudProvider;
 use karpenter_lifecycle::{Batcher, limits, nodeclaim};
 use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{
     MinValuesPolicy, NewNodeClaim, PreferencePolicy, ResourceList, SolveOptions, SolveResult,
 };
-use karpenter_state::Object;
-use kube::Client;
-use kube::api::{Api, PostParams};
+use karpenter_state::Cluster;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
-use super::cache::ClusterCache;
-use super::catalogs::Catalogs;
-use super::events::Events;
-use super::metrics::{ControllerMetrics, Reconciled};
+use super::writes::WriteError;
+use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 use crate::settings::{self, Settings};
 
 /// How long an existing node stays nominated for the pods placed on it (upstream: the larger
@@ -66,20 +62,10 @@ pub fn solve_options(settings: &Settings) -> SolveOptions {
 }
 
 /// The provisioning loop.
+#[derive(Debug)]
 pub struct Provisioner<C> {
-    pub cache: ClusterCache,
-    pub cloud: Arc<C>,
-    pub client: Client,
-    pub settings: Arc<Settings>,
-    pub events: Events,
-    pub metrics: ControllerMetrics,
-    pub catalogs: Catalogs,
-}
-
-impl<C> std::fmt::Debug for Provisioner<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Provisioner").finish_non_exhaustive()
-    }
+    pub ctx: Context<C>,
+    batcher: Mutex<Batcher<DateTime<Utc>>>,
 }
 
 /// What one batch did, for logs and tests.
@@ -91,84 +77,123 @@ pub struct BatchOutcome {
     pub unschedulable: usize,
 }
 
-impl<C: CloudProvider + 'static> Provisioner<C> {
-    /// Runs until `cancel` trips.
-    pub async fn run(self, cancel: CancellationToken) {
-        let mut batcher: Batcher<Instant> = Batcher::new(
-            self.settings.batch_idle_duration,
-            self.settings.batch_max_duration,
+/// The one step: solve the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Provision;
+
+/// No NodeClaim waits for its launch (one whose capacity is not known yet could make the
+/// solver launch a duplicate).
+fn launches_settled(cluster: &Cluster) -> bool {
+    cluster.node_claims().all(|c| {
+        c.metadata.deletion_timestamp.is_some()
+            || c.status
+                .as_ref()
+                .and_then(|s| s.provider_id.as_deref())
+                .is_some()
+    })
+}
+
+/// Feeds the batch window with the pods waiting at `now`; whether a batch is to be solved
+/// now, and when to look again. A batch that closes while a NodeClaim is still launching is
+/// deferred by one idle window (its pods still wait).
+pub fn poll_batch(
+    batcher: &mut Batcher<DateTime<Utc>>,
+    cluster: &Cluster,
+    now: DateTime<Utc>,
+) -> (bool, Option<Duration>) {
+    for pod in cluster.provisionable_pods() {
+        batcher.trigger(pod.metadata.uid.as_deref().unwrap_or_default(), now);
+    }
+    let mut solve = false;
+    if batcher.poll(now) {
+        if launches_settled(cluster) {
+            solve = true;
+        } else {
+            batcher.trigger("deferred", now);
+        }
+    }
+    let wake = batcher
+        .deadline()
+        .map(|deadline| (deadline - now).to_std().unwrap_or_default());
+    (solve, wake)
+}
+
+impl<C> Provisioner<C> {
+    pub fn new(ctx: Context<C>) -> Self {
+        let batcher = Batcher::new(
+            ctx.settings.batch_idle_duration,
+            ctx.settings.batch_max_duration,
         );
-        let mut changes = self.cache.changes(SCAN_INTERVAL);
-        loop {
-            let now = Instant::now();
-            let triggers: Vec<String> = {
-                let cluster = self.cache.lock();
-                cluster
-                    .provisionable_pods()
-                    .iter()
-                    .map(|p| p.metadata.uid.clone().unwrap_or_default())
-                    .collect()
-            };
-            for uid in &triggers {
-                batcher.trigger(uid, now);
-            }
-            if batcher.poll(now) {
-                if self.ready_to_solve() {
-                    let started = Instant::now();
-                    let result = self.provision().await;
-                    self.metrics.reconciled(
-                        "provisioner",
-                        Reconciled::of(&result),
-                        started.elapsed().as_secs_f64(),
-                    );
-                    match result {
-                        Ok(outcome) if outcome.pods > 0 => tracing::info!(
-                            pods = outcome.pods,
-                            nodeclaims = ?outcome.created,
-                            nominated = outcome.nominated,
-                            unschedulable = outcome.unschedulable,
-                            "provisioned a batch"
-                        ),
-                        Ok(_) => {}
-                        Err(error) => tracing::error!(%error, "provisioning failed"),
-                    }
-                } else {
-                    tracing::debug!(
-                        "batch deferred: cluster state not synced or a NodeClaim is launching"
-                    );
-                    // Come back after one idle window: the pods still wait.
-                    batcher.trigger("deferred", now);
-                }
-            }
-            let wake = batcher.deadline().unwrap_or(now + Duration::from_secs(10));
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                _ = changes.changed() => {}
-                () = tokio::time::sleep_until(wake) => {}
-            }
+        Provisioner {
+            ctx,
+            batcher: Mutex::new(batcher),
         }
     }
 
-    /// Synced, and no NodeClaim waiting for its launch.
-    fn ready_to_solve(&self) -> bool {
-        if !self.cache.synced() {
-            return false;
+    fn batcher(&self) -> MutexGuard<'_, Batcher<DateTime<Utc>>> {
+        match self.batcher.lock() {
+            Ok(batcher) => batcher,
+            // The window's timestamps only: keep using them.
+            Err(poisoned) => poisoned.into_inner(),
         }
-        let cluster = self.cache.lock();
-        cluster.node_claims().all(|c| {
-            c.metadata.deletion_timestamp.is_some()
-                || c.status
-                    .as_ref()
-                    .and_then(|s| s.provider_id.as_deref())
-                    .is_some()
-        })
+    }
+}
+
+impl<C: CloudProvider + 'static> Reconciler for Provisioner<C> {
+    type Step = Provision;
+    type Error = ProvisionError;
+    const NAME: &'static str = "provisioner";
+
+    fn shape(&self) -> Shape {
+        Shape::new(SCAN_INTERVAL, Duration::from_secs(10))
     }
 
+    fn scan(&self, cluster: &Cluster, now: DateTime<Utc>, busy: Busy<'_>) -> Scan<Provision> {
+        let mut scan = Scan::new();
+        // While a batch is solved and its NodeClaims created, its pods are still pending:
+        // they are looked at once it is done.
+        if busy.contains(Self::NAME) {
+            return scan;
+        }
+        let (solve, wake) = poll_batch(&mut self.batcher(), cluster, now);
+        if solve {
+            scan.step(Self::NAME, Provision);
+        }
+        if let Some(wake) = wake {
+            scan.requeue_after(wake);
+        }
+        scan
+    }
+
+    async fn execute(&self, _: Provision) -> Result<Action, ProvisionError> {
+        let outcome = self.provision().await?;
+        if outcome.pods > 0 {
+            tracing::info!(
+                pods = outcome.pods,
+                nodeclaims = ?outcome.created,
+                nominated = outcome.nominated,
+                unschedulable = outcome.unschedulable,
+                "provisioned a batch"
+            );
+        }
+        Ok(Action::AwaitChange)
+    }
+
+    fn error_policy(&self, _: &ProvisionError) -> Retry {
+        Retry::Backoff
+    }
+
+    fn step_name(_: &Provision) -> &'static str {
+        "provision"
+    }
+}
+
+impl<C: CloudProvider + 'static> Provisioner<C> {
     /// One batch: solve the provisionable pods and act on the result.
     pub async fn provision(&self) -> Result<BatchOutcome, ProvisionError> {
         let started = Instant::now();
         let (any_pending, pools): (bool, BTreeSet<String>) = {
-            let cluster = self.cache.lock();
+            let cluster = self.ctx.cache.lock();
             (
                 !cluster.provisionable_pods().is_empty(),
                 cluster
@@ -183,8 +208,9 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             return Ok(BatchOutcome::default());
         }
         let catalogs = self
+            .ctx
             .catalogs
-            .get(&self.cache, &*self.cloud, &self.events)
+            .get(&self.ctx.cache, &*self.ctx.cloud, &self.ctx.events)
             .await;
         // Static NodePools keep their own replica count; the solver never launches for them.
         let solver_pools: Vec<karpenter_scheduling::NodePool> = catalogs
@@ -198,14 +224,14 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         // types were fetched must not count both as pending and on its node (the solver would
         // see it twice and launch a NodeClaim for it).
         let input = {
-            let cluster = self.cache.lock();
+            let cluster = self.ctx.cache.lock();
             let pods: Vec<Arc<PodRecord>> =
                 cluster.provisionable_pods().into_iter().cloned().collect();
             cluster.solve_input(
                 pods,
                 solver_pools,
                 catalogs.instance_types.clone(),
-                solve_options(&self.settings),
+                solve_options(&self.ctx.settings),
             )
         };
         if input.pods.is_empty() {
@@ -231,7 +257,8 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         .await
         .map_err(ProvisionError::Solver)?;
         let pods = input.pods;
-        self.metrics
+        self.ctx
+            .metrics
             .scheduling_duration
             .observe(started.elapsed().as_secs_f64());
         let mut outcome = BatchOutcome {
@@ -261,7 +288,8 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             .partition(|(_, pool)| pool.spec.limits.is_some());
         for (claim, pool) in limited {
             if let Some(why) = self.limit_exceeded(pool) {
-                self.events
+                self.ctx
+                    .events
                     .warn_node_pool(
                         pool,
                         "NodePoolLimitExceeded",
@@ -286,9 +314,9 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             .await;
         outcome.created.extend(created.into_iter().flatten());
         let until = chrono::Utc::now()
-            + chrono::Duration::from_std(nomination_window(&self.settings)).unwrap_or_default();
+            + chrono::Duration::from_std(nomination_window(&self.ctx.settings)).unwrap_or_default();
         for placement in &result.existing_placements {
-            self.cache.lock().nominate(&placement.node, until);
+            self.ctx.cache.lock().nominate(&placement.node, until);
             outcome.nominated += 1;
         }
         for unschedulable in &result.unschedulable {
@@ -298,12 +326,14 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                     "Failed to schedule pod, {}",
                     unschedulable.reason_lines().join("; ")
                 );
-                self.events
+                self.ctx
+                    .events
                     .warn_pod(pod, "FailedScheduling", &message)
                     .await;
             }
         }
-        self.metrics
+        self.ctx
+            .metrics
             .unschedulable_pods
             .set(i64::try_from(outcome.unschedulable).unwrap_or(i64::MAX));
         Ok(outcome)
@@ -314,7 +344,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         let limits = pool.spec.limits.as_ref()?;
         let limits = ResourceList::from_k8s(limits).ok()?;
         let name = pool.metadata.name.as_deref().unwrap_or_default();
-        let usage = self.cache.lock().node_pool_usage(name);
+        let usage = self.ctx.cache.lock().node_pool_usage(name);
         let mut used = usage.resources.clone();
         used.set(
             labels::RESOURCE_NODES,
@@ -331,16 +361,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         pool: &NodePool,
         pods_by_key: &BTreeMap<String, &PodRecord>,
     ) -> Option<String> {
-        let name = match create_node_claim(
-            &self.client,
-            &self.cache,
-            &self.metrics,
-            claim,
-            pool,
-            "provisioning",
-        )
-        .await
-        {
+        let name = match create_node_claim(&self.ctx, claim, pool, "provisioning").await {
             Ok(name) => name,
             Err(error) => {
                 tracing::error!(nodepool = %claim.node_pool, %error, "creating a NodeClaim failed");
@@ -349,7 +370,8 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         };
         for pod in &claim.pods {
             if let Some(p) = pods_by_key.get(&pod.to_string()) {
-                self.events
+                self.ctx
+                    .events
                     .normal_pod(
                         p,
                         "Nominated",
@@ -364,20 +386,17 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
 
 /// Creates the NodeClaim upstream would write for `claim` from `pool`, counts it in
 /// `karpenter_nodeclaims_created_total{reason}` and puts it in the index; its name.
-pub async fn create_node_claim(
-    client: &Client,
-    cache: &ClusterCache,
-    metrics: &ControllerMetrics,
+pub async fn create_node_claim<C>(
+    ctx: &Context<C>,
     claim: &NewNodeClaim,
     pool: &NodePool,
     reason: &str,
-) -> Result<String, kube::Error> {
+) -> Result<String, WriteError> {
     let shaped = nodeclaim::node_claim(claim, pool);
-    let api: Api<NodeClaim> = Api::all(client.clone());
-    let created = api.create(&PostParams::default(), &shaped).await?;
+    let created = ctx.writer().create(&shaped, "creating").await?;
     let name = created.metadata.name.clone().unwrap_or_default();
-    metrics.nodeclaim_created(reason, &claim.node_pool, claim.min_values_relaxed);
-    cache.apply(Object::NodeClaim(created));
+    ctx.metrics
+        .nodeclaim_created(reason, &claim.node_pool, claim.min_values_relaxed);
     Ok(name)
 }
 

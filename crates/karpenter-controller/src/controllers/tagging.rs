@@ -7,24 +7,46 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_aws_provider::AwsClients;
-use kube::Client;
+use karpenter_state::Cluster;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
-use super::cache::ClusterCache;
+use super::writes::WriteError;
+use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// How often the loop looks again without a change.
 const RESYNC: Duration = Duration::from_secs(30);
 
 /// The tagging loop.
-pub struct Tagging {
-    pub cache: ClusterCache,
-    pub client: Client,
+#[derive(Debug)]
+pub struct Tagging<C> {
+    pub ctx: Context<C>,
     pub clients: AwsClients,
-    pub cluster: String,
+}
+
+/// Tag the instance of a NodeClaim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tag {
+    pub claim: String,
+    pub instance: String,
+    pub node: String,
+}
+
+/// Tagging failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TagError {
+    #[error("tagging instance {instance} of nodeclaim {claim}: {source}")]
+    Ec2 {
+        claim: String,
+        instance: String,
+        #[source]
+        source: karpenter_aws_provider::AwsError,
+    },
+    #[error(transparent)]
+    Write(#[from] WriteError),
 }
 
 /// A NodeClaim to tag: name, instance id, node name.
@@ -55,65 +77,72 @@ fn to_tag(claim: &NodeClaim) -> Option<(String, String, String)> {
     ))
 }
 
-impl std::fmt::Debug for Tagging {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tagging")
-            .field("cluster", &self.cluster)
-            .finish_non_exhaustive()
-    }
-}
+impl<C: Send + Sync + 'static> Reconciler for Tagging<C> {
+    type Step = Tag;
+    type Error = TagError;
+    const NAME: &'static str = "nodeclaim.tagging";
 
-impl Tagging {
-    pub async fn run(self, cancel: CancellationToken) {
-        let mut changes = self.cache.changes(Duration::from_secs(1));
-        loop {
-            let pending: Vec<(String, String, String)> =
-                self.cache.lock().node_claims().filter_map(to_tag).collect();
-            for (claim, id, node) in pending {
-                if cancel.is_cancelled() {
-                    return;
-                }
-                match karpenter_aws_provider::tagging::tag_instance(
-                    &self.clients,
-                    &id,
-                    &node,
-                    &claim,
-                    &self.cluster,
-                )
-                .await
-                {
-                    Ok(true) => {
-                        let patch = json!({"metadata": {"annotations": {
-                            labels::TAGGED: "true",
-                            labels::CLUSTER_NAME_TAGGED: "true",
-                        }}});
-                        if let Err(error) = super::writes::patch_claim(
-                            &self.client,
-                            &self.cache,
-                            &claim,
-                            &patch,
-                            false,
-                            "annotating the tagged NodeClaim",
-                        )
-                        .await
-                        {
-                            tracing::warn!(%error, "retried next pass");
-                        } else {
-                            tracing::debug!(nodeclaim = %claim, instance = %id, "tagged the instance");
-                        }
-                    }
-                    Ok(false) => {}
-                    Err(error) => {
-                        tracing::warn!(nodeclaim = %claim, instance = %id, %error, "tagging the instance failed; retried");
-                    }
-                }
-            }
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                _ = changes.changed() => {}
-                () = tokio::time::sleep(RESYNC) => {}
+    fn shape(&self) -> Shape {
+        Shape::new(Duration::from_secs(1), RESYNC)
+    }
+
+    fn scan(&self, cluster: &Cluster, _: DateTime<Utc>, busy: Busy<'_>) -> Scan<Tag> {
+        let mut scan = Scan::new();
+        for (claim, instance, node) in cluster.node_claims().filter_map(to_tag) {
+            if !busy.contains(&claim) {
+                scan.step(
+                    claim.clone(),
+                    Tag {
+                        claim,
+                        instance,
+                        node,
+                    },
+                );
             }
         }
+        scan
+    }
+
+    async fn execute(&self, tag: Tag) -> Result<Action, TagError> {
+        let tagged = karpenter_aws_provider::tagging::tag_instance(
+            &self.clients,
+            &tag.instance,
+            &tag.node,
+            &tag.claim,
+            &self.ctx.settings.cluster_name,
+        )
+        .await
+        .map_err(|source| TagError::Ec2 {
+            claim: tag.claim.clone(),
+            instance: tag.instance.clone(),
+            source,
+        })?;
+        if tagged {
+            self.ctx
+                .writer()
+                .merge_metadata::<NodeClaim>(
+                    &tag.claim,
+                    json!({"annotations": {
+                        labels::TAGGED: "true",
+                        labels::CLUSTER_NAME_TAGGED: "true",
+                    }}),
+                    "annotating the tagged NodeClaim",
+                )
+                .await?;
+            tracing::debug!(nodeclaim = %tag.claim, instance = %tag.instance, "tagged the instance");
+        }
+        Ok(Action::AwaitChange)
+    }
+
+    fn error_policy(&self, error: &TagError) -> Retry {
+        match error {
+            TagError::Write(error) => error.retry(),
+            TagError::Ec2 { .. } => Retry::Backoff,
+        }
+    }
+
+    fn step_name(_: &Tag) -> &'static str {
+        "tag"
     }
 }
 

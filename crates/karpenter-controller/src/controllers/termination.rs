@@ -1,13 +1,12 @@
-//! Node termination (upstream `node.termination`): a Node being deleted that carries the
-//! `karpenter.sh/termination` finalizer gets its NodeClaim deleted too, is tainted
-//! `karpenter.sh/disrupted:NoSchedule` and drained through the Eviction API
-//! ([`karpenter_lifecycle::termination::plan_drain`] decides what each pass does: a PDB that
-//! refuses is asked again on the next pass, never overridden; only the NodeClaim's termination
-//! grace period deletes pods past it). Once nothing holds the drain (and, if it had pods to wait
-//! for, at least `MinDrainTime` after `Drained` went `Unknown`) and the volumes of the pods
-//! that left are detached (not awaited past the deadline), the instance is terminated and the
-//! finalizer removed. One pass per Node at a time; every node is looked at on changes
-//! and at least every [`RESYNC`].
+//! Node termination (upstream `node.termination`): every Node being deleted that carries the
+//! `karpenter.sh/termination` finalizer gets one pass at a time, decided by
+//! [`karpenter_lifecycle::node_termination::decide_termination`] (its NodeClaim deleted, the
+//! `karpenter.sh/disrupted:NoSchedule` taint, the drain through the Eviction API, the
+//! `Drained`, `VolumesDetached` and `InstanceTerminating` conditions, the instance, the
+//! finalizer) and performed here in order, stopping at the first failure. A PDB that refuses
+//! an eviction is asked again on the next pass, never overridden; only the NodeClaim's
+//! termination grace period deletes pods past it. Passes run on changes and at least every
+//! [`RESYNC`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,63 +17,76 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
-use karpenter_api::v1::nodeclaim::conditions;
+use karpenter_api::v1::nodeclaim::conditions::DISRUPTION_REASON;
 use karpenter_cloud::{CloudError, CloudProvider};
-use karpenter_lifecycle::termination::{
-    PodAction, attachments_to_await, is_tainted, min_drain_time_elapsed, plan_drain,
+use karpenter_lifecycle::node_termination::{
+    TerminationPass, TerminationStep, TerminationView, decide_termination, is_terminating,
 };
+use karpenter_lifecycle::termination::{PodAction, attachments_to_await};
 use karpenter_scheduling::PodRecord;
+use karpenter_state::Cluster;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, EvictParams};
-use kube::{Client, ResourceExt};
-use tokio_util::sync::CancellationToken;
 
-use super::cache::ClusterCache;
-use super::events::Events;
-use super::in_flight::InFlight;
-use super::metrics::{ControllerMetrics, Reconciled};
-use super::nodeclaim::{StepError, release};
-use super::writes;
+use super::writes::{self, WriteError};
+use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
-/// The loop looks at terminating nodes at most this often on changes.
+/// Changes are looked at at most this often.
 const SCAN_INTERVAL: Duration = Duration::from_millis(200);
-/// And at least this often (a PDB that refused an eviction is asked again).
+/// Every terminating node is looked at least this often (a PDB that refused an eviction is
+/// asked again).
 pub const RESYNC: Duration = Duration::from_secs(1);
+/// Nodes terminated at once.
+pub const CONCURRENCY: usize = 32;
 /// Eviction requests in flight at once for one node (the client's rate limit still applies).
 const EVICTIONS_AT_ONCE: usize = 64;
 
 /// The termination loop.
+#[derive(Debug)]
 pub struct Termination<C> {
-    pub cache: ClusterCache,
-    pub cloud: Arc<C>,
-    pub client: Client,
-    pub events: Events,
-    pub metrics: ControllerMetrics,
+    pub ctx: Context<C>,
 }
 
-impl<C> std::fmt::Debug for Termination<C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Termination").finish_non_exhaustive()
+/// One pass over a terminating Node, with what it was decided from.
+#[derive(Debug, Clone)]
+pub struct NodePass {
+    pub node: Node,
+    pub claim: Option<NodeClaim>,
+    /// The pods the pass's drain names, by `namespace/name`.
+    pub pods: BTreeMap<String, Arc<PodRecord>>,
+    pub pass: TerminationPass,
+}
+
+/// A step of a pass failed; the pass is tried again.
+#[derive(Debug, thiserror::Error)]
+pub enum TerminationError {
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error("{step} of node {node}: {source}")]
+    Api {
+        step: &'static str,
+        node: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("terminating the instance of nodeclaim {claim}: {source}")]
+    Cloud {
+        claim: String,
+        #[source]
+        source: CloudError,
+    },
+}
+
+impl TerminationError {
+    /// A conflicting write is tried again from a fresher copy at the next pass; anything else
+    /// backs off (a pass that keeps failing against the cloud is not repeated every second).
+    pub fn retry(&self) -> Retry {
+        match self {
+            TerminationError::Write(error) => error.retry(),
+            TerminationError::Api { source, .. } => writes::retry(source),
+            TerminationError::Cloud { .. } => Retry::Backoff,
+        }
     }
-}
-
-fn has_finalizer(node: &Node) -> bool {
-    node.metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == labels::TERMINATION_FINALIZER)
-}
-
-/// The NodeClaim's termination deadline (`karpenter.sh/nodeclaim-termination-timestamp`).
-fn deadline(claim: Option<&NodeClaim>) -> Option<DateTime<Utc>> {
-    let value = claim?
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(labels::NODECLAIM_TERMINATION_TIMESTAMP)?;
-    DateTime::parse_from_rfc3339(value)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }
 
 /// The `reason` of `karpenter_pods_drained_total`: the disruption that deleted the NodeClaim
@@ -85,266 +97,239 @@ fn drain_reason(claim: Option<&NodeClaim>) -> &str {
         .and_then(|c| c.status.as_ref()?.conditions.as_ref())
         .and_then(|cs| {
             cs.iter()
-                .find(|c| c.type_ == super::disruption::DISRUPTION_REASON && c.status == "True")
+                .find(|c| c.type_ == DISRUPTION_REASON && c.status == "True")
         })
         .map_or("Forceful Termination", |c| c.reason.as_str())
 }
 
-impl<C: CloudProvider + 'static> Termination<C> {
-    /// Runs until `cancel` trips.
-    pub async fn run(self, cancel: CancellationToken) {
-        let this = Arc::new(self);
-        let busy = InFlight::default();
-        let mut changes = this.cache.changes(SCAN_INTERVAL);
-        loop {
-            if this.cache.synced() {
-                for (node, claim) in this.terminating(&busy) {
-                    let name = node.metadata.name.clone().unwrap_or_default();
-                    let (this, busy) = (this.clone(), busy.clone());
-                    tokio::spawn(async move {
-                        let started = std::time::Instant::now();
-                        let result = this.terminate(&node, claim.as_ref()).await;
-                        this.metrics.reconciled(
-                            "node.termination",
-                            Reconciled::of(&result),
-                            started.elapsed().as_secs_f64(),
-                        );
-                        if let Err(error) = result {
-                            tracing::warn!(%error, node = %name, "termination step failed; retrying");
-                        }
-                        busy.done(&name);
-                    });
-                }
-            }
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                _ = changes.changed() => {}
-                () = tokio::time::sleep(RESYNC) => {}
-            }
-        }
-    }
-
-    /// Nodes being deleted with our finalizer and no pass in flight (marked busy), with their
-    /// NodeClaim.
-    fn terminating(&self, busy: &InFlight) -> Vec<(Node, Option<NodeClaim>)> {
-        let mut busy = busy.lock();
-        let cluster = self.cache.lock();
-        let claims: BTreeMap<&str, &NodeClaim> = cluster
-            .node_claims()
-            .filter_map(|c| Some((c.status.as_ref()?.provider_id.as_deref()?, c)))
-            .collect();
-        let mut out = Vec::new();
-        for node in cluster.nodes() {
-            let Some(name) = node.metadata.name.as_deref() else {
-                continue;
-            };
-            if node.metadata.deletion_timestamp.is_none()
-                || !has_finalizer(node)
-                || busy.contains(name)
-            {
-                continue;
-            }
-            busy.insert(name.to_owned());
-            let claim = node
-                .spec
-                .as_ref()
-                .and_then(|s| s.provider_id.as_deref())
-                .and_then(|id| claims.get(id).copied());
-            out.push((node.clone(), claim.cloned()));
-        }
-        out
-    }
-
-    fn api_error(step: &'static str, node: &str) -> impl FnOnce(kube::Error) -> StepError {
-        let node = node.to_owned();
-        move |source| StepError::NodeApi { step, node, source }
-    }
-
-    /// One pass over a terminating Node.
-    async fn terminate(&self, node: &Node, claim: Option<&NodeClaim>) -> Result<(), StepError> {
-        let name = node.metadata.name.clone().unwrap_or_default();
-        let nodes: Api<Node> = Api::all(self.client.clone());
-        if let Some(claim) = claim.filter(|c| c.metadata.deletion_timestamp.is_none()) {
-            let claim_name = claim.metadata.name.as_deref().unwrap_or_default();
-            writes::delete_claim(&self.client, claim_name).await?;
-        }
-        if !is_tainted(node) {
-            writes::set_disrupted_taint(&self.client, &self.cache, &name, true).await?;
-        }
-        let now = Utc::now();
-        // The drain plan and the attachments it waits for from one look at the index.
-        let (plan, pods, attached): (_, BTreeMap<String, Arc<PodRecord>>, Vec<String>) = {
-            let cluster = self.cache.lock();
-            let on_node = cluster.pods_on(&name);
-            let refs: Vec<&PodRecord> = on_node.iter().map(|p| &***p).collect();
-            let plan = plan_drain(&refs, deadline(claim), now);
-            let attachments = cluster.volume_attachments_on(&name);
-            let volume_of = |namespace: &str, claim: &str| {
-                cluster
-                    .persistent_volume_claim(namespace, claim)
-                    .and_then(|c| c.spec.as_ref()?.volume_name.clone())
-            };
-            let attached = attachments_to_await(&attachments, &refs, volume_of, now)
-                .into_iter()
-                .map(str::to_owned)
-                .collect();
-            let pods = on_node
-                .iter()
-                .map(|p| (karpenter_disruption::pods::key(p), Arc::clone(p)))
-                .collect();
-            (plan, pods, attached)
+/// A pass for every Node being deleted with our finalizer and no pass in flight.
+pub fn scan(cluster: &Cluster, now: DateTime<Utc>, busy: Busy<'_>) -> Scan<NodePass> {
+    let claims: BTreeMap<&str, &NodeClaim> = cluster
+        .node_claims()
+        .filter_map(|c| Some((c.status.as_ref()?.provider_id.as_deref()?, c)))
+        .collect();
+    let mut scan = Scan::new();
+    for node in cluster.nodes() {
+        let Some(name) = node.metadata.name.as_deref() else {
+            continue;
         };
-        if !plan.drained() {
-            self.condition(claim, conditions::DRAINED, "Unknown", "Draining")
-                .await?;
-            let reason = drain_reason(claim);
-            // One tier's evictions at a time, as upstream's eviction queue makes them: a node
-            // of 170 pods drained one round trip after another took 17 s.
-            let requests: Vec<_> = plan
-                .actions
-                .iter()
-                .filter_map(|(key, action)| Some(self.act(pods.get(key)?, action, reason)))
-                .collect();
-            let outcomes: Vec<Result<bool, StepError>> = futures::stream::iter(requests)
-                .buffer_unordered(EVICTIONS_AT_ONCE)
-                .collect()
-                .await;
-            let mut refused = 0usize;
-            for outcome in outcomes {
-                if !outcome? {
-                    refused += 1;
+        if !is_terminating(node) || busy.contains(name) {
+            continue;
+        }
+        let claim = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .and_then(|id| claims.get(id).copied());
+        let on_node = cluster.pods_on(name);
+        let pods: Vec<&PodRecord> = on_node.iter().map(|p| &***p).collect();
+        let attachments = cluster.volume_attachments_on(name);
+        let volume_of = |namespace: &str, claim: &str| {
+            cluster
+                .persistent_volume_claim(namespace, claim)
+                .and_then(|c| c.spec.as_ref()?.volume_name.clone())
+        };
+        let awaited = attachments_to_await(&attachments, &pods, volume_of, now);
+        let pass = decide_termination(
+            &TerminationView {
+                node,
+                claim,
+                pods: &pods,
+                attachments: &awaited,
+            },
+            now,
+        );
+        if let Some(after) = pass.requeue_after {
+            scan.requeue_after(after);
+        }
+        if pass.steps.is_empty() {
+            continue;
+        }
+        let named: std::collections::BTreeSet<&str> = pass
+            .drain()
+            .map(|plan| plan.actions.iter().map(|(k, _)| k.as_str()).collect())
+            .unwrap_or_default();
+        let pods = on_node
+            .iter()
+            .map(|p| (karpenter_disruption::pods::key(p), Arc::clone(p)))
+            .filter(|(key, _)| named.contains(key.as_str()))
+            .collect();
+        scan.step(
+            name,
+            NodePass {
+                node: node.clone(),
+                claim: claim.cloned(),
+                pods,
+                pass,
+            },
+        );
+    }
+    scan
+}
+
+impl<C: CloudProvider + 'static> Reconciler for Termination<C> {
+    type Step = NodePass;
+    type Error = TerminationError;
+    const NAME: &'static str = "node.termination";
+
+    fn shape(&self) -> Shape {
+        Shape::new(SCAN_INTERVAL, RESYNC)
+            .concurrency(CONCURRENCY)
+            .backoff(Duration::from_secs(1), Duration::from_secs(30))
+    }
+
+    fn scan(&self, cluster: &Cluster, now: DateTime<Utc>, busy: Busy<'_>) -> Scan<NodePass> {
+        scan(cluster, now, busy)
+    }
+
+    async fn execute(&self, pass: NodePass) -> Result<Action, TerminationError> {
+        self.pass(pass).await.map(|()| Action::AwaitChange)
+    }
+
+    fn error_policy(&self, error: &TerminationError) -> Retry {
+        error.retry()
+    }
+
+    fn step_name(_: &NodePass) -> &'static str {
+        "pass"
+    }
+}
+
+impl<C: CloudProvider + 'static> Termination<C> {
+    /// Performs one pass's steps in order.
+    async fn pass(&self, pass: NodePass) -> Result<(), TerminationError> {
+        let NodePass {
+            node,
+            claim,
+            pods,
+            pass,
+        } = pass;
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let writer = self.ctx.writer();
+        for step in &pass.steps {
+            match step {
+                TerminationStep::DeleteNodeClaim { claim } => {
+                    writer.delete::<NodeClaim>(claim, "deleting").await?;
+                }
+                TerminationStep::Taint => writer.set_disrupted_taint(&name, true).await?,
+                TerminationStep::Condition {
+                    claim,
+                    type_,
+                    status,
+                    reason,
+                } => {
+                    writer
+                        .set_claim_condition(claim, type_, Some((status, reason, "")), Utc::now())
+                        .await?;
+                }
+                TerminationStep::Drain(plan) => {
+                    let reason = drain_reason(claim.as_ref());
+                    // One tier's evictions at a time, as upstream's eviction queue makes
+                    // them: a node of 170 pods drained one round trip after another took 17 s.
+                    let requests: Vec<_> = plan
+                        .actions
+                        .iter()
+                        .filter_map(|(key, action)| {
+                            Some(self.act(&name, pods.get(key)?, action, reason))
+                        })
+                        .collect();
+                    let outcomes: Vec<Result<bool, TerminationError>> =
+                        futures::stream::iter(requests)
+                            .buffer_unordered(EVICTIONS_AT_ONCE)
+                            .collect()
+                            .await;
+                    let mut refused = 0usize;
+                    for outcome in outcomes {
+                        if !outcome? {
+                            refused += 1;
+                        }
+                    }
+                    if refused > 0 || !plan.do_not_disrupt.is_empty() {
+                        tracing::info!(
+                            node = %name,
+                            waiting = plan.waiting,
+                            refused,
+                            do_not_disrupt = plan.do_not_disrupt.len(),
+                            "draining"
+                        );
+                    }
+                }
+                TerminationStep::TerminateInstance { claim: claim_name } => {
+                    let Some(claim) = claim.as_ref() else {
+                        continue;
+                    };
+                    match self.ctx.cloud.delete(claim).await {
+                        Ok(()) | Err(CloudError::NodeClaimNotFound { .. }) => {}
+                        Err(source) => {
+                            return Err(TerminationError::Cloud {
+                                claim: claim_name.clone(),
+                                source,
+                            });
+                        }
+                    }
+                }
+                TerminationStep::RemoveFinalizer => {
+                    writer
+                        .set_finalizer(
+                            &node,
+                            labels::TERMINATION_FINALIZER,
+                            false,
+                            "removing the finalizer",
+                        )
+                        .await?;
+                    self.terminated(&node);
                 }
             }
-            if refused > 0 || !plan.do_not_disrupt.is_empty() {
-                tracing::info!(
-                    node = %name,
-                    waiting = plan.waiting,
-                    refused,
-                    do_not_disrupt = plan.do_not_disrupt.len(),
-                    "draining"
-                );
-            }
-            return Ok(());
         }
-        if !min_drain_time_elapsed(claim, now) {
-            // The next pass (at most RESYNC away) declares it.
-            return Ok(());
+        if let Some(waiting_for) = &pass.waiting_for
+            && pass.drain().is_none()
+        {
+            tracing::debug!(node = %name, %waiting_for, "terminating");
         }
-        self.condition(claim, conditions::DRAINED, "True", "Drained")
-            .await?;
-        // Volumes detach before the instance goes (their data would be lost with it), unless the
-        // termination grace period has run out.
-        if deadline(claim).is_some_and(|d| now >= d) {
-            self.condition(
-                claim,
-                conditions::VOLUMES_DETACHED,
-                "False",
-                "TerminationGracePeriodElapsed",
-            )
-            .await?;
-        } else {
-            if !attached.is_empty() {
-                self.condition(
-                    claim,
-                    conditions::VOLUMES_DETACHED,
-                    "Unknown",
-                    "AwaitingVolumeDetachment",
-                )
-                .await?;
-                tracing::debug!(node = %name, volume_attachments = ?attached, "drained; waiting for volumes to detach");
-                return Ok(());
-            }
-            self.condition(
-                claim,
-                conditions::VOLUMES_DETACHED,
-                "True",
-                "VolumesDetached",
-            )
-            .await?;
-        }
+        Ok(())
+    }
+
+    /// Counts a terminated Node (once its finalizer is gone, so a pass retried after a
+    /// failure counts nothing twice).
+    fn terminated(&self, node: &Node) {
+        let name = node.metadata.name.as_deref().unwrap_or_default();
         let pool = node
             .labels()
             .get(labels::NODEPOOL)
             .cloned()
             .unwrap_or_default();
-        if let Some(claim) = claim.filter(|c| {
-            c.status
-                .as_ref()
-                .and_then(|s| s.provider_id.as_ref())
-                .is_some()
-        }) {
-            self.condition(
-                Some(claim),
-                conditions::INSTANCE_TERMINATING,
-                "True",
-                "InstanceTerminating",
-            )
-            .await?;
-            match self.cloud.delete(claim).await {
-                Ok(()) | Err(CloudError::NodeClaimNotFound { .. }) => {}
-                Err(source) => {
-                    return Err(StepError::Cloud {
-                        step: "terminating the instance",
-                        claim: claim.metadata.name.clone().unwrap_or_default(),
-                        source,
-                    });
-                }
-            }
-        }
-        release(&nodes, &name, &node.metadata)
-            .await
-            .map_err(Self::api_error("removing the finalizer", &name))?;
-        // Both once the finalizer is gone, so a pass retried after a failed termination
-        // counts nothing twice.
-        self.metrics.node_drained(&pool);
-        self.metrics.node_terminated(&pool);
+        let metrics = &self.ctx.metrics;
+        metrics.node_drained(&pool);
+        metrics.node_terminated(&pool);
         if let Some(since) = node
             .metadata
             .deletion_timestamp
             .as_ref()
             .and_then(karpenter_state::conditions::from_api_time)
         {
-            self.metrics
+            metrics
                 .node_termination_duration(&pool, (Utc::now() - since).as_seconds_f64().max(0.0));
         }
         tracing::info!(node = %name, "drained and terminated");
-        Ok(())
     }
 
-    /// Sets a termination condition on the NodeClaim (`Drained`, `VolumesDetached`,
-    /// `InstanceTerminating`), writing only when its status or reason changes.
-    async fn condition(
-        &self,
-        claim: Option<&NodeClaim>,
-        type_: &str,
-        status: &str,
-        reason: &str,
-    ) -> Result<(), StepError> {
-        let Some(name) = claim.and_then(|c| c.metadata.name.as_deref()) else {
-            return Ok(());
-        };
-        writes::set_claim_condition(
-            &self.client,
-            &self.cache,
-            name,
-            type_,
-            Some((status, reason, "")),
-            Utc::now(),
-        )
-        .await
-    }
-
-    /// Evicts or deletes one pod; `false` when a PodDisruptionBudget refused the eviction.
+    /// Evicts or deletes one pod of `node`; `false` when a PodDisruptionBudget refused the
+    /// eviction.
     async fn act(
         &self,
+        node: &str,
         pod: &PodRecord,
         action: &PodAction,
         reason: &str,
-    ) -> Result<bool, StepError> {
+    ) -> Result<bool, TerminationError> {
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-        let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        let node = pod.node_name().unwrap_or_default().to_owned();
+        let pods: Api<Pod> = Api::namespaced(self.ctx.client.clone(), namespace);
+        let failed = |step: &'static str| {
+            let node = node.to_owned();
+            move |source| TerminationError::Api { step, node, source }
+        };
+        let events = &self.ctx.events;
         match action {
             PodAction::Evict => {
                 let params = EvictParams {
@@ -360,15 +345,15 @@ impl<C: CloudProvider + 'static> Termination<C> {
                     ..EvictParams::default()
                 };
                 let answer = pods.evict(name, &params).await;
-                self.metrics.eviction_request(match &answer {
+                self.ctx.metrics.eviction_request(match &answer {
                     Ok(_) => 200,
                     Err(kube::Error::Api(status)) => status.code,
                     Err(_) => 0,
                 });
                 match answer {
                     Ok(_) => {
-                        self.metrics.pod_drained(reason);
-                        self.events
+                        self.ctx.metrics.pod_drained(reason);
+                        events
                             .normal_pod(pod, "Evicted", "Evicted pod: the node is terminating")
                             .await;
                         Ok(true)
@@ -377,7 +362,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
                         Ok(true)
                     }
                     Err(kube::Error::Api(status)) if status.code == 429 || status.code == 500 => {
-                        self.events
+                        events
                             .warn_pod(
                                 pod,
                                 "FailedDraining",
@@ -386,7 +371,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
                             .await;
                         Ok(false)
                     }
-                    Err(e) => Err(Self::api_error("evicting a pod", &node)(e)),
+                    Err(e) => Err(failed("evicting a pod")(e)),
                 }
             }
             PodAction::ForceDelete {
@@ -398,7 +383,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
                 };
                 match pods.delete(name, &params).await {
                     Ok(_) => {
-                        self.events
+                        events
                             .normal_pod(
                                 pod,
                                 "Disrupted",
@@ -407,10 +392,65 @@ impl<C: CloudProvider + 'static> Termination<C> {
                             .await;
                         Ok(true)
                     }
-                    Err(kube::Error::Api(status)) if status.code == 404 => Ok(true),
-                    Err(e) => Err(Self::api_error("deleting a pod", &node)(e)),
+                    Err(e) if writes::is_not_found(&e) => Ok(true),
+                    Err(e) => Err(failed("deleting a pod")(e)),
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> kube::Error {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "code": code, "message": "m", "reason": "r",
+        }))
+        .unwrap_or_else(|e| panic!("status: {e}"));
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn a_pass_that_conflicted_goes_again_and_a_failing_cloud_backs_off() {
+        let conflict = TerminationError::Write(WriteError {
+            step: "removing the finalizer",
+            kind: "node",
+            name: "n1".into(),
+            source: api_error(409),
+        });
+        assert_eq!(conflict.retry(), Retry::Now);
+        let eviction = TerminationError::Api {
+            step: "evicting a pod",
+            node: "n1".into(),
+            source: api_error(503),
+        };
+        assert_eq!(eviction.retry(), Retry::Backoff);
+        let cloud = TerminationError::Cloud {
+            claim: "c1".into(),
+            source: CloudError::Provider {
+                operation: "TerminateInstances",
+                message: "throttled".into(),
+                retryable: true,
+            },
+        };
+        assert_eq!(cloud.retry(), Retry::Backoff);
+        assert!(cloud.to_string().contains("nodeclaim c1"));
+    }
+
+    #[test]
+    fn pods_drained_by_a_disruption_are_labelled_with_its_reason() {
+        let claim: NodeClaim = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "c"},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                      "name": "d"}, "requirements": []},
+            "status": {"conditions": [{"type": "DisruptionReason", "status": "True",
+                                       "reason": "Underutilized", "message": "",
+                                       "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(drain_reason(Some(&claim)), "Underutilized");
+        assert_eq!(drain_reason(None), "Forceful Termination");
     }
 }

@@ -1,9 +1,8 @@
 //! Upstream's `metrics.node` and `metrics.pod` controllers: gauges of every node's allocatable
 //! and requested resources (`karpenter_nodes_allocatable`, `karpenter_nodes_total_pod_requests`,
 //! `karpenter_nodes_total_daemon_requests`) and of every pod's state (`karpenter_pods_state`),
-//! rebuilt from the cluster-state index on every [`StateMetrics::update`], and
-//! `karpenter_pods_startup_duration_seconds`. The NodePool counter's loop calls `update` every
-//! 5 s (upstream's `metrics.node` interval).
+//! rebuilt from the cluster-state index every 5 s (upstream's `metrics.node` interval) by the
+//! loops [`NodeMetrics`] and [`PodMetrics`], and `karpenter_pods_startup_duration_seconds`.
 //!
 //! Labels are upstream's: a node's series carry `node_name`, `phase`, `managed`, one label per
 //! well-known node label ([`NODE_LABELS`]) and `resource_type`; a pod's carry `name`,
@@ -20,7 +19,8 @@
 //! minus its creation time.
 
 use std::collections::{HashMap, HashSet};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use k8s_openapi::api::core::v1::Node;
@@ -30,8 +30,112 @@ use karpenter_scheduling::{Quantity, ResourceList};
 use karpenter_state::Cluster;
 use karpenter_state::conditions::from_api_time;
 
-use super::{ControllerMetrics, Labels, Reconciled};
+use super::{ControllerMetrics, Labels};
 use crate::controllers::cache::ClusterCache;
+use crate::reconcile::{Action, Busy, Reconciler, Retry, Scan, Shape};
+
+/// How often the gauges are rebuilt (upstream's `metrics.node` and `metrics.pod` interval).
+pub const INTERVAL: Duration = Duration::from_secs(5);
+
+/// The gauges' memory, shared by [`NodeMetrics`] and [`PodMetrics`].
+#[derive(Debug, Clone)]
+pub struct SharedState {
+    state: Arc<Mutex<StateMetrics>>,
+    cache: ClusterCache,
+}
+
+impl SharedState {
+    pub fn new(metrics: ControllerMetrics, cache: ClusterCache, started: DateTime<Utc>) -> Self {
+        SharedState {
+            state: Arc::new(Mutex::new(StateMetrics::new(metrics, started))),
+            cache,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, StateMetrics> {
+        match self.state.lock() {
+            Ok(state) => state,
+            // Gauges only: a panicked holder leaves at worst a stale series.
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+/// The one step of a gauge loop: rebuild.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rebuild;
+
+fn rebuild_scan(name: &'static str, busy: Busy<'_>) -> Scan<Rebuild> {
+    let mut scan = Scan::new();
+    if !busy.contains(name) {
+        scan.step(name, Rebuild);
+    }
+    scan
+}
+
+/// Upstream's `metrics.node`: every node's allocatable and requests.
+#[derive(Debug, Clone)]
+pub struct NodeMetrics(pub SharedState);
+
+impl Reconciler for NodeMetrics {
+    type Step = Rebuild;
+    type Error = std::convert::Infallible;
+    const NAME: &'static str = "metrics.node";
+
+    fn shape(&self) -> Shape {
+        Shape::periodic(INTERVAL)
+    }
+
+    fn scan(&self, _: &Cluster, _: DateTime<Utc>, busy: Busy<'_>) -> Scan<Rebuild> {
+        rebuild_scan(Self::NAME, busy)
+    }
+
+    async fn execute(&self, _: Rebuild) -> Result<Action, std::convert::Infallible> {
+        let nodes = collect_nodes(&self.0.cache.lock());
+        self.0.lock().apply_nodes(nodes);
+        Ok(Action::RequeueAfter(INTERVAL))
+    }
+
+    fn error_policy(&self, _: &std::convert::Infallible) -> Retry {
+        Retry::Backoff
+    }
+
+    fn step_name(_: &Rebuild) -> &'static str {
+        "rebuild"
+    }
+}
+
+/// Upstream's `metrics.pod`: every pod's state, and startup durations.
+#[derive(Debug, Clone)]
+pub struct PodMetrics(pub SharedState);
+
+impl Reconciler for PodMetrics {
+    type Step = Rebuild;
+    type Error = std::convert::Infallible;
+    const NAME: &'static str = "metrics.pod";
+
+    fn shape(&self) -> Shape {
+        Shape::periodic(INTERVAL)
+    }
+
+    fn scan(&self, _: &Cluster, _: DateTime<Utc>, busy: Busy<'_>) -> Scan<Rebuild> {
+        rebuild_scan(Self::NAME, busy)
+    }
+
+    async fn execute(&self, _: Rebuild) -> Result<Action, std::convert::Infallible> {
+        let cluster = self.0.cache.lock();
+        self.0.lock().update_pod_states(&cluster);
+        Ok(Action::RequeueAfter(INTERVAL))
+    }
+
+    fn error_policy(&self, _: &std::convert::Infallible) -> Retry {
+        Retry::Backoff
+    }
+
+    fn step_name(_: &Rebuild) -> &'static str {
+        "rebuild"
+    }
+}
 
 /// The node labels upstream turns into metric labels (core's `v1.WellKnownLabels` with the AWS
 /// provider's additions), each with its metric label: the part after `/`, lowercased, `-` as
@@ -317,26 +421,21 @@ impl StateMetrics {
         }
     }
 
-    /// One pass of upstream's `metrics.node` and `metrics.pod` over the index.
-    pub fn update(&mut self, cache: &ClusterCache) {
-        let t = Instant::now();
-        let nodes = collect_nodes(&cache.lock());
+    /// One pass of `metrics.node` and `metrics.pod` over the index.
+    #[cfg(test)]
+    fn update(&mut self, cache: &ClusterCache) {
+        let cluster = cache.lock();
+        let nodes = collect_nodes(&cluster);
         self.apply_nodes(nodes);
-        self.metrics.reconciled(
-            "metrics.node",
-            Reconciled::RequeueAfter,
-            t.elapsed().as_secs_f64(),
-        );
-        let t = Instant::now();
-        let startups = self.update_pods(&cache.lock());
+        self.update_pod_states(&cluster);
+    }
+
+    /// One pass of upstream's `metrics.pod` over the index.
+    fn update_pod_states(&mut self, cluster: &Cluster) {
+        let startups = self.update_pods(cluster);
         for seconds in startups {
             self.metrics.pod_startup_duration(seconds);
         }
-        self.metrics.reconciled(
-            "metrics.pod",
-            Reconciled::RequeueAfter,
-            t.elapsed().as_secs_f64(),
-        );
     }
 
     fn apply_nodes(&mut self, wanted: NodeSeries) {
@@ -707,7 +806,6 @@ mod tests {
             text.contains("karpenter_nodes_total_pod_requests{node_name=\"n1\""),
             "{text}"
         );
-        assert!(text.contains("controller_runtime_reconcile_total{controller=\"metrics.pod\",result=\"requeue_after\"} 1"), "{text}");
         cache.delete(&karpenter_state::ObjectRef::new(
             karpenter_state::Kind::Pod,
             Some("shop"),

@@ -1,0 +1,61 @@
+//! What every loop executes its steps with: one [`Context`] instead of the same fields in
+//! every loop.
+
+use std::sync::Arc;
+
+use kube::Client;
+
+use crate::controllers::cache::ClusterCache;
+use crate::controllers::catalogs::Catalogs;
+use crate::controllers::events::Events;
+use crate::controllers::metrics::ControllerMetrics;
+use crate::controllers::writes::Writer;
+use crate::settings::Settings;
+
+/// The clients, the shared index, the cloud, events, metrics and settings.
+pub struct Context<C> {
+    /// The rate-limited Kubernetes client.
+    pub client: Client,
+    /// The cluster-state index every loop scans, and writes its answers back to.
+    pub cache: ClusterCache,
+    /// The cloud provider.
+    pub cloud: Arc<C>,
+    /// The event recorder.
+    pub events: Events,
+    /// The controllers' metrics.
+    pub metrics: ControllerMetrics,
+    /// The settings.
+    pub settings: Arc<Settings>,
+    /// The NodePools' instance types, converted once for every loop that reads them.
+    pub catalogs: Catalogs,
+}
+
+impl<C> Context<C> {
+    /// The write path ([`crate::controllers::writes`]) on this context's client and index.
+    pub fn writer(&self) -> Writer {
+        Writer::new(self.client.clone(), self.cache.clone())
+    }
+}
+
+impl<C> Clone for Context<C> {
+    fn clone(&self) -> Self {
+        Context {
+            client: self.client.clone(),
+            cache: self.cache.clone(),
+            cloud: Arc::clone(&self.cloud),
+            events: self.events.clone(),
+            metrics: self.metrics.clone(),
+            settings: Arc::clone(&self.settings),
+            catalogs: self.catalogs.clone(),
+        }
+    }
+}
+
+impl<C> std::fmt::Debug for Context<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("cloud_provider", &self.settings.cloud_provider)
+            .field("cluster_name", &self.settings.cluster_name)
+            .finish_non_exhaustive()
+    }
+}
