@@ -104,8 +104,12 @@ impl ClusterCache {
     }
 
     /// Applies an object the controller itself just wrote (read-your-writes before the watch
-    /// event arrives), and signals a change.
+    /// event arrives), and signals a change. An answer older than what a watch event already
+    /// put there (the write raced a later change) is not applied.
     pub fn apply(&self, mut object: Object) {
+        if self.is_stale(&object) {
+            return;
+        }
         karpenter_state::slim::slim(&mut object);
         self.lock().apply(object);
         self.changed();
@@ -256,12 +260,7 @@ impl ClusterCache {
                     Some(Err(error)) => {
                         tracing::warn!(kind = ?kind, %error, "watch failed; retrying with backoff");
                     }
-                    Some(Ok(Event::Apply(object))) => {
-                        let object = wrap(object);
-                        if !cache.is_stale(&object) {
-                            cache.apply(object);
-                        }
-                    }
+                    Some(Ok(Event::Apply(object))) => cache.apply(wrap(object)),
                     Some(Ok(Event::Delete(object))) => {
                         let reference = wrap(object).reference();
                         cache.delete(&reference);

@@ -192,11 +192,26 @@ impl Writer {
         };
         match result {
             Ok(patched) => {
-                self.cache.apply(patched.clone().into_object());
+                self.remember(&patched);
                 Ok(Some(patched))
             }
             Err(e) if is_not_found(&e) => Ok(None),
             Err(source) => Err(Self::error::<K>(step, name, source)),
+        }
+    }
+
+    /// Puts a write's answer into the index. An answer being deleted without a finalizer left
+    /// is an object the API server has removed: it leaves the index (were it applied, a watch
+    /// event of its deletion that arrived first would leave it there for good).
+    fn remember<K: Written>(&self, answer: &K) {
+        let meta = answer.meta();
+        let removed =
+            meta.deletion_timestamp.is_some() && meta.finalizers.as_ref().is_none_or(Vec::is_empty);
+        if removed {
+            let name = meta.name.as_deref().unwrap_or_default();
+            self.cache.delete(&ObjectRef::new(K::INDEX, None, name));
+        } else {
+            self.cache.apply(answer.clone().into_object());
         }
     }
 
@@ -310,7 +325,7 @@ impl Writer {
             .await
         {
             Ok(created) => {
-                self.cache.apply(created.clone().into_object());
+                self.remember(&created);
                 Ok(created)
             }
             Err(source) => Err(Self::error::<K>(

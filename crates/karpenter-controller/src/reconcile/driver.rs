@@ -316,6 +316,7 @@ impl<R: Reconciler> Driver<R> {
     }
 
     fn start(&mut self, reconciler: &Arc<R>, key: String, name: &'static str, step: R::Step) {
+        tracing::trace!(controller = R::NAME, %key, step = name, "starting a step");
         self.busy.insert(key.clone());
         let (reconciler, permits, metrics) = (
             Arc::clone(reconciler),
