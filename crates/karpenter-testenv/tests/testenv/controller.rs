@@ -51,7 +51,10 @@ fn crd_dir() -> PathBuf {
 fn init_logs() {
     let _ = tracing_subscriber::fmt()
         .with_test_writer()
-        .with_env_filter("info,karpenter_controller=debug,kube=warn")
+        .with_env_filter(
+            std::env::var("TESTENV_LOG")
+                .unwrap_or_else(|_| "info,karpenter_controller=debug,kube=warn".to_owned()),
+        )
         .try_init();
 }
 
