@@ -1,8 +1,9 @@
 //! The EC2 cloud provider: the async shell around `karpenter-aws`'s pure decisions.
 //!
 //! It owns the AWS clients ([`clients`]), the EC2NodeClass resolution against EC2, SSM and IAM
-//! ([`nodeclass`]), the instance-type catalog and prices, launch templates, fleet launches and
-//! the instances it launched. Every decision (what to ask, what an answer means, what to
+//! ([`nodeclass`]), the instance-type catalog and prices, launch templates, fleet launches,
+//! the instances it launched, instance tags ([`tagging`]) and the interruption queue ([`sqs`]):
+//! every AWS call the controller makes is here. Every decision (what to ask, what an answer means, what to
 //! launch) is a function of `karpenter-aws`; this crate asks and performs.
 //!
 //! It must not: talk to the Kubernetes API (the controller reads EC2NodeClasses and writes
@@ -22,6 +23,7 @@ pub mod launch_templates;
 pub mod nodeclass;
 pub mod pricing;
 pub mod provider;
+pub mod sqs;
 pub mod tagging;
 
 pub use clients::AwsClients;

@@ -1,5 +1,5 @@
 //! The interruption controller (upstream `interruption`): long-polls the SQS queue named by
-//! `INTERRUPTION_QUEUE` (URL from `GetQueueUrl`; up to 10 messages, 20 s wait) and hands each
+//! `INTERRUPTION_QUEUE` ([`karpenter_aws_provider::sqs::InterruptionQueue`]) and hands each
 //! body to [`karpenter_aws::interruption::plan`], which parses it and decides; this module
 //! performs the actions (offering marked unavailable, NodeClaim deleted so the normal
 //! termination drains it, events), counts the metrics, and deletes or leaves the message as
@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use aws_sdk_sqs::types::Message;
 use chrono::Utc;
 use futures::StreamExt;
 use karpenter_api::labels;
@@ -26,12 +25,13 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
 use crate::http::Metrics;
+use karpenter_aws_provider::AwsError;
+use karpenter_aws_provider::sqs::{InterruptionQueue, QueueMessage};
+
 use crate::reconcile::{self, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// Messages of one receive handled at once.
 pub const CONCURRENCY: usize = 10;
-const MAX_MESSAGES: i32 = 10;
-const WAIT_SECONDS: i32 = 20;
 /// After a failed SQS call.
 const BACKOFF: Duration = Duration::from_secs(5);
 /// How often the loop looks whether a receive is due (one is, as soon as the last ends).
@@ -75,46 +75,17 @@ impl InterruptionMetrics {
 #[derive(Debug)]
 pub struct Interruption<C> {
     pub ctx: Context<C>,
-    pub sqs: aws_sdk_sqs::Client,
-    pub queue: String,
+    pub queue: InterruptionQueue,
     pub interruption_metrics: InterruptionMetrics,
-    /// The queue's URL, once resolved.
-    url: tokio::sync::Mutex<Option<String>>,
 }
 
 /// The one step: receive (a long poll) and handle what came.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Receive;
 
-/// An SQS call failed; the loop tries again after [`BACKOFF`].
-#[derive(Debug, thiserror::Error)]
-#[error("{operation} on queue {queue}: {message}")]
-pub struct SqsError {
-    operation: &'static str,
-    queue: String,
-    message: String,
-}
-
-impl<C> Interruption<C> {
-    pub fn new(
-        ctx: Context<C>,
-        sqs: aws_sdk_sqs::Client,
-        queue: String,
-        interruption_metrics: InterruptionMetrics,
-    ) -> Self {
-        Interruption {
-            ctx,
-            sqs,
-            queue,
-            interruption_metrics,
-            url: tokio::sync::Mutex::new(None),
-        }
-    }
-}
-
 impl<C: CloudProvider + 'static> Reconciler for Interruption<C> {
     type Step = Receive;
-    type Error = SqsError;
+    type Error = AwsError;
     const NAME: &'static str = "interruption";
 
     fn shape(&self) -> Shape {
@@ -129,26 +100,12 @@ impl<C: CloudProvider + 'static> Reconciler for Interruption<C> {
         scan
     }
 
-    async fn execute(&self, _: Receive) -> Result<reconcile::Action, SqsError> {
-        let url = self.queue_url().await?;
-        let received = self
-            .sqs
-            .receive_message()
-            .queue_url(&url)
-            .max_number_of_messages(MAX_MESSAGES)
-            .wait_time_seconds(WAIT_SECONDS)
-            .send()
-            .await
-            .map_err(|error| SqsError {
-                operation: "ReceiveMessage",
-                queue: self.queue.clone(),
-                message: aws_sdk_sqs::error::DisplayErrorContext(&error).to_string(),
-            })?;
-        let messages = received.messages.unwrap_or_default();
+    async fn execute(&self, _: Receive) -> Result<reconcile::Action, AwsError> {
+        let messages = self.queue.receive().await?;
         if !messages.is_empty() {
             let claims = self.claims_by_instance();
             futures::stream::iter(messages)
-                .for_each_concurrent(CONCURRENCY, |message| self.handle(&url, &claims, message))
+                .for_each_concurrent(CONCURRENCY, |message| self.handle(&claims, message))
                 .await;
         }
         // One receive (a long poll) and its messages: one reconciliation of upstream's
@@ -156,7 +113,7 @@ impl<C: CloudProvider + 'static> Reconciler for Interruption<C> {
         Ok(reconcile::Action::RequeueAfter(Duration::ZERO))
     }
 
-    fn error_policy(&self, _: &SqsError) -> Retry {
+    fn error_policy(&self, _: &AwsError) -> Retry {
         Retry::After(BACKOFF)
     }
 
@@ -165,51 +122,11 @@ impl<C: CloudProvider + 'static> Reconciler for Interruption<C> {
     }
 }
 
-/// An SQS client from the SDK's default chain (environment, IRSA web identity, instance
-/// metadata; `AWS_ENDPOINT_URL` honoured) with a rustls (ring) HTTP client.
-pub async fn sqs_client() -> aws_sdk_sqs::Client {
-    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
-    let http = aws_smithy_http_client::Builder::new()
-        .tls_provider(Provider::Rustls(CryptoMode::Ring))
-        .build_https();
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(http)
-        .load()
-        .await;
-    aws_sdk_sqs::Client::new(&config)
-}
-
 fn label(claim: &karpenter_api::v1::NodeClaim, key: &str) -> Option<String> {
     claim.metadata.labels.as_ref()?.get(key).cloned()
 }
 
 impl<C: CloudProvider + 'static> Interruption<C> {
-    /// The queue's URL (`GetQueueUrl` the first time).
-    async fn queue_url(&self) -> Result<String, SqsError> {
-        let mut url = self.url.lock().await;
-        if let Some(url) = url.as_ref() {
-            return Ok(url.clone());
-        }
-        let failed = |message: String| SqsError {
-            operation: "GetQueueUrl",
-            queue: self.queue.clone(),
-            message,
-        };
-        let out = self
-            .sqs
-            .get_queue_url()
-            .queue_name(&self.queue)
-            .send()
-            .await
-            .map_err(|error| failed(aws_sdk_sqs::error::DisplayErrorContext(&error).to_string()))?;
-        let resolved = out
-            .queue_url
-            .ok_or_else(|| failed("no URL returned".to_owned()))?;
-        tracing::info!(queue = %self.queue, url = %resolved, "handling interruption messages");
-        *url = Some(resolved.clone());
-        Ok(resolved)
-    }
-
     /// Our NodeClaims by EC2 instance id (from their provider ids). On the simulated cloud an
     /// instance is named after its Node (`kwok://<name>`), so interruption events can be
     /// rehearsed there with `instance-id` set to a node's name.
@@ -234,10 +151,9 @@ impl<C: CloudProvider + 'static> Interruption<C> {
             .collect()
     }
 
-    async fn handle(&self, url: &str, claims: &HashMap<String, ClaimRef>, message: Message) {
-        let id = message.message_id().unwrap_or("<no id>").to_owned();
-        let body = message.body().unwrap_or_default();
-        let planned = plan(body, |instance| claims.get(instance).cloned());
+    async fn handle(&self, claims: &HashMap<String, ClaimRef>, message: QueueMessage) {
+        let id = message.id.as_deref().unwrap_or("<no id>");
+        let planned = plan(&message.body, |instance| claims.get(instance).cloned());
         match &planned.parsed {
             Ok(parsed) => {
                 let kind = parsed.kind();
@@ -260,23 +176,16 @@ impl<C: CloudProvider + 'static> Interruption<C> {
         }
         match planned.disposition(&outcomes) {
             Disposition::Delete => {
-                let Some(receipt) = message.receipt_handle() else {
+                let Some(receipt) = message.receipt.as_deref() else {
                     return;
                 };
-                match self
-                    .sqs
-                    .delete_message()
-                    .queue_url(url)
-                    .receipt_handle(receipt)
-                    .send()
-                    .await
-                {
-                    Ok(_) => {
+                match self.queue.delete(receipt).await {
+                    Ok(()) => {
                         self.interruption_metrics.deleted.inc();
                     }
                     Err(error) => tracing::warn!(
                         message = %id,
-                        error = %aws_sdk_sqs::error::DisplayErrorContext(&error),
+                        %error,
                         "deleting an interruption message failed; it comes back after its visibility timeout"
                     ),
                 }

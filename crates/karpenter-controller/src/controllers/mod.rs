@@ -29,6 +29,8 @@ use karpenter_lifecycle::LifecycleConfig;
 use tokio::task::JoinSet;
 
 use crate::cloud::kwok::{Kwok, KwokCloud, KwokOptions, NodePoolLookup, TypeSource};
+use karpenter_aws_provider::sqs::InterruptionQueue;
+
 use crate::reconcile::{self, Context, Reconciler};
 use crate::run::{ControllerContext, ControllerError};
 use crate::settings::CloudProviderKind;
@@ -101,7 +103,7 @@ pub async fn run(ctx: ControllerContext) -> Result<(), ControllerError> {
 pub async fn run_aws(
     ctx: ControllerContext,
     clients: karpenter_aws_provider::AwsClients,
-    sqs: Option<aws_sdk_sqs::Client>,
+    sqs: Option<karpenter_aws_provider::sqs::Client>,
 ) -> Result<(), ControllerError> {
     use karpenter_aws_provider::{AwsCloud, AwsSettings};
     let settings = ctx.settings.clone();
@@ -197,7 +199,7 @@ pub async fn run_kwok(ctx: ControllerContext, options: KwokOptions) -> Result<()
 pub async fn run_kwok_with(
     ctx: ControllerContext,
     options: KwokOptions,
-    sqs: Option<aws_sdk_sqs::Client>,
+    sqs: Option<karpenter_aws_provider::sqs::Client>,
 ) -> Result<(), ControllerError> {
     let types = TypeSource::load(ctx.settings.instance_types_file_path.as_deref())
         .map_err(StartError::Catalog)?;
@@ -216,7 +218,7 @@ async fn run_with<C: CloudProvider + 'static>(
     cache: ClusterCache,
     metrics: ControllerMetrics,
     cloud: Arc<C>,
-    sqs: Option<aws_sdk_sqs::Client>,
+    sqs: Option<karpenter_aws_provider::sqs::Client>,
     extra: Option<Extra<C>>,
 ) -> Result<(), ControllerError> {
     let mut tasks = JoinSet::new();
@@ -294,19 +296,18 @@ async fn run_with<C: CloudProvider + 'static>(
         &context,
         cancel,
     );
-    if let Some(queue) = ctx.settings.interruption_queue.clone() {
-        let sqs = match sqs {
-            Some(sqs) => sqs,
-            None => interruption::sqs_client().await,
+    if let Some(name) = ctx.settings.interruption_queue.clone() {
+        let queue = match sqs {
+            Some(sqs) => InterruptionQueue::new(sqs, name),
+            None => InterruptionQueue::from_env(name).await,
         };
         spawn(
             &mut tasks,
-            interruption::Interruption::new(
-                context.clone(),
-                sqs,
+            interruption::Interruption {
+                ctx: context.clone(),
                 queue,
-                interruption::InterruptionMetrics::register(&ctx.metrics),
-            ),
+                interruption_metrics: interruption::InterruptionMetrics::register(&ctx.metrics),
+            },
             &context,
             cancel,
         );
