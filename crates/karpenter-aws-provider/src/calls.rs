@@ -1,5 +1,5 @@
 //! Counts the AWS calls a set of clients makes, per service and operation (an SDK
-//! interceptor): for `karpenter bench ec2` and anything else that wants to know what a
+//! interceptor): for `karpenter-bench ec2` and anything else that wants to know what a
 //! launch costs in calls. It reads the operation's name only; it never changes or fails a call.
 
 use std::collections::BTreeMap;

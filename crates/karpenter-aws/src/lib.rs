@@ -36,7 +36,7 @@
 //! The EC2 `CloudProvider` that asks AWS and performs these decisions is the crate
 //! `karpenter-aws-provider`. It must stay inside the contract: every call it makes has an entry
 //! in [`iam::contract::calls`], and the integration tests record its calls and check them
-//! ([`iam::recorded`]).
+//! (`iam::recorded`, built with the feature `test-support`).
 //!
 //! What no module here may do: talk to AWS, read the clock, or do any I/O (callers read policy
 //! files, receive SQS messages and print reports). No tokio and no AWS SDK in this crate.

@@ -1,4 +1,4 @@
-//! `karpenter bench consolidation`: one full disruption pass (`karpenter_disruption::decide`)
+//! `karpenter-bench consolidation`: one full disruption pass (`karpenter_disruption::decide`)
 //! over upstream's diverse workload spread across `--nodes` nodes of the 400-type catalog at
 //! low utilisation; reports time, commands, nodes removed, savings and peak memory.
 

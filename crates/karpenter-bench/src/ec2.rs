@@ -1,4 +1,4 @@
-//! `karpenter bench ec2`: the EC2 provider against an EC2 endpoint (the AWS emulator:
+//! `karpenter-bench ec2`: the EC2 provider against an EC2 endpoint (the AWS emulator:
 //! `AWS_ENDPOINT_URL`, credentials allowed to make a VPC, subnets, a security group and a
 //! role). Two measurements, each with the AWS calls it made:
 //!

@@ -1,4 +1,4 @@
-//! `karpenter bench interruption`: the interruption handler from SQS message body to decision
+//! `karpenter-bench interruption`: the interruption handler from SQS message body to decision
 //! (`karpenter_aws::interruption::plan`: parse, look up, decide, disposition) over `--messages`
 //! generated EventBridge bodies, at upstream's interruption benchmark sizes (100, 1,000 and
 //! 15,000 messages). Bodies are a mix of every kind karpenter reads, about instances of which

@@ -1,9 +1,15 @@
-//! `karpenter bench`: benchmarks of the decision engines, comparable with upstream's.
+//! `karpenter-bench`: benchmarks of the decision engines and the EC2 provider, comparable with
+//! upstream's. A binary of its own so that the shipped `karpenter` carries no benchmark
+//! workloads, fixtures or emulator set-up (the pure crates' `test-support`).
 //!
-//! `bench scheduling` builds upstream's benchmark input (one NodePool, `fake.InstanceTypes(N)`,
-//! the diverse or preference workload), runs one solve on a fresh solver and reports throughput,
-//! node count, cost and peak memory. `bench consolidation` and `bench interruption` live next to
-//! it (`bench_consolidation.rs`, `bench_interruption.rs`) and share its peak-RSS reading.
+//! `karpenter-bench scheduling` builds upstream's benchmark input (one NodePool,
+//! `fake.InstanceTypes(N)`, the diverse or preference workload), runs one solve on a fresh
+//! solver and reports throughput, node count, cost and peak memory. `consolidation`,
+//! `interruption` and `ec2` live next to it and share its peak-RSS reading.
+
+mod consolidation;
+mod ec2;
+mod interruption;
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -15,8 +21,14 @@ use karpenter_scheduling::scheduler::Solver;
 /// Pods generated per chunk; generation is not timed, compiling them into the solver is.
 const CHUNK: usize = 1000;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
+/// Benchmarks of karpenter-rs's decision engines and EC2 provider.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "karpenter-bench",
+    version,
+    about = "Benchmarks of karpenter-rs's decision engines and EC2 provider, comparable with upstream's"
+)]
+struct Args {
     #[command(subcommand)]
     command: BenchCommand,
 }
@@ -26,12 +38,12 @@ enum BenchCommand {
     /// One provisioning solve over upstream's benchmark workload.
     Scheduling(SchedulingArgs),
     /// One full disruption pass over the diverse workload spread across many nodes.
-    Consolidation(super::bench_consolidation::ConsolidationArgs),
+    Consolidation(consolidation::ConsolidationArgs),
     /// The interruption handler, from SQS message body to decision, over generated messages.
-    Interruption(super::bench_interruption::InterruptionArgs),
+    Interruption(interruption::InterruptionArgs),
     /// The EC2 provider against an EC2 endpoint (the emulator): instance-type refresh and
     /// launches, with the AWS calls each made.
-    Ec2(super::bench_ec2::Ec2Args),
+    Ec2(ec2::Ec2Args),
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -63,12 +75,20 @@ struct SchedulingArgs {
     json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    match args.command {
+fn main() -> ExitCode {
+    let args = <Args as clap::Parser>::parse();
+    let result = match args.command {
         BenchCommand::Scheduling(a) => scheduling(a),
-        BenchCommand::Consolidation(a) => super::bench_consolidation::run(a, peak_rss_mb),
-        BenchCommand::Interruption(a) => super::bench_interruption::run(a, peak_rss_mb),
-        BenchCommand::Ec2(a) => super::bench_ec2::run(a, peak_rss_mb),
+        BenchCommand::Consolidation(a) => consolidation::run(a, peak_rss_mb),
+        BenchCommand::Interruption(a) => interruption::run(a, peak_rss_mb),
+        BenchCommand::Ec2(a) => ec2::run(a, peak_rss_mb),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
     }
 }
 

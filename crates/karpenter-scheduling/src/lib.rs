@@ -61,7 +61,7 @@ pub use scheduler::solve;
 /// Builders for test objects (pods, instance types); with the `test-support` feature.
 #[cfg(feature = "test-support")]
 pub mod builders;
-/// Upstream's scheduling benchmark catalog and workloads (`karpenter bench`, criterion); with
+/// Upstream's scheduling benchmark catalog and workloads (`karpenter-bench`, criterion); with
 /// the `test-support` feature.
 #[cfg(feature = "test-support")]
 pub mod fixtures;

@@ -35,8 +35,6 @@ enum Command {
     Iam(cmd::iam::Args),
     /// What Karpenter would launch for your manifests, and what it would cost (offline).
     Simulate(cmd::simulate::Args),
-    /// Benchmarks of the decision engines (`bench scheduling`), comparable with upstream's.
-    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,7 +46,6 @@ fn main() -> ExitCode {
         Command::Convert(args) => cmd::convert::run(args),
         Command::Iam(args) => cmd::iam::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
-        Command::Bench(args) => cmd::bench::run(args),
     };
     match result {
         Ok(code) => code,
