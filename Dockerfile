@@ -4,7 +4,7 @@
 #
 #   docker build -t ghcr.io/karpenter-rs/karpenter:0.1.0 .        # or scripts/build-image
 #
-# Stage 1 builds the release binary on Debian 12 (glibc 2.36); stage 2 is distroless
+# Stage 1 builds the `dist` binary (fat LTO, one codegen unit, the symbol order) on Debian 12 (glibc 2.36); stage 2 is distroless
 # cc-debian12 (glibc, libgcc, CA certificates; no shell, no package manager), running as the
 # nonroot user 65532, the UID the chart's securityContext sets. The binary links rustls with
 # ring (no OpenSSL) and embeds its data (the instance-type catalog), so nothing else is copied.
@@ -22,8 +22,8 @@ COPY . .
 # out of the cache mount so that it is part of the layer.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p karpenter --bin karpenter \
- && install -D -m 0755 target/release/karpenter /out/karpenter \
+    cargo build --profile dist --locked -p karpenter --bin karpenter \
+ && install -D -m 0755 target/dist/karpenter /out/karpenter \
  && /out/karpenter --version
 
 FROM gcr.io/distroless/cc-debian12:nonroot
