@@ -15,7 +15,7 @@
 //! / `CLOUD_PROVIDER`, `--registration-ttl` / `REGISTRATION_TTL` and `--zone-pinning` /
 //! `ZONE_PINNING`.
 //! `--instance-types-file-path` / `INSTANCE_TYPES_FILE_PATH` is upstream's KWOK
-//! provider flag. The README (`karpenter controller`, Settings) has the table.
+//! provider flag. docs/settings.md has the table.
 
 mod duration;
 mod feature_gates;
@@ -54,8 +54,18 @@ pub enum SettingsError {
     CommandLine(#[from] clap::Error),
 }
 
+/// What `karpenter controller --help` says first.
+const ABOUT: &str = "Run the node autoscaler against the cluster of the kubeconfig (or, in a \
+pod, its own cluster). Every setting is a flag and an environment variable with upstream \
+Karpenter's name and default; a flag wins over its variable.";
+
+/// What `karpenter controller --help` says last.
+const AFTER_HELP: &str = "Settings that karpenter-rs accepts for compatibility but does not \
+act on are marked so above. The Helm chart sets these from its values (docs/settings.md).";
+
 /// All settings of the controller, typed. Construct with [`Settings::parse_from`].
 #[derive(Debug, Clone, PartialEq, Args)]
+#[command(about = None, long_about = None)]
 pub struct Settings {
     /// The Karpenter Service name, used by the dynamic webhook certificate flow (kept for compatibility).
     #[arg(long, env = "KARPENTER_SERVICE", default_value = "")]
@@ -81,7 +91,8 @@ pub struct Settings {
     #[arg(long, env = "ENABLE_PROFILING", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub enable_profiling: bool,
 
-    /// Do not start controllers before leadership to warm caches (upstream default: true).
+    /// Do not start controllers before leadership to warm caches (upstream default: true;
+    /// accepted, not acted on yet: a standby always warms its caches).
     #[arg(long, env = "DISABLE_CONTROLLER_WARMUP", default_value = "true", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub disable_controller_warmup: bool,
 
@@ -89,7 +100,8 @@ pub struct Settings {
     #[arg(long, env = "DISABLE_LEADER_ELECTION", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub disable_leader_election: bool,
 
-    /// Do not run the metrics and status-condition controllers for cluster state.
+    /// Do not run the metrics and status-condition controllers for cluster state (accepted,
+    /// not acted on yet).
     #[arg(long, env = "DISABLE_CLUSTER_STATE_OBSERVABILITY", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub disable_cluster_state_observability: bool,
 
@@ -102,11 +114,13 @@ pub struct Settings {
     #[arg(long, env = "LEADER_ELECTION_NAMESPACE", default_value = "")]
     pub leader_election_namespace: String,
 
-    /// Memory limit in bytes; -1 means unlimited (upstream sets GOMEMLIMIT to 90% of it).
+    /// Memory limit in bytes; -1 means unlimited (upstream sets GOMEMLIMIT to 90% of it;
+    /// accepted, not acted on yet).
     #[arg(long, env = "MEMORY_LIMIT", default_value_t = -1, allow_negative_numbers = true)]
     pub memory_limit: i64,
 
-    /// CPU requests in millicores; sizes worker pools (<= 0 means 1000).
+    /// CPU requests in millicores; upstream sizes worker pools with it (<= 0 means 1000;
+    /// accepted, not acted on yet).
     #[arg(
         long,
         env = "CPU_REQUESTS",
@@ -143,15 +157,18 @@ pub struct Settings {
     #[arg(long, env = "MIN_VALUES_POLICY", default_value = "Strict", value_parser = str::parse::<MinValuesPolicy>)]
     pub min_values_policy: MinValuesPolicy,
 
-    /// Ignore pods' dynamic resource allocation (DRA) requests when scheduling.
+    /// Ignore pods' dynamic resource allocation (DRA) requests when scheduling (accepted, not
+    /// acted on yet).
     #[arg(long, env = "IGNORE_DRA_REQUESTS", default_value = "true", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub ignore_dra_requests: bool,
 
-    /// Feature gates, `Name=bool,...`; unnamed gates keep their defaults.
+    /// Feature gates, `Name=bool,...`; unnamed gates keep their defaults (all are accepted and
+    /// validated; SpotToSpotConsolidation is acted on).
     #[arg(long, env = "FEATURE_GATES", default_value = DEFAULT_FEATURE_GATES, value_parser = parse_feature_gates)]
     pub feature_gates: FeatureGates,
 
-    /// kube-scheduler configuration file (for default topology spread constraints); empty: none.
+    /// kube-scheduler configuration (for default topology spread constraints); empty: none
+    /// (accepted, not acted on yet).
     #[arg(long, env = "SCHEDULER_CONFIG", default_value = "", value_parser = parse_optional_path)]
     pub scheduler_config: ::std::option::Option<PathBuf>,
 
@@ -321,12 +338,25 @@ impl Settings {
             .into_iter()
             .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned()))
             .collect();
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        // Help is rendered from the full description, environment variables included (their
+        // values hidden: they may be secrets); clap answers `--help` with a "help" error.
+        if args.iter().skip(1).any(|a| a == "--help" || a == "-h") {
+            let program = args
+                .first()
+                .cloned()
+                .unwrap_or_else(|| OsString::from("karpenter"));
+            return match Self::command().try_get_matches_from([program, OsString::from("--help")]) {
+                Err(help) => Err(SettingsError::CommandLine(help)),
+                Ok(matches) => Self::from_arg_matches(&matches).map_err(SettingsError::CommandLine),
+            };
+        }
         let described = Self::command();
         let names = setting_names(&described);
 
         // Environment values become flags placed before the real arguments;
         // `args_override_self` lets a real flag override them.
-        let mut args = args.into_iter().map(Into::into);
+        let mut args = args.into_iter();
         let program = args.next().unwrap_or_else(|| OsString::from("karpenter"));
         let mut argv = vec![program];
         for name in &names {
@@ -353,11 +383,11 @@ impl Settings {
 
     /// The clap command describing the settings (for `--help`).
     pub fn command() -> Command {
-        Self::augment_args(
-            Command::new("karpenter-controller")
-                .about("Karpenter-compatible node autoscaler controller")
-                .args_override_self(true),
-        )
+        Self::augment_args(Command::new("karpenter controller").args_override_self(true))
+            .about(ABOUT)
+            .long_about(None)
+            .after_help(AFTER_HELP)
+            .mut_args(|arg| arg.hide_env_values(true))
     }
 }
 

@@ -10,7 +10,8 @@ use anyhow::Context;
 #[derive(Debug, clap::Args)]
 #[command(disable_help_flag = true)]
 pub struct Args {
-    /// Settings flags (`--help` lists them with their environment variables and defaults).
+    /// The settings as flags (`karpenter controller --help` lists each with its environment
+    /// variable and default).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     settings: Vec<OsString>,
 }
@@ -19,6 +20,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let argv = std::iter::once(OsString::from("karpenter controller")).chain(args.settings);
     let settings = match karpenter_controller::Settings::parse_from(argv, std::env::vars_os()) {
         Ok(settings) => settings,
+        // `--help`: clap prints it to stdout and says it succeeded.
+        Err(karpenter_controller::SettingsError::CommandLine(error)) if error.exit_code() == 0 => {
+            match error.print() {
+                // `karpenter controller --help | head` closed the pipe: the reader had enough.
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    return Err(e).context("printing the help");
+                }
+                _ => return Ok(ExitCode::SUCCESS),
+            }
+        }
         Err(error) => {
             eprintln!("{error}");
             return Ok(ExitCode::from(2));
