@@ -6,7 +6,7 @@
 //! CI fails when they drift.
 //!
 //! A few schema details cannot be said with schemars attributes (patterns of map values, a
-//! field-level default to drop, CEL on a list item's field); [`align_with_upstream`] sets them
+//! field-level default to drop, CEL on a list item's field); `align_with_upstream` sets them
 //! on the generated schema. The differential CRD test (`crates/karpenter-api/tests/differential`)
 //! checks the result against upstream's own CRDs in a real API server.
 

@@ -67,7 +67,7 @@ pub struct NodeState {
     pub queued: bool,
     /// Nominated for pending pods until this time.
     pub nominated_until: Option<DateTime<Utc>>,
-    /// `Drifted=True`, if the drift controller said so. When `None`, [`crate::drift`] detects
+    /// `Drifted=True`, if the drift controller said so. When `None`, the drift method detects
     /// NodePool-hash, requirements and instance-type drift itself.
     pub drifted: Option<DriftMark>,
     /// Last time a pod was bound to or left the node.

@@ -6,7 +6,7 @@
 //! takes its NodeClaim with it); the Node is tainted `karpenter.sh/disrupted:NoSchedule`; it is
 //! drained ([`plan_drain`]: one tier at a time, PDBs asked, never overridden, only the
 //! termination grace period forces pods) while the NodeClaim says `Drained=Unknown`; a drain
-//! that had pods to wait for lasts at least [`MIN_DRAIN_TIME`]; `Drained=True`; the volumes of
+//! that had pods to wait for lasts at least [`MIN_DRAIN_TIME`](crate::termination::MIN_DRAIN_TIME); `Drained=True`; the volumes of
 //! the pods that left detach (`VolumesDetached`, not awaited past the deadline); the instance
 //! is terminated (`InstanceTerminating=True` first) and the Node's finalizer removed.
 //!

@@ -12,7 +12,7 @@
 //!   `karpenter_cloud::pool_types`.
 //! - **Batches** ([`batches`]): pending pods solved batch after batch as the controller does,
 //!   the NodeClaims of earlier batches launched (one zone, their real size against limits).
-//! - **The plan** ([`plan`]): the batches' NodeClaims, each launched with its cheapest offering
+//! - **The plan** ([`mod@plan`]): the batches' NodeClaims, each launched with its cheapest offering
 //!   (`karpenter_cloud::launch`), utilisation, cost, unschedulable pods, the **lower bound**
 //!   ([`lower_bound`]) and the **fixed node group comparison** ([`nodegroup`]).
 //! - **Rendering** the plan and timeline reports as tables ([`render`]) and HTML ([`html`]).

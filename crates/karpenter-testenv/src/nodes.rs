@@ -11,7 +11,7 @@
 //!   objects in `testenv/kwok/stages/`;
 //! * [`NodeAgent::Builtin`]: this module sets the conditions itself, creates
 //!   the Lease and renews it from a tokio task, and a small pod agent (see
-//!   [`crate::pod_agent`]) plays the pods. Kept for what KWOK cannot do per
+//!   the crate's `pod_agent` module) plays the pods. Kept for what KWOK cannot do per
 //!   node: [`SimulatedNodes::stop_heartbeat`] (a dead kubelet) and a lease
 //!   renewal interval of a test's choosing.
 //!

@@ -7,8 +7,8 @@ pub mod contract;
 pub mod eval;
 pub mod generate;
 pub mod policy;
-/// Recorded AWS calls checked against the contract: for the test environment, not the
-/// product (feature `test-support`).
+// Recorded AWS calls checked against the contract: for the test environment, not the
+// product (feature `test-support`).
 #[cfg(any(test, feature = "test-support"))]
 pub mod recorded;
 pub mod scope;

@@ -7,7 +7,7 @@
 //! (upstream deletes them without acting); a body that is not what its kind promises is a
 //! [`ParseError`] naming the field (`detail.instance-id: missing`).
 //!
-//! Must not: decide what to do (that is [`super::decide`]), read the clock, or panic on any
+//! Must not: decide what to do (that is [`super::decide()`]), read the clock, or panic on any
 //! input. Fields karpenter does not use are not read, so their types are never checked; a
 //! missing `instance-action` does not stop a spot interruption from being acted on.
 

@@ -3,7 +3,7 @@
 //!
 //! The async shell (a later issue) long-polls `INTERRUPTION_QUEUE` (`ReceiveMessage`, up to 10
 //! messages, 20 s wait), builds the instance id -> NodeClaim map from providerIDs
-//! ([`provider_id::instance_id`]), calls [`plan`] per message, performs the [`Action`]s, records
+//! ([`provider_id::instance_id`]), calls [`plan()`] per message, performs the [`Action`]s, records
 //! the metrics named in [`kind`], and deletes or leaves each message as [`Plan::disposition`]
 //! says. Upstream's behaviour per kind (`reference/karpenter-aws.md` section 5):
 //!

@@ -31,7 +31,7 @@ use super::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// How often pod events and hash stamps are looked at.
-const TICK: Duration = Duration::from_secs(1);
+pub const TICK: Duration = Duration::from_secs(1);
 /// How often `Drifted` and `Consolidatable` are evaluated.
 pub const CONDITIONS_INTERVAL: Duration = Duration::from_secs(5);
 /// `lastPodEventTime` is not rewritten within this long of its last value (upstream: 10 s).

@@ -47,7 +47,7 @@ use crate::settings::Settings;
 /// How often a disruption pass runs when nothing else asks for one (upstream: 10 s).
 pub const PASS_INTERVAL: Duration = Duration::from_secs(10);
 /// How often the queue is looked at (replacements ready, commands due for validation).
-const TICK: Duration = Duration::from_secs(1);
+pub const TICK: Duration = Duration::from_secs(1);
 /// A node left alone for the same reason is told again after this long.
 pub const BLOCKED_REPEAT: Duration = Duration::from_secs(15 * 60);
 

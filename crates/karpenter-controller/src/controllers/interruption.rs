@@ -1,6 +1,6 @@
 //! The interruption controller (upstream `interruption`): long-polls the SQS queue named by
 //! `INTERRUPTION_QUEUE` ([`karpenter_aws_provider::sqs::InterruptionQueue`]) and hands each
-//! body to [`karpenter_aws::interruption::plan`], which parses it and decides; this module
+//! body to [`karpenter_aws::interruption::plan()`], which parses it and decides; this module
 //! performs the actions (offering marked unavailable, NodeClaim deleted so the normal
 //! termination drains it, events), counts the metrics, and deletes or leaves the message as
 //! the plan's disposition says. A body that does not parse is logged with its message id and

@@ -30,7 +30,7 @@ use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 /// How often a class being deleted looks again for NodeClaims that still use it.
 const WAIT_FOR_CLAIMS: Duration = Duration::from_secs(10);
 /// How often unused launch templates are looked for.
-const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
 
 /// EC2NodeClasses from the cluster-state index, for the provider.
 #[derive(Debug, Clone)]

@@ -385,7 +385,7 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// One disruption pass ([`super::disruption`]); true when pods became pending.
+    /// One disruption pass (the timeline's `disruption` module); true when pods became pending.
     ///
     /// Commands go through the orchestration queue ([`karpenter_disruption::Queue`]) as the
     /// controller's do: graceful ones (emptiness, consolidation) are held for

@@ -63,10 +63,10 @@ struct ScopeArgs {
     /// policy's ARNs name, else 111122223333].
     #[arg(long)]
     account_id: Option<String>,
-    /// Interruption queue ARN [default: the queue named after the cluster].
+    /// Interruption queue ARN (default: the queue named after the cluster).
     #[arg(long)]
     interruption_queue_arn: Option<String>,
-    /// Node role ARN passed to instances [default: KarpenterNodeRole-<cluster>].
+    /// Node role ARN passed to instances (default: `KarpenterNodeRole-<cluster>`).
     #[arg(long)]
     node_role_arn: Option<String>,
 }
