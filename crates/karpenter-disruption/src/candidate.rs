@@ -121,16 +121,16 @@ pub fn node_block(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> 
 /// Why one of the node's pods blocks graceful disruption at `now`.
 pub fn pod_block(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> Option<Reason> {
     for pod in &node.pods {
-        if !pods::is_active(pod) || pods::is_mirror(pod) {
+        if !pod.is_active() || pod.is_mirror() {
             continue;
         }
-        let value = pods::annotation(pod, karpenter_api::labels::DO_NOT_DISRUPT);
+        let value = pod.annotation(karpenter_api::labels::DO_NOT_DISRUPT);
         if let PodProtection::Protected(why) =
             do_not_disrupt::pod_protection(value, pods::started(pod), now)
         {
             return Some(Reason::new(
                 Code::PodDoNotDisrupt,
-                format!("pod {} {}", pods::key(pod), why.trim_start_matches("pod ")),
+                format!("pod {} {}", pod.key(), why.trim_start_matches("pod ")),
             ));
         }
         if let Some(why) = pdb::eviction_block(&snapshot.pdbs, pod) {
@@ -147,7 +147,7 @@ pub fn build(snapshot: &Snapshot, index: usize, now: DateTime<Utc>) -> Option<Ca
         .pods
         .iter()
         .enumerate()
-        .filter(|(_, p)| pods::is_reschedulable(p) && !pdb::fully_blocked(&snapshot.pdbs, p))
+        .filter(|(_, p)| p.is_reschedulable() && !pdb::fully_blocked(&snapshot.pdbs, p))
         .map(|(i, _)| i)
         .collect();
     let all: Vec<PodCostInput> = node.pods.iter().map(|p| pods::cost_input(p)).collect();

@@ -9,8 +9,6 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use karpenter_scheduling::PodRecord;
 
-use crate::pods;
-
 /// A PodDisruptionBudget.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Pdb {
@@ -105,19 +103,19 @@ pub fn eviction_block(pdbs: &[Pdb], pod: &PodRecord) -> Option<String> {
     match matching.as_slice() {
         [] => None,
         [pdb] => {
-            let unhealthy_ok = !pods::is_ready(pod)
+            let unhealthy_ok = !pod.is_ready()
                 && pdb.unhealthy_pod_eviction_policy.as_deref() == Some("AlwaysAllow");
             (pdb.disruptions_allowed <= 0 && !unhealthy_ok).then(|| {
                 format!(
                     "blocked: PDB {} allows 0 disruptions (pod {})",
                     pdb.key(),
-                    pods::key(pod)
+                    pod.key()
                 )
             })
         }
         several => Some(format!(
             "blocked: pod {} is matched by {} PDBs ({})",
-            pods::key(pod),
+            pod.key(),
             several.len(),
             several
                 .iter()

@@ -16,7 +16,6 @@ use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{ExistingNode, NewNodeClaim, SolveInput, SolveResult};
 
 use crate::candidate::Candidate;
-use crate::pods;
 use crate::pool;
 use crate::reason::{Code, Reason};
 use crate::snapshot::{NodeState, Snapshot};
@@ -46,10 +45,6 @@ pub struct Simulator {
     unbinder: Unbinder,
 }
 
-fn uid(pod: &PodRecord) -> String {
-    pod.metadata.uid.clone().unwrap_or_else(|| pods::key(pod))
-}
-
 /// Makes pods pending for a simulation. Pods that share a bound spec share its unbound copy,
 /// so moving a ReplicaSet's pods off a node copies its spec once, not once per pod.
 #[derive(Debug, Default)]
@@ -69,7 +64,7 @@ impl Unbinder {
         }
         let mut p = PodRecord::clone(pod);
         if p.metadata.uid.is_none() {
-            p.metadata.uid = Some(pods::key(pod));
+            p.metadata.uid = Some(pod.key());
         }
         if let Some(bound) = bound {
             let (_, unbound) = self
@@ -114,7 +109,7 @@ fn existing(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> Existi
         pods: node
             .pods
             .iter()
-            .filter(|p| !pods::is_terminal(p))
+            .filter(|p| !p.is_terminal())
             .cloned()
             .collect(),
         initialized: node.initialized,
@@ -140,7 +135,7 @@ impl Simulator {
             base_pods.extend(
                 node.pods
                     .iter()
-                    .filter(|p| pods::is_reschedulable(p))
+                    .filter(|p| p.is_reschedulable())
                     .map(|p| unbinder.pending(p)),
             );
         }
@@ -203,7 +198,7 @@ impl Simulator {
                 );
             }
         }
-        let watched: BTreeSet<String> = moving.iter().map(|p| uid(p)).collect();
+        let watched: BTreeSet<String> = moving.iter().map(|p| p.uid_or_key()).collect();
         let mut removed: Vec<(usize, ExistingNode)> = Vec::with_capacity(indexes.len());
         for &i in indexes.iter().rev() {
             if i < self.input.existing_nodes.len() {

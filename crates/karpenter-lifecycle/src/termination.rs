@@ -19,7 +19,6 @@ use k8s_openapi::api::core::v1::{Node, Taint};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
-use karpenter_disruption::pods;
 use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::taints::tolerates;
 use karpenter_state::conditions::from_api_time;
@@ -104,7 +103,7 @@ pub fn tier(pod: &PodRecord) -> Tier {
         .as_ref()
         .and_then(|s| s.priority_class_name.as_deref())
         .is_some_and(|c| CRITICAL_PRIORITY_CLASSES.contains(&c));
-    match (critical, pods::is_daemonset(pod)) {
+    match (critical, pod.is_daemonset()) {
         (false, false) => Tier::Workload,
         (false, true) => Tier::Daemon,
         (true, false) => Tier::CriticalWorkload,
@@ -135,7 +134,7 @@ pub fn awaits_eviction(pod: &PodRecord, now: DateTime<Utc>) -> bool {
             .to_std()
             .is_ok_and(|age| age > STUCK_TERMINATING_AFTER)
     });
-    !pods::is_terminal(pod) && !tolerates_disrupted_taint(pod) && !stuck && !pods::is_mirror(pod)
+    !pod.is_terminal() && !tolerates_disrupted_taint(pod) && !stuck && !pod.is_mirror()
 }
 
 fn grace_period(pod: &PodRecord) -> Duration {
@@ -175,7 +174,7 @@ impl DrainPlan {
 }
 
 fn do_not_disrupt(pod: &PodRecord) -> bool {
-    pods::annotation(pod, labels::DO_NOT_DISRUPT) == Some("true")
+    pod.annotation(labels::DO_NOT_DISRUPT) == Some("true")
 }
 
 /// The drain pass for a node whose pods are `node_pods`, with the NodeClaim's termination
@@ -209,7 +208,7 @@ pub fn plan_drain(
     for pod in waiting {
         match force(pod) {
             Some(grace_period_seconds) => plan.actions.push((
-                pods::key(pod),
+                pod.key(),
                 PodAction::ForceDelete {
                     grace_period_seconds,
                 },
@@ -221,14 +220,14 @@ pub fn plan_drain(
         return plan;
     };
     for pod in rest.into_iter().filter(|p| tier(p) == current) {
-        if pods::is_terminating(pod) {
+        if pod.is_terminating() {
             continue;
         }
         if do_not_disrupt(pod) {
-            plan.do_not_disrupt.push(pods::key(pod));
+            plan.do_not_disrupt.push(pod.key());
             continue;
         }
-        plan.actions.push((pods::key(pod), PodAction::Evict));
+        plan.actions.push((pod.key(), PodAction::Evict));
     }
     plan
 }
@@ -245,7 +244,7 @@ pub fn attachments_to_await<'a>(
 ) -> Vec<&'a str> {
     let staying: BTreeSet<String> = node_pods
         .iter()
-        .filter(|p| !awaits_eviction(p, now) && !pods::is_terminal(p))
+        .filter(|p| !awaits_eviction(p, now) && !p.is_terminal())
         .flat_map(|p| {
             let namespace = p.metadata.namespace.as_deref().unwrap_or("default");
             p.spec
@@ -383,11 +382,10 @@ mod tests {
         let mut done = pod("done");
         done.status.get_or_insert_default().phase = Some("Succeeded".into());
         let mut mirror = pod("static");
-        mirror
-            .metadata
-            .annotations
-            .get_or_insert_default()
-            .insert(pods::MIRROR_POD.into(), "x".into());
+        mirror.metadata.annotations.get_or_insert_default().insert(
+            karpenter_scheduling::pod_record::MIRROR_POD.into(),
+            "x".into(),
+        );
         let mut tolerant = pod("tolerant");
         std::sync::Arc::make_mut(tolerant.spec.get_or_insert_with(Default::default)).tolerations =
             Some(vec![Toleration {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::input::RequirementSpec;
+use crate::pod_record::{DEFAULT_NAMESPACE, PodRecord};
 use crate::resources::ResourceList;
 
 /// A pod, named for humans and by UID for machines.
@@ -14,6 +15,22 @@ pub struct PodRef {
     pub namespace: String,
     pub name: String,
     pub uid: String,
+}
+
+impl PodRef {
+    /// The pod for the solver's output: namespace (`default` when none), name, and
+    /// [`PodRecord::uid_or_key`].
+    pub fn of(pod: &PodRecord) -> PodRef {
+        let meta = &pod.metadata;
+        PodRef {
+            namespace: meta
+                .namespace
+                .clone()
+                .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned()),
+            name: meta.name.clone().unwrap_or_default(),
+            uid: pod.uid_or_key(),
+        }
+    }
 }
 
 impl std::fmt::Display for PodRef {

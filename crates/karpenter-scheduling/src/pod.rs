@@ -264,21 +264,8 @@ impl Compiler<'_> {
         policy: PreferencePolicy,
     ) -> Result<PodInfo, PodError> {
         let meta = &pod.metadata;
-        let namespace_name = meta
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".to_string());
-        let name = meta.name.clone().unwrap_or_default();
-        let uid = meta
-            .uid
-            .clone()
-            .unwrap_or_else(|| format!("{namespace_name}/{name}"));
-        let pod_ref = PodRef {
-            namespace: namespace_name.clone(),
-            name,
-            uid,
-        };
-        let namespace = self.interner.intern(&namespace_name);
+        let pod_ref = PodRef::of(pod);
+        let namespace = self.interner.intern(&pod_ref.namespace);
         let labels = intern_labels(meta.labels.as_ref(), self.interner);
         let created = meta
             .creation_timestamp

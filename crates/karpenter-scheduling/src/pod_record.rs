@@ -9,11 +9,32 @@
 //!
 //! The fields mirror `Pod`'s. A `PodRecord` is never written back to the API server; it is
 //! an input to decisions, built from a `Pod` with [`From`].
+//!
+//! It is also the one home of what every decision asks of a pod: its key (`namespace/name`,
+//! [`key`] for a bare `ObjectMeta`; its solver output form is `PodRef::of`), and the predicates (terminal,
+//! terminating, active, DaemonSet or mirror pod, reschedulable, ready) that the solver, the
+//! cluster index, disruption, termination and the metrics all read the same way.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// The kubelet marks static (mirror) pods with this annotation.
+pub const MIRROR_POD: &str = "kubernetes.io/config.mirror";
+
+/// The namespace of an object that names none.
+pub(crate) const DEFAULT_NAMESPACE: &str = "default";
+
+/// `namespace/name` of a pod's metadata (`default` when it names no namespace): the key the
+/// cluster index, the simulator and the reports know a pod by.
+pub fn key(meta: &ObjectMeta) -> String {
+    format!(
+        "{}/{}",
+        meta.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE),
+        meta.name.as_deref().unwrap_or_default()
+    )
+}
 
 /// A pod: metadata, a shareable spec and status.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,6 +51,90 @@ impl PodRecord {
             .as_ref()
             .and_then(|s| s.node_name.as_deref())
             .filter(|n| !n.is_empty())
+    }
+
+    /// `namespace/name` ([`key`]).
+    pub fn key(&self) -> String {
+        key(&self.metadata)
+    }
+
+    /// The pod's uid, or its key when it has none (pods of manifests and tests).
+    pub fn uid_or_key(&self) -> String {
+        self.metadata.uid.clone().unwrap_or_else(|| self.key())
+    }
+
+    /// `status.phase` (`""` when unset).
+    pub fn phase(&self) -> &str {
+        self.status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// Succeeded or Failed.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.phase(), "Succeeded" | "Failed")
+    }
+
+    /// Has a deletion timestamp.
+    pub fn is_terminating(&self) -> bool {
+        self.metadata.deletion_timestamp.is_some()
+    }
+
+    /// Neither terminal nor terminating.
+    pub fn is_active(&self) -> bool {
+        !self.is_terminal() && !self.is_terminating()
+    }
+
+    /// The kind of the owner that controls the pod (an owner reference without `controller`
+    /// counts as controlling).
+    fn owner_kind(&self) -> Option<&str> {
+        self.metadata
+            .owner_references
+            .as_ref()
+            .and_then(|o| o.iter().find(|r| r.controller.unwrap_or(true)))
+            .map(|r| r.kind.as_str())
+    }
+
+    /// Controlled by a DaemonSet.
+    pub fn is_daemonset(&self) -> bool {
+        self.owner_kind() == Some("DaemonSet")
+    }
+
+    /// A static pod's mirror: owned by its Node, or annotated [`MIRROR_POD`].
+    pub fn is_mirror(&self) -> bool {
+        self.owner_kind() == Some("Node")
+            || self
+                .metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(MIRROR_POD))
+    }
+
+    /// Pods that need a new home when the node goes: active (or terminating StatefulSet) pods
+    /// that are neither DaemonSet nor mirror pods.
+    pub fn is_reschedulable(&self) -> bool {
+        let alive =
+            self.is_active() || (self.is_terminating() && self.owner_kind() == Some("StatefulSet"));
+        alive && !self.is_terminal() && !self.is_daemonset() && !self.is_mirror()
+    }
+
+    /// Pod condition `Ready=True` (a pod without a `Ready` condition counts as ready).
+    pub fn is_ready(&self) -> bool {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+            .is_none_or(|c| c.status == "True")
+    }
+
+    /// The value of annotation `key`, if the pod has it.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .map(String::as_str)
     }
 }
 
@@ -89,5 +194,108 @@ mod tests {
             ..Pod::default()
         });
         assert_eq!(record.node_name(), None);
+    }
+
+    fn record(namespace: Option<&str>, name: &str) -> PodRecord {
+        PodRecord {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: namespace.map(Into::into),
+                ..ObjectMeta::default()
+            },
+            ..PodRecord::default()
+        }
+    }
+
+    fn deleted_at() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        )
+    }
+
+    fn owned_by(kind: &str, controller: Option<bool>) -> PodRecord {
+        let mut pod = record(Some("shop"), "p");
+        pod.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                kind: kind.into(),
+                controller,
+                ..Default::default()
+            },
+        ]);
+        pod
+    }
+
+    #[test]
+    fn a_pod_without_a_namespace_is_keyed_in_the_default_namespace() {
+        assert_eq!(record(None, "web-1").key(), "default/web-1");
+        assert_eq!(record(Some("shop"), "web-1").key(), "shop/web-1");
+        assert_eq!(key(&record(None, "web-1").metadata), "default/web-1");
+    }
+
+    #[test]
+    fn a_pod_without_a_uid_is_referred_to_by_its_key() {
+        let mut pod = record(None, "web-1");
+        let r = crate::PodRef::of(&pod);
+        assert_eq!(
+            (r.namespace.as_str(), r.name.as_str(), r.uid.as_str()),
+            ("default", "web-1", "default/web-1")
+        );
+        pod.metadata.uid = Some("u-1".into());
+        assert_eq!(pod.uid_or_key(), "u-1");
+        assert_eq!(crate::PodRef::of(&pod).uid, "u-1");
+    }
+
+    #[test]
+    fn finished_and_deleted_pods_are_not_active() {
+        let mut pod = record(None, "p");
+        assert!(pod.is_active());
+        pod.status = Some(PodStatus {
+            phase: Some("Succeeded".into()),
+            ..PodStatus::default()
+        });
+        assert!(pod.is_terminal() && !pod.is_active());
+        let mut deleted = record(None, "q");
+        deleted.metadata.deletion_timestamp = Some(deleted_at());
+        assert!(deleted.is_terminating() && !deleted.is_terminal() && !deleted.is_active());
+    }
+
+    #[test]
+    fn daemonset_and_mirror_pods_need_no_new_home() {
+        assert!(owned_by("DaemonSet", Some(true)).is_daemonset());
+        assert!(!owned_by("DaemonSet", Some(true)).is_reschedulable());
+        assert!(
+            !owned_by("DaemonSet", Some(false)).is_daemonset(),
+            "only the controlling owner counts"
+        );
+        assert!(owned_by("Node", None).is_mirror());
+        let mut annotated = record(None, "static");
+        annotated.metadata.annotations = Some([(MIRROR_POD.to_owned(), "x".to_owned())].into());
+        assert!(annotated.is_mirror() && !annotated.is_reschedulable());
+        assert!(owned_by("ReplicaSet", Some(true)).is_reschedulable());
+    }
+
+    #[test]
+    fn a_terminating_statefulset_pod_still_needs_a_new_home() {
+        let mut pod = owned_by("StatefulSet", Some(true));
+        pod.metadata.deletion_timestamp = Some(deleted_at());
+        assert!(pod.is_reschedulable());
+        let mut other = owned_by("ReplicaSet", Some(true));
+        other.metadata.deletion_timestamp = Some(deleted_at());
+        assert!(!other.is_reschedulable());
+    }
+
+    #[test]
+    fn a_pod_is_ready_unless_its_ready_condition_says_otherwise() {
+        let mut pod = record(None, "p");
+        assert!(pod.is_ready());
+        pod.status = Some(PodStatus {
+            conditions: Some(vec![k8s_openapi::api::core::v1::PodCondition {
+                type_: "Ready".into(),
+                status: "False".into(),
+                ..Default::default()
+            }]),
+            ..PodStatus::default()
+        });
+        assert!(!pod.is_ready());
     }
 }

@@ -95,32 +95,6 @@ pub fn solve_chunked(
     solver.result()
 }
 
-fn pod_ref(pod: &PodRecord) -> PodRef {
-    let ns = pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
-    let name = pod.metadata.name.clone().unwrap_or_default();
-    PodRef {
-        uid: pod
-            .metadata
-            .uid
-            .clone()
-            .unwrap_or_else(|| format!("{ns}/{name}")),
-        namespace: ns,
-        name,
-    }
-}
-
-fn is_terminal(pod: &PodRecord) -> bool {
-    pod.metadata.deletion_timestamp.is_some()
-        || matches!(
-            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-            Some("Succeeded" | "Failed")
-        )
-}
-
 impl<'a> Solver<'a> {
     /// A solver for `input` without compiling `input.pods` (see [`Self::add_pods`]).
     pub fn without_pods(input: &'a SolveInput) -> Self {
@@ -239,7 +213,7 @@ impl<'a> Solver<'a> {
                 else {
                     continue;
                 };
-                if is_terminal(p) {
+                if !p.is_active() {
                     continue;
                 }
                 dims::sub(&mut remaining, &info.requests);
@@ -379,7 +353,7 @@ impl<'a> Solver<'a> {
                     }
                     self.pods.push(info);
                 }
-                Err(e) => self.pod_errors.push((pod_ref(pod), e.to_string())),
+                Err(e) => self.pod_errors.push((PodRef::of(pod), e.to_string())),
             }
         }
         // Groups of every pod as written (unrelaxed), counted from existing pods.

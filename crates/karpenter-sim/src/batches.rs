@@ -21,12 +21,14 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_cloud::launch::{Launch as Offer, choose};
-use karpenter_scheduling::{ExistingNode, InstanceType, NewNodeClaim, ResourceList, Unschedulable};
+use karpenter_scheduling::{
+    ExistingNode, InstanceType, NewNodeClaim, ResourceList, Unschedulable, pod_record,
+};
 
 use crate::resources::pod_requests;
 use crate::scenario::Scenario;
+use crate::timeline::NODE_STARTUP;
 use crate::timeline::cluster::{Launch, SimCluster};
-use crate::timeline::{NODE_STARTUP, pod_key};
 
 /// A node to launch for `claim`, named `name`, with `pods` bound to it: its cheapest allowed
 /// offering (`None` when there is none), labels, the NodePool's taints and template.
@@ -124,7 +126,7 @@ pub fn provision(scenario: &Scenario, mut pending: Vec<Pod>) -> Batches {
         let mut index: HashMap<String, usize> = lent
             .iter()
             .enumerate()
-            .map(|(i, p)| (pod_key(&p.metadata), i))
+            .map(|(i, p)| (pod_record::key(&p.metadata), i))
             .collect();
         // Each key is taken once (removed from the index), leaving an empty pod in its place.
         let mut take = |key: &str| {

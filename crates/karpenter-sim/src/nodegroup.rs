@@ -81,11 +81,7 @@ pub fn compare(
         .iter()
         .map(|pod| {
             let requests = pod_requests(pod.spec.as_ref());
-            let name = format!(
-                "{}/{}",
-                pod.metadata.namespace.as_deref().unwrap_or("default"),
-                pod.metadata.name.as_deref().unwrap_or_default()
-            );
+            let name = karpenter_scheduling::pod_record::key(&pod.metadata);
             (cpu_millis(&requests), memory_bytes(&requests), name)
         })
         .collect();

@@ -9,6 +9,7 @@
 //! per NodePool, and the lower bound ([`crate::lower_bound`]) with our ratio to it. Spot prices
 //! are estimates (on-demand x (1 - discount)) and are marked as such.
 
+use karpenter_scheduling::pod_record;
 use serde::Serialize;
 
 use crate::batches::provision;
@@ -18,7 +19,6 @@ use crate::lower_bound::{LowerBound, lower_bound};
 use crate::nodegroup::NodeGroupComparison;
 use crate::resources::{HOURS_PER_MONTH, cpu_millis, memory_bytes, pod_requests, round_price};
 use crate::scenario::Scenario;
-use crate::timeline::pod_key;
 
 /// One node to launch.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -99,7 +99,7 @@ pub fn plan(scenario: &mut Scenario) -> Plan {
         .map(|pod| {
             let requests = pod_requests(pod.spec.as_ref());
             (
-                pod_key(&pod.metadata),
+                pod_record::key(&pod.metadata),
                 (cpu_millis(&requests), memory_bytes(&requests)),
             )
         })

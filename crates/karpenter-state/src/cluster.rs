@@ -71,13 +71,6 @@ pub struct Cluster {
     pod_event_seq: u64,
 }
 
-fn is_terminal(pod: &PodRecord) -> bool {
-    matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    )
-}
-
 impl Cluster {
     pub fn new() -> Self {
         Self::default()
@@ -137,7 +130,7 @@ impl Cluster {
                 None => true,
                 Some(old) => {
                     old.node_name() != Some(node)
-                        || (is_terminal(&pod) && !is_terminal(old))
+                        || (pod.is_terminal() && !old.is_terminal())
                         || (pod.metadata.deletion_timestamp.is_some()
                             && old.metadata.deletion_timestamp.is_none())
                 }

@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karpenter_api::labels;
 use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_api::v1::{NodeClaim, Operator};
-use karpenter_disruption::{DriftMark, NodeState, pods};
+use karpenter_disruption::{DriftMark, NodeState};
 use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{ExistingNode, ResourceList};
 
@@ -314,6 +314,6 @@ impl<'a> StateNode<'a> {
         self.pods
             .iter()
             .map(|p| &***p)
-            .filter(|p| pods::is_reschedulable(p))
+            .filter(|p| p.is_reschedulable())
     }
 }

@@ -2,7 +2,6 @@
 //! `PodScheduled=False` reason `Unschedulable`, not bound, not nominated to a node, neither a
 //! DaemonSet nor a mirror pod, not terminal or terminating.
 
-use karpenter_disruption::pods;
 use karpenter_scheduling::PodRecord;
 
 /// True when the kube-scheduler tried and could not place the pod.
@@ -29,7 +28,7 @@ pub fn is_unbound(pod: &PodRecord) -> bool {
 pub fn is_provisionable(pod: &PodRecord) -> bool {
     is_unbound(pod)
         && is_unschedulable(pod)
-        && pods::is_active(pod)
-        && !pods::is_daemonset(pod)
-        && !pods::is_mirror(pod)
+        && pod.is_active()
+        && !pod.is_daemonset()
+        && !pod.is_mirror()
 }

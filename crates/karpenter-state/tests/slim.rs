@@ -127,17 +127,14 @@ fn a_slimmed_pod_keeps_what_disruption_and_drain_read() {
     use karpenter_disruption::pods;
     let full = karpenter_scheduling::PodRecord::from(full_pod("web-a", "data"));
     let slim = karpenter_scheduling::PodRecord::from(slimmed(full_pod("web-a", "data")));
-    assert_eq!(pods::is_reschedulable(&full), pods::is_reschedulable(&slim));
+    assert_eq!(full.is_reschedulable(), slim.is_reschedulable());
     assert_eq!(pods::started(&full), pods::started(&slim));
     assert!(karpenter_state::provisionable::is_unschedulable(&slim));
     assert_eq!(
         karpenter_state::provisionable::is_provisionable(&full),
         karpenter_state::provisionable::is_provisionable(&slim)
     );
-    assert_eq!(
-        pods::annotation(&slim, "karpenter.sh/do-not-disrupt"),
-        Some("true")
-    );
+    assert_eq!(slim.annotation("karpenter.sh/do-not-disrupt"), Some("true"));
     let spec = slim.spec.as_ref().expect("spec kept");
     assert_eq!(spec.termination_grace_period_seconds, Some(45));
     assert_eq!(spec.priority, Some(1000));

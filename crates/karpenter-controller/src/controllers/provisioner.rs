@@ -265,19 +265,8 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             pods: pods.len(),
             ..BatchOutcome::default()
         };
-        let pods_by_key: BTreeMap<String, &PodRecord> = pods
-            .iter()
-            .map(|p| {
-                (
-                    format!(
-                        "{}/{}",
-                        p.metadata.namespace.as_deref().unwrap_or("default"),
-                        p.metadata.name.as_deref().unwrap_or_default()
-                    ),
-                    &**p,
-                )
-            })
-            .collect();
+        let pods_by_key: BTreeMap<String, &PodRecord> =
+            pods.iter().map(|p| (p.key(), &**p)).collect();
         // A pool with limits gets its NodeClaims one at a time, each checked against the usage
         // the ones before it added; the others are created concurrently (a batch of 500
         // hostname anti-affinity pods is 500 NodeClaims).

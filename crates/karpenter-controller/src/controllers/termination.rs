@@ -151,7 +151,7 @@ pub fn scan(cluster: &Cluster, now: DateTime<Utc>, busy: Busy<'_>) -> Scan<NodeP
             .unwrap_or_default();
         let pods = on_node
             .iter()
-            .map(|p| (karpenter_disruption::pods::key(p), Arc::clone(p)))
+            .map(|p| (p.key(), Arc::clone(p)))
             .filter(|(key, _)| named.contains(key.as_str()))
             .collect();
         scan.step(

@@ -24,7 +24,7 @@ use karpenter_api::labels;
 use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_api::v1::{NodeClaim, NodeClaimSpec, NodeClaimStatus, NodeClassReference};
 use karpenter_disruption::NodeState;
-use karpenter_scheduling::{ExistingNode, ResourceList};
+use karpenter_scheduling::{ExistingNode, ResourceList, pod_record};
 use karpenter_state::conditions::{api_time, set_node_claim_condition, set_node_condition};
 use karpenter_state::{Cluster, Kind, Object, ObjectRef, StateNode};
 
@@ -297,7 +297,7 @@ impl SimCluster {
         let doomed: Vec<(ObjectRef, String)> = self
             .index
             .pods()
-            .filter(|p| keys.contains(&super::run::pod_key(&p.metadata)))
+            .filter(|p| keys.contains(&pod_record::key(&p.metadata)))
             .map(|p| {
                 let node = p
                     .spec
@@ -436,7 +436,7 @@ impl SimCluster {
 
     /// Bound pods, keyed `namespace/name`.
     pub fn pod_keys(&self) -> impl Iterator<Item = String> + '_ {
-        self.index.pods().map(|p| super::run::pod_key(&p.metadata))
+        self.index.pods().map(|p| pod_record::key(&p.metadata))
     }
 
     pub fn pods_running(&self) -> usize {

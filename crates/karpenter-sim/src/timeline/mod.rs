@@ -37,7 +37,6 @@ pub mod events;
 mod run;
 
 pub use events::{Action, Event, Timeline, parse};
-pub(crate) use run::pod_key;
 pub use run::{NODE_STARTUP, Percentiles, Runner, Sample, TimelineReport, check_total_pods, run};
 
 use std::time::Duration;

@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karpenter_cloud::Catalog;
 use karpenter_disruption::{Command, Queue, Replacement, Step};
+use karpenter_scheduling::pod_record;
 use serde::Serialize;
 
 use super::cluster::SimCluster;
@@ -265,14 +265,6 @@ fn join(names: &BTreeSet<String>) -> String {
         .map(String::as_str)
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-pub(crate) fn pod_key(meta: &ObjectMeta) -> String {
-    format!(
-        "{}/{}",
-        meta.namespace.as_deref().unwrap_or("default"),
-        meta.name.as_deref().unwrap_or_default()
-    )
 }
 
 impl<'a> Runner<'a> {
@@ -632,7 +624,7 @@ impl<'a> Runner<'a> {
     fn present(&self) -> BTreeSet<String> {
         self.pending
             .iter()
-            .map(|p| pod_key(&p.pod.metadata))
+            .map(|p| pod_record::key(&p.pod.metadata))
             .chain(self.cluster.pod_keys())
             .collect()
     }
@@ -666,7 +658,7 @@ impl<'a> Runner<'a> {
                 expansion
                     .pods
                     .into_iter()
-                    .filter(|p| !present.contains(&pod_key(&p.metadata)))
+                    .filter(|p| !present.contains(&pod_record::key(&p.metadata)))
                     .map(|pod| PendingPod { pod, since: now }),
             );
         } else {
@@ -674,7 +666,7 @@ impl<'a> Runner<'a> {
                 .pods
                 .iter()
                 .skip(replicas)
-                .map(|p| pod_key(&p.metadata))
+                .map(|p| pod_record::key(&p.metadata))
                 .collect();
             self.remove_pods(&remove);
         }
@@ -700,7 +692,7 @@ impl<'a> Runner<'a> {
             .pods
             .iter()
             .rev()
-            .map(|p| pod_key(&p.metadata))
+            .map(|p| pod_record::key(&p.metadata))
             .filter(|k| present.contains(k))
             .take(count.unwrap_or(usize::MAX))
             .collect();
@@ -713,7 +705,7 @@ impl<'a> Runner<'a> {
 
     fn remove_pods(&mut self, keys: &BTreeSet<String>) {
         self.pending
-            .retain(|p| !keys.contains(&pod_key(&p.pod.metadata)));
+            .retain(|p| !keys.contains(&pod_record::key(&p.pod.metadata)));
         let now = self.now;
         self.cluster.remove_pods(keys, now);
         self.changed();
@@ -813,7 +805,7 @@ impl<'a> Runner<'a> {
         let mut by_key: BTreeMap<String, PendingPod> = self
             .pending
             .drain(..)
-            .map(|p| (pod_key(&p.pod.metadata), p))
+            .map(|p| (pod_record::key(&p.pod.metadata), p))
             .collect();
         let now = self.now;
         for placement in &result.existing_placements {

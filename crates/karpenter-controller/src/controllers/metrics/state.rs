@@ -249,17 +249,6 @@ fn text(value: Option<&String>) -> String {
     value.cloned().unwrap_or_default()
 }
 
-fn phase(pod: &PodRecord) -> &str {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or_default()
-}
-
-fn is_terminal(pod: &PodRecord) -> bool {
-    matches!(phase(pod), "Succeeded" | "Failed")
-}
-
 /// When the pod's `Ready` condition turned True, if it is True.
 fn ready_since(pod: &PodRecord) -> Option<Option<DateTime<Utc>>> {
     pod.status
@@ -322,7 +311,7 @@ fn pod_labels(pod: &PodRecord, node: Option<&Node>) -> Labels {
         ("instance_type", node_label(labels::INSTANCE_TYPE)),
         ("managed", (!nodepool.is_empty()).to_string()),
         ("nodepool", nodepool),
-        ("phase", phase(pod).to_owned()),
+        ("phase", pod.phase().to_owned()),
         ("ready", ready_since(pod).is_some().to_string()),
     ]
 }
@@ -343,12 +332,12 @@ fn collect_nodes(cluster: &Cluster) -> NodeSeries {
         let mut pods = ResourceList::new();
         let mut daemons = ResourceList::new();
         let mut any_daemon = false;
-        for pod in state.pods.iter().filter(|p| !is_terminal(p)) {
+        for pod in state.pods.iter().filter(|p| !p.is_terminal()) {
             let Ok(requests) = karpenter_scheduling::pod::pod_requests(pod.spec.as_deref()) else {
                 continue;
             };
             pods.add(&requests);
-            if karpenter_disruption::pods::is_daemonset(pod) {
+            if pod.is_daemonset() {
                 daemons.add(&requests);
                 any_daemon = true;
             }
@@ -393,17 +382,6 @@ pub struct StateMetrics {
     /// which carry both), so a pass compares rather than rebuilds: one copy besides the
     /// family's, not two.
     pod_series: HashMap<String, Labels>,
-}
-
-fn pod_key(pod: &PodRecord) -> String {
-    match pod.metadata.uid.as_deref() {
-        Some(uid) => uid.to_owned(),
-        None => format!(
-            "{}/{}",
-            pod.metadata.namespace.as_deref().unwrap_or_default(),
-            pod.metadata.name.as_deref().unwrap_or_default()
-        ),
-    }
 }
 
 impl StateMetrics {
@@ -470,7 +448,7 @@ impl StateMetrics {
         for pod in cluster.pods() {
             let node = pod.node_name().and_then(|n| cluster.node(n));
             let labels = pod_labels(pod, node);
-            let name = karpenter_disruption::pods::key(pod);
+            let name = pod.key();
             match self.pod_series.get_mut(&name) {
                 Some(old) if *old == labels => {}
                 Some(old) => {
@@ -484,7 +462,7 @@ impl StateMetrics {
                 }
             }
             present.insert(name);
-            let key = pod_key(pod);
+            let key = pod.uid_or_key();
             if let Some(seconds) = self.startup(pod, &key) {
                 startups.push(seconds);
             }
@@ -507,7 +485,7 @@ impl StateMetrics {
         if self.done.contains(key) {
             return None;
         }
-        if phase(pod) == "Pending" {
+        if pod.phase() == "Pending" {
             self.pending.insert(key.to_owned());
             return None;
         }
@@ -529,7 +507,7 @@ impl StateMetrics {
             };
             return Some((ready_at - created).as_seconds_f64().max(0.0));
         }
-        if is_terminal(pod) {
+        if pod.is_terminal() {
             self.pending.remove(key);
             self.done.insert(key.to_owned());
         } else {
