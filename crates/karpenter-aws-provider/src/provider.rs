@@ -36,7 +36,6 @@ use karpenter_cloud::pool_types::{PricingOptions, narrow, options_for};
 use karpenter_cloud::{
     CapacityType, CloudError, CloudProvider, DriftReason, InstanceTypeInfo, Offering, OfferingRef,
 };
-use karpenter_lifecycle::nodeclaim::quantities;
 use karpenter_scheduling::{InstanceType, RequirementSpec};
 
 use crate::catalog::{self, Ec2Catalog};
@@ -734,8 +733,8 @@ impl<L: NodeClasses> AwsCloud<L> {
                 &instance.instance_id,
             )),
             image_id: image,
-            capacity: scheduling.as_ref().map(|it| quantities(&it.capacity)),
-            allocatable: scheduling.as_ref().map(|it| quantities(&it.allocatable())),
+            capacity: scheduling.as_ref().map(|it| it.capacity.to_k8s()),
+            allocatable: scheduling.as_ref().map(|it| it.allocatable().to_k8s()),
             ..NodeClaimStatus::default()
         });
         view

@@ -17,23 +17,15 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use karpenter_api::labels;
 use karpenter_api::v1::nodeclaim::ResourceRequirements;
 use karpenter_api::v1::{NodeClaim, NodeClaimSpec, NodePool, NodeSelectorRequirementWithMinValues};
-use karpenter_scheduling::{NewNodeClaim, ResourceList};
+use karpenter_scheduling::NewNodeClaim;
 
 /// The label naming a NodeClaim's node class, for the node classes we know.
 pub fn node_class_label(kind: &str) -> Option<&'static str> {
     (kind == "EC2NodeClass").then_some(labels::EC2NODECLASS)
-}
-
-/// A resource list as the API writes it.
-pub fn quantities(list: &ResourceList) -> BTreeMap<String, Quantity> {
-    list.iter()
-        .map(|(name, q)| (name.clone(), Quantity(q.to_string())))
-        .collect()
 }
 
 /// The NodeClaim to create for `claim`, launched from `pool`.
@@ -94,7 +86,7 @@ pub fn node_claim(claim: &NewNodeClaim, pool: &NodePool) -> NodeClaim {
             startup_taints: template.spec.startup_taints.clone(),
             requirements,
             resources: Some(ResourceRequirements {
-                requests: Some(quantities(&claim.requests)),
+                requests: Some(claim.requests.to_k8s()),
             }),
             node_class_ref: template.spec.node_class_ref.clone(),
             termination_grace_period: template.spec.termination_grace_period.clone(),
@@ -107,7 +99,9 @@ pub fn node_claim(claim: &NewNodeClaim, pool: &NodePool) -> NodeClaim {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use karpenter_scheduling::{InstanceTypeOption, Operator, Quantity as Q, RequirementSpec};
+    use karpenter_scheduling::{
+        InstanceTypeOption, Operator, Quantity as Q, RequirementSpec, ResourceList,
+    };
     use pretty_assertions::assert_eq;
 
     fn pool() -> NodePool {

@@ -48,6 +48,22 @@ impl ResourceList {
         Self::parse(map.iter().map(|(k, v)| (k.as_str(), v.0.as_str())))
     }
 
+    /// The list as the API writes it (a NodeClaim's requests, a Node's capacity): the inverse
+    /// of [`Self::from_k8s`].
+    pub fn to_k8s(
+        &self,
+    ) -> BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity> {
+        self.0
+            .iter()
+            .map(|(name, q)| {
+                (
+                    name.clone(),
+                    k8s_openapi::apimachinery::pkg::api::resource::Quantity(q.to_string()),
+                )
+            })
+            .collect()
+    }
+
     pub fn get(&self, name: &str) -> Quantity {
         self.0.get(name).copied().unwrap_or(Quantity::ZERO)
     }
@@ -121,6 +137,14 @@ mod tests {
 
     fn list(entries: &[(&str, &str)]) -> ResourceList {
         ResourceList::parse(entries.iter().copied()).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_list_written_for_the_api_reads_back_the_same() {
+        let a = list(&[("cpu", "1500m"), ("memory", "1Gi"), ("pods", "110")]);
+        let written = a.to_k8s();
+        assert_eq!(written["cpu"].0, "1500m");
+        assert_eq!(ResourceList::from_k8s(&written), Ok(a));
     }
 
     #[test]

@@ -37,7 +37,6 @@ use karpenter_cloud::{
     CapacityType, Catalog, CatalogOptions, CloudError, CloudProvider, DriftReason,
     InstanceTypeInfo, OfferingRef,
 };
-use karpenter_lifecycle::nodeclaim::quantities;
 use karpenter_scheduling::{InstanceType, RequirementSpec};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
@@ -420,8 +419,8 @@ impl KwokCloud {
                 ..NodeSpec::default()
             }),
             status: Some(NodeStatus {
-                capacity: Some(quantities(&it.capacity)),
-                allocatable: Some(quantities(&it.allocatable())),
+                capacity: Some(it.capacity.to_k8s()),
+                allocatable: Some(it.allocatable().to_k8s()),
                 ..NodeStatus::default()
             }),
         }

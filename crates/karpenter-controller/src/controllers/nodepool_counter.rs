@@ -9,7 +9,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use karpenter_api::v1::NodePool;
-use karpenter_lifecycle::nodeclaim::quantities;
 use karpenter_scheduling::ResourceList;
 use karpenter_state::Cluster;
 use serde_json::json;
@@ -44,7 +43,7 @@ fn figures<'a>(cluster: &'a Cluster, busy: Busy<'a>) -> impl Iterator<Item = Poo
         .map(|pool| {
             let name = pool.metadata.name.clone().unwrap_or_default();
             let usage = cluster.node_pool_usage(&name);
-            let resources = quantities(&usage.resources);
+            let resources = usage.resources.to_k8s();
             let status = pool.status.as_ref();
             let unchanged = status.and_then(|s| s.resources.as_ref()) == Some(&resources)
                 && status.and_then(|s| s.nodes) == i64::try_from(usage.nodes).ok();

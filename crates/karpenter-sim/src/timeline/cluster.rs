@@ -72,12 +72,6 @@ pub struct SimCluster {
     booting: Vec<(Duration, String)>,
 }
 
-fn k8s(list: &ResourceList) -> BTreeMap<String, Quantity> {
-    list.iter()
-        .map(|(name, q)| (name.clone(), Quantity(q.to_string())))
-        .collect()
-}
-
 fn provider_id(name: &str) -> String {
     format!("sim://{name}")
 }
@@ -210,8 +204,8 @@ impl SimCluster {
             &provider,
             &launch.labels,
             launch.template.as_ref(),
-            k8s(&launch.capacity),
-            k8s(&launch.allocatable),
+            launch.capacity.to_k8s(),
+            launch.allocatable.to_k8s(),
             now,
         );
         let mut node = Node {
@@ -227,8 +221,8 @@ impl SimCluster {
                 ..NodeSpec::default()
             }),
             status: Some(NodeStatus {
-                capacity: Some(k8s(&launch.capacity)),
-                allocatable: Some(k8s(&launch.allocatable)),
+                capacity: Some(launch.capacity.to_k8s()),
+                allocatable: Some(launch.allocatable.to_k8s()),
                 ..NodeStatus::default()
             }),
         };
