@@ -3,7 +3,8 @@
 //! - **Instance types** of a NodePool: the region's types ([`crate::catalog`]) resolved for
 //!   its EC2NodeClass (AMI family, kubelet, the zones of its subnets) with the current prices
 //!   ([`crate::pricing`]), types no status AMI can run left out, offerings recently found
-//!   without capacity marked unavailable for [`UNAVAILABLE_FOR`], narrowed by the NodePool's
+//!   without capacity marked unavailable for [`karpenter_cloud::UNAVAILABLE_FOR`]
+//!   ([`karpenter_cloud::UnavailableOfferings`]), narrowed by the NodePool's
 //!   requirements.
 //! - **Create**: the EC2NodeClass must be `Ready` at its generation; the pure plan picks the
 //!   types, capacity type, subnets and AMIs; one launch template per group; one `CreateFleet`
@@ -34,7 +35,8 @@ use karpenter_aws::nodeclass::status::launchable;
 use karpenter_aws::userdata::ClusterFacts;
 use karpenter_cloud::pool_types::{PricingOptions, narrow, options_for};
 use karpenter_cloud::{
-    CapacityType, CloudError, CloudProvider, DriftReason, InstanceTypeInfo, Offering, OfferingRef,
+    CapacityType, CloudError, CloudProvider, DriftReason, InstanceTypeInfo, OfferingRef,
+    UnavailableOfferings,
 };
 use karpenter_scheduling::{InstanceType, RequirementSpec};
 
@@ -45,8 +47,6 @@ use crate::instances::{self, Instance};
 use crate::launch_templates::LaunchTemplates;
 use crate::pricing::PriceBook;
 
-/// How long an offering that ran out of capacity is not offered (upstream: 3 minutes).
-pub const UNAVAILABLE_FOR: Duration = Duration::from_secs(180);
 /// How old the instance list drift reads may be.
 pub const INSTANCE_CACHE_TTL: Duration = Duration::from_secs(30);
 
@@ -92,8 +92,7 @@ pub struct AwsCloud<L> {
     catalog: RwLock<Arc<Ec2Catalog>>,
     catalog_seq: AtomicU64,
     prices: PriceBook,
-    unavailable: Mutex<HashMap<OfferingRef, Instant>>,
-    unavailable_seq: AtomicU64,
+    unavailable: UnavailableOfferings,
     resolved: Mutex<HashMap<ResolvedKey, Arc<Vec<InstanceTypeInfo>>>>,
     templates: LaunchTemplates,
     cluster: tokio::sync::Mutex<Option<ClusterFacts>>,
@@ -157,8 +156,7 @@ impl<L: NodeClasses> AwsCloud<L> {
             catalog: RwLock::new(Arc::new(catalog)),
             catalog_seq: AtomicU64::new(0),
             prices,
-            unavailable: Mutex::new(HashMap::new()),
-            unavailable_seq: AtomicU64::new(0),
+            unavailable: UnavailableOfferings::new(),
             resolved: Mutex::new(HashMap::new()),
             templates: LaunchTemplates::default(),
             cluster: tokio::sync::Mutex::new(None),
@@ -206,17 +204,6 @@ impl<L: NodeClasses> AwsCloud<L> {
             Err(error) => errors.push(error),
         }
         errors
-    }
-
-    fn unavailable_now(&self) -> HashMap<OfferingRef, Instant> {
-        let mut unavailable = lock(&self.unavailable);
-        let before = unavailable.len();
-        let now = Instant::now();
-        unavailable.retain(|_, until| *until > now);
-        if unavailable.len() != before {
-            self.unavailable_seq.fetch_add(1, Ordering::Relaxed);
-        }
-        unavailable.clone()
     }
 
     fn class_of(&self, name: &str) -> Result<EC2NodeClass, CloudError> {
@@ -413,14 +400,9 @@ impl<L: NodeClasses> AwsCloud<L> {
         let infos = self.resolved(pool, class)?;
         let by_name: HashMap<&str, &InstanceTypeInfo> =
             infos.iter().map(|i| (i.name.as_str(), i)).collect();
-        let unavailable = self.unavailable_now();
-        let is_unavailable = |instance_type: &str, offering: &Offering| {
-            unavailable.contains_key(&OfferingRef {
-                instance_type: instance_type.to_owned(),
-                zone: offering.zone.clone(),
-                capacity_type: offering.capacity_type,
-            })
-        };
+        let unavailable = self.unavailable.at(Instant::now());
+        let is_unavailable =
+            |instance_type: &str, offering: &_| unavailable.contains(instance_type, offering);
         let plan = plan::plan(claim, class, &|n| by_name.get(n).copied(), &is_unavailable)
             .map_err(|error| match error {
                 PlanError::NoOffering { .. } => CloudError::InsufficientCapacity {
@@ -907,22 +889,8 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
         let reference = &node_pool.spec.template.spec.node_class_ref;
         let class = self.class_of(&reference.name)?;
         let resolved = self.resolved(node_pool, &class)?;
-        let unavailable = self.unavailable_now();
         let mut infos: Vec<InstanceTypeInfo> = resolved.as_ref().clone();
-        if !unavailable.is_empty() {
-            for info in &mut infos {
-                for offering in &mut info.offerings {
-                    let key = OfferingRef {
-                        instance_type: info.name.clone(),
-                        zone: offering.zone.clone(),
-                        capacity_type: offering.capacity_type,
-                    };
-                    if unavailable.contains_key(&key) {
-                        offering.available = false;
-                    }
-                }
-            }
-        }
+        self.unavailable.at(Instant::now()).apply(&mut infos);
         let requirements: Vec<RequirementSpec> = karpenter_scheduling::v1::node_pool(node_pool)
             .map(|p| p.requirements)
             .unwrap_or_default();
@@ -959,21 +927,12 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
     }
 
     fn mark_unavailable(&self, offerings: &[OfferingRef]) {
-        if offerings.is_empty() {
-            return;
-        }
-        let until = Instant::now() + UNAVAILABLE_FOR;
-        let mut unavailable = lock(&self.unavailable);
-        for offering in offerings {
-            unavailable.insert(offering.clone(), until);
-        }
-        self.unavailable_seq.fetch_add(1, Ordering::Relaxed);
+        self.unavailable.mark(offerings, Instant::now());
     }
 
     fn catalog_version(&self) -> u64 {
-        drop(self.unavailable_now());
-        self.unavailable_seq
-            .load(Ordering::Relaxed)
+        self.unavailable
+            .version(Instant::now())
             .wrapping_add(
                 self.catalog_seq
                     .load(Ordering::Relaxed)

@@ -21,6 +21,8 @@
 //! - **The cloud-provider seam** ([`CloudProvider`], [`CloudError`]): what the controller asks
 //!   of a cloud (launch, delete, get, list, instance types, drift), implemented by the EC2
 //!   provider and the simulated (KWOK) one, and the typed errors it acts on.
+//! - **Unavailable offerings** ([`UnavailableOfferings`]): offerings a launch found without
+//!   capacity, left out for [`UNAVAILABLE_FOR`]; one cache for every provider.
 //! - **NodePool x EC2NodeClass -> instance types** ([`pool_types`]) and the choice of the
 //!   offering a NodeClaim launches with ([`launch`]), shared by the simulator and providers.
 //!
@@ -78,6 +80,7 @@ pub mod resources;
 pub mod shape;
 #[cfg(feature = "scheduling")]
 pub mod to_scheduling;
+pub mod unavailable;
 
 pub use catalog::{CATALOG_FORMAT, Catalog, CatalogHeader};
 pub use error::{CatalogError, OptionsError, PriceTableError};
@@ -93,3 +96,4 @@ pub use resources::Resources;
 pub use shape::{
     Accelerator, Architecture, Gpu, InstanceShape, InstanceStore, NeuronDevice, UsageClass,
 };
+pub use unavailable::{UNAVAILABLE_FOR, Unavailable, UnavailableOfferings};

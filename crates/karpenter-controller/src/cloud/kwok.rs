@@ -19,11 +19,10 @@
 //!   comma-separated list of `instance-type:zone:capacity-type`, `*` matching anything): a
 //!   launch whose cheapest offering is injected fails with
 //!   [`CloudError::InsufficientCapacity`]; as for any such error the offering is then
-//!   unavailable for [`UNAVAILABLE_FOR`] and the solver avoids it.
+//!   unavailable for [`karpenter_cloud::UNAVAILABLE_FOR`] and the solver avoids it.
 //! - **Delete** deletes the Node; **get** and **list** read Nodes with `kwok://` provider ids.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -35,14 +34,11 @@ use karpenter_cloud::launch::cheapest;
 use karpenter_cloud::pool_types::{PricingOptions, narrow, options_for};
 use karpenter_cloud::{
     CapacityType, Catalog, CatalogOptions, CloudError, CloudProvider, DriftReason,
-    InstanceTypeInfo, OfferingRef,
+    InstanceTypeInfo, OfferingRef, Unavailable, UnavailableOfferings,
 };
 use karpenter_scheduling::{InstanceType, RequirementSpec};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-
-/// How long an offering that ran out of capacity is not offered (upstream: 3 minutes).
-pub const UNAVAILABLE_FOR: Duration = Duration::from_secs(180);
 
 /// KWOK manages Nodes carrying this annotation (and label).
 pub const KWOK_NODE: &str = "kwok.x-k8s.io/node";
@@ -124,9 +120,7 @@ pub struct KwokCloud {
     options: KwokOptions,
     /// The catalog resolved per distinct node-class options.
     resolved: Mutex<Vec<(CatalogOptions, Arc<Vec<InstanceTypeInfo>>)>>,
-    unavailable: Mutex<HashMap<OfferingRef, Instant>>,
-    /// Bumped on every change of `unavailable`.
-    catalog_version: AtomicU64,
+    unavailable: UnavailableOfferings,
     /// Node classes whose ignored fields (or absence) were already logged.
     said: Mutex<BTreeSet<String>>,
 }
@@ -212,8 +206,7 @@ impl KwokCloud {
             pricing: PricingOptions::default(),
             options,
             resolved: Mutex::new(Vec::new()),
-            unavailable: Mutex::new(HashMap::new()),
-            catalog_version: AtomicU64::new(0),
+            unavailable: UnavailableOfferings::new(),
             said: Mutex::new(BTreeSet::new()),
         }
     }
@@ -264,44 +257,18 @@ impl KwokCloud {
         }
     }
 
-    fn unavailable_now(&self) -> BTreeSet<OfferingRef> {
-        let unavailable = self.expire_unavailable();
-        unavailable.keys().cloned().collect()
-    }
-
-    /// The unavailable offerings with the expired ones dropped (which changes the catalog
-    /// version).
-    fn expire_unavailable(&self) -> std::sync::MutexGuard<'_, HashMap<OfferingRef, Instant>> {
-        let mut unavailable = match self.unavailable.lock() {
-            Ok(u) => u,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let now = Instant::now();
-        let before = unavailable.len();
-        unavailable.retain(|_, until| *until > now);
-        if unavailable.len() != before {
-            self.catalog_version.fetch_add(1, Ordering::Relaxed);
-        }
-        unavailable
+    fn unavailable_now(&self) -> Unavailable {
+        self.unavailable.at(Instant::now())
     }
 
     /// Changes when an offering is marked unavailable or its mark expires.
     pub fn catalog_version(&self) -> u64 {
-        drop(self.expire_unavailable());
-        self.catalog_version.load(Ordering::Relaxed)
+        self.unavailable.version(Instant::now())
     }
 
-    /// Marks offerings unavailable for [`UNAVAILABLE_FOR`].
+    /// Marks offerings unavailable for [`karpenter_cloud::UNAVAILABLE_FOR`].
     pub fn mark_unavailable(&self, offerings: &[OfferingRef]) {
-        let mut unavailable = match self.unavailable.lock() {
-            Ok(u) => u,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let until = Instant::now() + UNAVAILABLE_FOR;
-        for offering in offerings {
-            unavailable.insert(offering.clone(), until);
-        }
-        self.catalog_version.fetch_add(1, Ordering::Relaxed);
+        self.unavailable.mark(offerings, Instant::now());
     }
 
     /// Every instance type the pool's EC2NodeClass resolves to, shared (resolved once per
@@ -358,18 +325,7 @@ impl KwokCloud {
             &resolved
         } else {
             let mut copy = resolved.as_ref().clone();
-            for reference in &unavailable {
-                for info in copy
-                    .iter_mut()
-                    .filter(|i| i.name == reference.instance_type)
-                {
-                    for offering in info.offerings.iter_mut().filter(|o| {
-                        o.zone == reference.zone && o.capacity_type == reference.capacity_type
-                    }) {
-                        offering.available = false;
-                    }
-                }
-            }
+            unavailable.apply(&mut copy);
             marked = copy;
             &marked
         };
@@ -565,13 +521,7 @@ impl KwokCloud {
             names,
             &requirements,
             |n| by_name.get(n).copied(),
-            |info, offering| {
-                !unavailable.iter().any(|u| {
-                    u.instance_type == info.name
-                        && u.zone == offering.zone
-                        && u.capacity_type == offering.capacity_type
-                })
-            },
+            |info, offering| !unavailable.contains(&info.name, offering),
         ) else {
             return Err(CloudError::InsufficientCapacity {
                 node_claim: name,
