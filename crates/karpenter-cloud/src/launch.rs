@@ -66,7 +66,7 @@ pub fn cheapest<'a, 'n>(
             .iter()
             .filter(|o| o.available && available(info, o))
         {
-            if !offering_allowed(requirements, offering) {
+            if !offering.allowed_by(requirements) {
                 continue;
             }
             if best
@@ -78,12 +78,4 @@ pub fn cheapest<'a, 'n>(
         }
     }
     best
-}
-
-fn offering_allowed(requirements: &[RequirementSpec], offering: &Offering) -> bool {
-    requirements.iter().all(|r| match r.key.as_str() {
-        labels::ZONE => r.matches(Some(&offering.zone)),
-        labels::CAPACITY_TYPE => r.matches(Some(offering.capacity_type.as_str())),
-        _ => true,
-    })
 }

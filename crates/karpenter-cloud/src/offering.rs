@@ -49,6 +49,20 @@ pub struct Offering {
     pub price_is_estimate: bool,
 }
 
+#[cfg(feature = "scheduling")]
+impl Offering {
+    /// Whether `requirements` allow this offering: its zone and capacity type. Requirements
+    /// on other keys are the instance type's business, not the offering's. The one filter of
+    /// the workspace for a NodePool's narrowing, a simulated launch and the EC2 launch plan.
+    pub fn allowed_by(&self, requirements: &[karpenter_scheduling::RequirementSpec]) -> bool {
+        requirements.iter().all(|r| match r.key.as_str() {
+            labels::ZONE => r.matches(Some(&self.zone)),
+            labels::CAPACITY_TYPE => r.matches(Some(self.capacity_type.as_str())),
+            _ => true,
+        })
+    }
+}
+
 /// The offerings of one type: every zone x each capacity type the type supports, in zone order,
 /// on-demand before spot. Empty when the table has no on-demand price for the type.
 pub fn offerings(
@@ -169,5 +183,28 @@ mod tests {
         let offerings = offerings(&m5_large(), &table(), &options);
         assert_eq!(offerings[0].zone, "eu-west-1a");
         assert!(offerings.iter().all(|o| o.price_is_estimate));
+    }
+
+    #[cfg(feature = "scheduling")]
+    #[test]
+    fn requirements_allow_an_offering_by_its_zone_and_capacity_type_only() {
+        use karpenter_scheduling::RequirementSpec;
+        let offering = Offering {
+            zone: "us-east-1a".into(),
+            capacity_type: CapacityType::Spot,
+            price_per_hour: 0.1,
+            available: true,
+            price_is_estimate: true,
+        };
+        let zone = |z: &str| RequirementSpec::is_in(labels::ZONE, &[z]);
+        let capacity = |c: &str| RequirementSpec::is_in(labels::CAPACITY_TYPE, &[c]);
+        assert!(offering.allowed_by(&[]));
+        assert!(offering.allowed_by(&[zone("us-east-1a"), capacity("spot")]));
+        assert!(!offering.allowed_by(&[zone("us-east-1b")]));
+        assert!(!offering.allowed_by(&[capacity("on-demand")]));
+        assert!(
+            offering.allowed_by(&[RequirementSpec::is_in(labels::INSTANCE_FAMILY, &["c5"])]),
+            "a requirement on the type is not the offering's"
+        );
     }
 }

@@ -142,13 +142,7 @@ pub fn narrow(infos: &[InstanceTypeInfo], requirements: &[RequirementSpec]) -> P
             continue;
         }
         let mut info = info.clone();
-        info.offerings.retain(|o| {
-            requirements.iter().all(|r| match r.key.as_str() {
-                labels::ZONE => r.matches(Some(&o.zone)),
-                labels::CAPACITY_TYPE => r.matches(Some(o.capacity_type.as_str())),
-                _ => true,
-            })
-        });
+        info.offerings.retain(|o| o.allowed_by(requirements));
         if info.offerings.is_empty() {
             continue;
         }

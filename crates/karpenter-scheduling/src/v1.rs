@@ -84,6 +84,23 @@ pub fn node_pool(pool: &api::NodePool) -> Result<NodePool, NodePoolConversionErr
     })
 }
 
+/// A NodeClaim's requirements as a provider launching it reads them (which offerings and
+/// instance types it allows); `minValues` are dropped: they shaped the solver's choice of
+/// instance types, not the launch.
+pub fn node_claim_requirements(claim: &api::NodeClaim) -> Vec<RequirementSpec> {
+    claim
+        .spec
+        .requirements
+        .iter()
+        .map(|r| RequirementSpec {
+            key: r.key.clone(),
+            operator: r.operator,
+            values: r.values.clone(),
+            min_values: None,
+        })
+        .collect()
+}
+
 /// Static NodePools (`spec.replicas` set) take no part in dynamic provisioning.
 pub fn is_static(pool: &api::NodePool) -> bool {
     pool.spec.replicas.is_some()

@@ -72,28 +72,6 @@ impl LaunchPlan {
     }
 }
 
-fn requirement_specs(claim: &NodeClaim) -> Vec<RequirementSpec> {
-    claim
-        .spec
-        .requirements
-        .iter()
-        .map(|r| RequirementSpec {
-            key: r.key.clone(),
-            operator: r.operator,
-            values: r.values.clone(),
-            min_values: None,
-        })
-        .collect()
-}
-
-fn allows(requirements: &[RequirementSpec], offering: &Offering) -> bool {
-    requirements.iter().all(|r| match r.key.as_str() {
-        labels::ZONE => r.matches(Some(&offering.zone)),
-        labels::CAPACITY_TYPE => r.matches(Some(offering.capacity_type.as_str())),
-        _ => true,
-    })
-}
-
 fn is_exotic(info: &InstanceTypeInfo) -> bool {
     info.labels
         .get(labels::INSTANCE_SIZE)
@@ -110,7 +88,7 @@ fn offerings<'a>(
 ) -> impl Iterator<Item = &'a Offering> + 'a {
     info.offerings
         .iter()
-        .filter(move |o| o.available && !unavailable(&info.name, o) && allows(requirements, o))
+        .filter(move |o| o.available && !unavailable(&info.name, o) && o.allowed_by(requirements))
 }
 
 fn cheapest(
@@ -133,7 +111,7 @@ pub fn plan<'a>(
     by_name: &dyn Fn(&str) -> Option<&'a InstanceTypeInfo>,
     unavailable: &dyn Fn(&str, &Offering) -> bool,
 ) -> Result<LaunchPlan, PlanError> {
-    let requirements = requirement_specs(claim);
+    let requirements = karpenter_scheduling::v1::node_claim_requirements(claim);
     let has_min_values = claim
         .spec
         .requirements

@@ -36,7 +36,7 @@ use karpenter_cloud::{
     CapacityType, Catalog, CatalogOptions, CloudError, CloudProvider, DriftReason,
     InstanceTypeInfo, OfferingRef, Unavailable, UnavailableOfferings,
 };
-use karpenter_scheduling::{InstanceType, RequirementSpec};
+use karpenter_scheduling::InstanceType;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
@@ -498,17 +498,7 @@ impl KwokCloud {
         let unavailable = self.unavailable_now();
         let by_name: HashMap<&str, &InstanceTypeInfo> =
             resolved.iter().map(|i| (i.name.as_str(), i)).collect();
-        let requirements: Vec<RequirementSpec> = claim
-            .spec
-            .requirements
-            .iter()
-            .map(|r| RequirementSpec {
-                key: r.key.clone(),
-                operator: r.operator,
-                values: r.values.clone(),
-                min_values: None,
-            })
-            .collect();
+        let requirements = karpenter_scheduling::v1::node_claim_requirements(claim);
         let names = claim
             .spec
             .requirements
