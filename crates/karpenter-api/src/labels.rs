@@ -230,6 +230,8 @@ pub const CLUSTER_NAME_TAGGED: &str = "compatibility.karpenter.k8s.aws/cluster-n
 pub const DO_NOT_EVICT_V1ALPHA5: &str = "karpenter.sh/do-not-evict";
 /// Legacy (v1alpha5) node annotation, replaced by [`DO_NOT_DISRUPT`].
 pub const DO_NOT_CONSOLIDATE_V1ALPHA5: &str = "karpenter.sh/do-not-consolidate";
+/// The annotation `kubectl apply` writes: a copy of the whole object.
+pub const LAST_APPLIED_CONFIGURATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 // ---------------------------------------------------------------------------------------------
 // Taints and finalizers

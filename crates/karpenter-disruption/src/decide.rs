@@ -2,6 +2,8 @@
 //! (Emptiness, StaticDrift, Drift, MultiNodeConsolidation, SingleNodeConsolidation); the first that produces
 //! a command wins. Every other node gets the reasons collected on the way.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 
 use crate::command::{Considered, Decision};
@@ -9,6 +11,10 @@ use crate::pass::Pass;
 use crate::reason::{Code, Reason, Reasons};
 use crate::snapshot::Snapshot;
 use crate::{drift, emptiness, multi_node, single_node, static_drift};
+
+/// How often a disruption pass runs when nothing else asks for one (upstream polls
+/// disruption every 10 s): the controller's loop and `simulate --timeline` both.
+pub const PASS_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Decides what to disrupt at `now`, and why everything else stays.
 pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>) -> Decision {

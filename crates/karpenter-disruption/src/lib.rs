@@ -59,7 +59,7 @@ pub use budget_map::{BudgetMap, PoolAllowance};
 pub use command::{Command, CommandCandidate, Considered, Decision, Method};
 pub use conditions::{ClaimConditions, claim_conditions};
 pub use consolidatable::consolidatable;
-pub use decide::decide;
+pub use decide::{PASS_INTERVAL, decide};
 pub use drift_detect::drift as detect_drift;
 pub use expiration::{Expired, expired};
 pub use pdb::Pdb;

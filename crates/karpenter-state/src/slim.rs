@@ -20,10 +20,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::Object;
+use karpenter_api::labels::LAST_APPLIED_CONFIGURATION as LAST_APPLIED;
 
-/// The annotation `kubectl apply` writes: a copy of the whole object.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+use crate::Object;
 
 /// Drops what no decision reads from `object`.
 pub fn slim(object: &mut Object) {

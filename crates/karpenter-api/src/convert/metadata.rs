@@ -6,7 +6,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+use crate::labels::LAST_APPLIED_CONFIGURATION as LAST_APPLIED;
 
 /// The metadata a converted object keeps.
 pub(crate) fn clean(meta: &ObjectMeta) -> ObjectMeta {

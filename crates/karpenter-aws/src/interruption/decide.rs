@@ -12,9 +12,6 @@ use super::events::{self, InterruptionEvent};
 use super::kind::MessageKind;
 use super::message::Message;
 
-/// The capacity type a spot interruption marks unavailable.
-pub const CAPACITY_TYPE_SPOT: &str = "spot";
-
 /// What the caller knows of the NodeClaim that owns an instance: names, and the offering it runs
 /// on as read from its labels (`node.kubernetes.io/instance-type`, `topology.kubernetes.io/zone`,
 /// `karpenter.sh/capacity-type`), each absent when the label is.
@@ -75,7 +72,7 @@ pub fn decide(message: &Message, lookup: impl Fn(&str) -> Option<ClaimRef>) -> V
                 actions.push(Action::MarkUnavailable {
                     instance_type,
                     zone,
-                    capacity_type: CAPACITY_TYPE_SPOT,
+                    capacity_type: karpenter_api::labels::CAPACITY_TYPE_SPOT,
                 });
             }
         }

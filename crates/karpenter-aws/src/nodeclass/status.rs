@@ -12,13 +12,10 @@ use karpenter_api::conditions;
 use karpenter_api::v1::EC2NodeClassStatus;
 use karpenter_api::v1::ec2nodeclass::{AmiStatus, SecurityGroupStatus, SubnetStatus};
 
-pub const READY: &str = "Ready";
-pub const SUBNETS_READY: &str = "SubnetsReady";
-pub const SECURITY_GROUPS_READY: &str = "SecurityGroupsReady";
-pub const AMIS_READY: &str = "AMIsReady";
-pub const INSTANCE_PROFILE_READY: &str = "InstanceProfileReady";
-pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
-pub const CAPACITY_RESERVATIONS_READY: &str = "CapacityReservationsReady";
+pub use karpenter_api::v1::ec2nodeclass::conditions::{
+    AMIS_READY, CAPACITY_RESERVATIONS_READY, INSTANCE_PROFILE_READY, READY, SECURITY_GROUPS_READY,
+    SUBNETS_READY, VALIDATION_SUCCEEDED,
+};
 
 /// The dependencies the root `Ready` condition is the AND of, in the order upstream lists them.
 pub const DEPENDENCIES: &[&str] = &[

@@ -44,8 +44,7 @@ use super::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 use crate::settings::Settings;
 
-/// How often a disruption pass runs when nothing else asks for one (upstream: 10 s).
-pub const PASS_INTERVAL: Duration = Duration::from_secs(10);
+pub use karpenter_disruption::PASS_INTERVAL;
 /// How often the queue is looked at (replacements ready, commands due for validation).
 pub const TICK: Duration = Duration::from_secs(1);
 /// A node left alone for the same reason is told again after this long.

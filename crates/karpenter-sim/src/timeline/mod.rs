@@ -24,7 +24,7 @@
 //!
 //! # Disruption
 //!
-//! Every [`DISRUPTION_INTERVAL`] of virtual time (while the cluster has changed recently) the
+//! Every [`karpenter_disruption::PASS_INTERVAL`] of virtual time (while the cluster has changed recently) the
 //! runner builds a `karpenter_disruption::Snapshot` of the simulated cluster and calls
 //! `karpenter_disruption::decide`; commands execute as upstream's do: candidates tainted (no new
 //! pods), replacements launched, and once those are ready the candidates deleted, their pods
@@ -45,5 +45,3 @@ use std::time::Duration;
 pub const BATCH_IDLE: Duration = Duration::from_secs(1);
 /// Upstream's batch max duration.
 pub const BATCH_MAX: Duration = Duration::from_secs(10);
-/// How often the disruption hook runs (upstream polls disruption every 10 s).
-pub const DISRUPTION_INTERVAL: Duration = Duration::from_secs(10);

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_cloud::Catalog;
-use karpenter_disruption::{Command, Queue, Replacement, Step};
+use karpenter_disruption::{Command, PASS_INTERVAL, Queue, Replacement, Step};
 use karpenter_scheduling::pod_record;
 use serde::Serialize;
 
 use super::cluster::SimCluster;
 use super::events::{Action, Timeline};
-use super::{BATCH_IDLE, BATCH_MAX, DISRUPTION_INTERVAL};
+use super::{BATCH_IDLE, BATCH_MAX};
 use crate::batches::launch_claim;
 use crate::error::TimelineError;
 use crate::load::Manifests;
@@ -306,7 +306,7 @@ impl<'a> Runner<'a> {
             pending,
             replicas,
             next_node: 0,
-            next_disruption: DISRUPTION_INTERVAL,
+            next_disruption: PASS_INTERVAL,
             queue: Queue::new(),
             replacement_ready_at: BTreeMap::new(),
             changed_at: Duration::ZERO,
@@ -347,7 +347,7 @@ impl<'a> Runner<'a> {
     }
 
     /// The next disruption tick, while one may find something: passes run every
-    /// [`DISRUPTION_INTERVAL`] until [`super::disruption::QUIET_AFTER`] plus the longest
+    /// [`PASS_INTERVAL`] until [`super::disruption::QUIET_AFTER`] plus the longest
     /// `consolidateAfter` has passed since the last change of the cluster.
     fn next_tick(&self) -> Option<Duration> {
         let window = super::disruption::QUIET_AFTER + self.longest_consolidate_after();
@@ -365,7 +365,7 @@ impl<'a> Runner<'a> {
 
     fn skip_ticks(&mut self) {
         while self.next_disruption <= self.now {
-            self.next_disruption += DISRUPTION_INTERVAL;
+            self.next_disruption += PASS_INTERVAL;
         }
     }
 
