@@ -10,6 +10,17 @@ use std::collections::HashSet;
 use std::ops::Add;
 use std::time::Duration;
 
+/// Upstream's `BATCH_IDLE_DURATION` default.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(1);
+/// Upstream's `BATCH_MAX_DURATION` default.
+pub const DEFAULT_MAX: Duration = Duration::from_secs(10);
+
+/// How long an existing node stays nominated for the pods a batch placed on it (upstream: the
+/// larger of two batch max durations and 10 s).
+pub fn nomination_window(batch_max: Duration) -> Duration {
+    (batch_max * 2).max(Duration::from_secs(10))
+}
+
 /// One batch window at a time.
 #[derive(Debug, Clone)]
 pub struct Batcher<T> {
@@ -74,6 +85,12 @@ mod tests {
 
     fn batcher() -> Batcher<Duration> {
         Batcher::new(s(1), s(10))
+    }
+
+    #[test]
+    fn a_node_stays_nominated_for_two_batch_maxima_and_at_least_ten_seconds() {
+        assert_eq!(nomination_window(DEFAULT_MAX), s(20));
+        assert_eq!(nomination_window(s(2)), s(10));
     }
 
     #[test]

@@ -34,7 +34,7 @@ use crate::settings::{self, Settings};
 /// How long an existing node stays nominated for the pods placed on it (upstream: the larger
 /// of two batch max durations and 10 s).
 pub fn nomination_window(settings: &Settings) -> Duration {
-    (settings.batch_max_duration * 2).max(Duration::from_secs(10))
+    karpenter_lifecycle::batcher::nomination_window(settings.batch_max_duration)
 }
 
 /// The provisioning loop looks for pods to provision at most this often (each look scans every

@@ -2,7 +2,7 @@
 //!
 //! A virtual clock starts at 0 with every workload of the manifests created. Pending pods open a
 //! provisioning batch that closes after 1 s without new pending pods or 10 s after it opened
-//! (upstream's batch window); then the solver runs on the pending pods with every node in the
+//! (upstream's batch window: the controller's own [`karpenter_lifecycle::Batcher`]); then the solver runs on the pending pods with every node in the
 //! cluster, pods go to existing nodes or to new nodes launched with the cheapest offering, and
 //! new nodes become ready [`NODE_STARTUP`] later. A pod's pending time runs from the moment it
 //! became pending to the moment its node is ready. Pods a batch leaves pending are retried as
@@ -38,10 +38,3 @@ mod run;
 
 pub use events::{Action, Event, Timeline, parse};
 pub use run::{NODE_STARTUP, Percentiles, Runner, Sample, TimelineReport, check_total_pods, run};
-
-use std::time::Duration;
-
-/// Upstream's batch idle duration.
-pub const BATCH_IDLE: Duration = Duration::from_secs(1);
-/// Upstream's batch max duration.
-pub const BATCH_MAX: Duration = Duration::from_secs(10);

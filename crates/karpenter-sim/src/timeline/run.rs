@@ -7,12 +7,13 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_cloud::Catalog;
 use karpenter_disruption::{Command, PASS_INTERVAL, Queue, Replacement, Step};
+use karpenter_lifecycle::Batcher;
+use karpenter_lifecycle::batcher::{DEFAULT_IDLE, DEFAULT_MAX, nomination_window};
 use karpenter_scheduling::pod_record;
 use serde::Serialize;
 
 use super::cluster::SimCluster;
 use super::events::{Action, Timeline};
-use super::{BATCH_IDLE, BATCH_MAX};
 use crate::batches::launch_claim;
 use crate::error::TimelineError;
 use crate::load::Manifests;
@@ -23,9 +24,32 @@ use crate::scenario::Scenario;
 /// From launch to Ready (a typical EC2 boot and kubelet registration).
 pub const NODE_STARTUP: Duration = Duration::from_secs(60);
 
-/// How long a node stays nominated after pods are placed on it (upstream: the larger of two
-/// batch max durations and 10 s).
-pub const NOMINATION_WINDOW: Duration = Duration::from_secs(20);
+/// The provisioning batch window: the controller's [`Batcher`] with upstream's default
+/// durations, on the virtual clock. Every cause of a batch (pods an event made pending, a
+/// command handed over, ...) is a trigger of its own, so each one extends an open window.
+#[derive(Debug)]
+struct BatchWindow {
+    batcher: Batcher<Duration>,
+    triggers: u64,
+}
+
+impl BatchWindow {
+    fn new() -> Self {
+        BatchWindow {
+            batcher: Batcher::new(DEFAULT_IDLE, DEFAULT_MAX),
+            triggers: 0,
+        }
+    }
+
+    fn trigger(&mut self, now: Duration) {
+        self.triggers += 1;
+        self.batcher.trigger(&self.triggers.to_string(), now);
+    }
+
+    fn is_open(&self) -> bool {
+        self.batcher.is_open()
+    }
+}
 
 /// The cluster at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -186,12 +210,13 @@ pub fn run(
     check_total_pods(&scenario.workloads, timeline)?;
     let mut runner = Runner::new(manifests, catalog, scenario);
     let mut events = timeline.events.iter().peekable();
-    // (opened, idle deadline) of the open provisioning batch.
-    let mut batch: Option<(Duration, Duration)> =
-        (!runner.pending.is_empty()).then_some((Duration::ZERO, BATCH_IDLE));
+    let mut batch = BatchWindow::new();
+    if !runner.pending.is_empty() {
+        batch.trigger(Duration::ZERO);
+    }
     loop {
         let next_event = events.peek().map(|e| e.at);
-        let batch_close = batch.map(|(opened, idle)| idle.min(opened + BATCH_MAX));
+        let batch_close = batch.batcher.deadline();
         let tick = runner.next_tick();
         let handover = runner.next_handover();
         let validation = runner.next_validation();
@@ -208,31 +233,30 @@ pub fn run(
         }
         runner.advance(next);
         progress(next, timeline.duration);
+        // The batch closes now when its deadline is now (`next` is never past it).
+        let closes = batch.batcher.poll(next);
         let mut opened_pending = false;
         while let Some(event) = events.next_if(|e| e.at == next) {
             opened_pending |= runner.apply(&event.action)?;
         }
-        if opened_pending {
-            batch = Some(match batch {
-                Some((opened, _)) => (opened, next + BATCH_IDLE),
-                None => (next, next + BATCH_IDLE),
-            });
+        // Pods made pending at the moment the batch closes are provisioned with it.
+        if opened_pending && !closes {
+            batch.trigger(next);
         }
-        if batch_close == Some(next) {
-            batch = None;
+        if closes {
             runner.provision();
         }
-        if handover == Some(next) && runner.finish_orchestrations() && batch.is_none() {
-            batch = Some((next, next + BATCH_IDLE));
+        if handover == Some(next) && runner.finish_orchestrations() && !batch.is_open() {
+            batch.trigger(next);
         }
-        if validation == Some(next) && runner.validate_commands() && batch.is_none() {
-            batch = Some((next, next + BATCH_IDLE));
+        if validation == Some(next) && runner.validate_commands() && !batch.is_open() {
+            batch.trigger(next);
         }
-        if tick == Some(next) && runner.disruption_pass() && batch.is_none() {
-            batch = Some((next, next + BATCH_IDLE));
+        if tick == Some(next) && runner.disruption_pass() && !batch.is_open() {
+            batch.trigger(next);
         }
-        if batch.is_none() && runner.retry_due() {
-            batch = Some((next, next + BATCH_IDLE));
+        if !batch.is_open() && runner.retry_due() {
+            batch.trigger(next);
         }
         runner.skip_ticks();
     }
@@ -816,8 +840,12 @@ impl<'a> Runner<'a> {
                 let running = ready_at.max(now);
                 self.pending_times
                     .push((running - pending.since).as_secs_f64());
-                self.cluster
-                    .bind(&placement.node, pending.pod, now, now + NOMINATION_WINDOW);
+                self.cluster.bind(
+                    &placement.node,
+                    pending.pod,
+                    now,
+                    now + nomination_window(DEFAULT_MAX),
+                );
             }
         }
         let mut launched = Vec::new();
