@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use karpenter_cloud::launch::{Launch as Offer, choose};
+use karpenter_lifecycle::nodeclaim::node_claim;
 use karpenter_scheduling::{
     ExistingNode, InstanceType, NewNodeClaim, ResourceList, Unschedulable, pod_record,
 };
@@ -31,7 +32,8 @@ use crate::timeline::NODE_STARTUP;
 use crate::timeline::cluster::{Launch, SimCluster};
 
 /// A node to launch for `claim`, named `name`, with `pods` bound to it: its cheapest allowed
-/// offering (`None` when there is none), labels, the NodePool's taints and template.
+/// offering (`None` when there is none), labels, the NodePool's taints and the NodeClaim the
+/// controller would create for it.
 pub(crate) fn launch_claim<'s>(
     scenario: &'s Scenario,
     claim: &NewNodeClaim,
@@ -47,11 +49,10 @@ pub(crate) fn launch_claim<'s>(
         .find(|p| p.name == claim.node_pool)
         .map(|p| p.taints.clone())
         .unwrap_or_default();
-    let template = scenario
+    let pool = scenario
         .node_pools
         .iter()
-        .find(|p| crate::nodepool::name_of(p) == claim.node_pool)
-        .map(|p| p.spec.template.spec.clone());
+        .find(|p| crate::nodepool::name_of(p) == claim.node_pool)?;
     let mut labels = offer.node_labels(claim);
     labels.insert(
         karpenter_api::labels::HOSTNAME.to_string(),
@@ -59,7 +60,7 @@ pub(crate) fn launch_claim<'s>(
     );
     let launch = Launch {
         name: name.to_string(),
-        template,
+        claim: node_claim(claim, pool),
         labels,
         taints,
         allocatable: it.allocatable(),

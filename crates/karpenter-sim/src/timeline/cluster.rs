@@ -1,9 +1,13 @@
 //! The simulated cluster: a [`karpenter_state::Cluster`] fed as the API server feeds the
 //! controller's, plus what only the virtual world knows.
 //!
-//! A launch creates a NodeClaim (provider id `sim://<name>`, Launched and Registered, status
-//! capacity and allocatable) and its Node (labels, the pool's taints, not Ready yet); the node
-//! boots [`super::NODE_STARTUP`] later (Node `Ready`, NodeClaim `Initialized`). Placed pods are
+//! A launch creates a NodeClaim and its Node. The NodeClaim is the controller's own
+//! (`karpenter_lifecycle::nodeclaim::node_claim`: labels, annotations, requirements, requests,
+//! node class, taints, termination grace period) as the cloud returns it launched: named after
+//! its node, with the offering's labels, provider id `sim://<name>`, Launched and Registered,
+//! status capacity and allocatable, and no expiry (expiry is not simulated). The Node has the
+//! offering's labels and the pool's taints and is not Ready yet; it boots
+//! [`super::NODE_STARTUP`] later (Node `Ready`, NodeClaim `Initialized`). Placed pods are
 //! applied with `spec.nodeName`; binding or removing one moves the NodeClaim's
 //! `status.lastPodEventTime`. Readiness, last pod events, nominations and disruption marks are
 //! read back from the index, and node shapes for the solver and disruption come from it
@@ -42,8 +46,9 @@ struct Book {
 #[derive(Debug, Clone)]
 pub struct Launch {
     pub name: String,
-    /// The pool's `nodeClassRef`, taints and startup taints, for the NodeClaim's spec.
-    pub template: Option<karpenter_api::v1::NodeClaimTemplateSpec>,
+    /// Its NodeClaim as the controller creates it (not launched yet).
+    pub claim: NodeClaim,
+    /// The node's labels: the offering's and the NodeClaim's.
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
     pub capacity: ResourceList,
@@ -84,30 +89,42 @@ fn default_node_class() -> NodeClassReference {
     }
 }
 
-/// A NodeClaim for `name`, launched and registered at `at`.
-fn node_claim(
+/// The NodeClaim of a manifest's node that no NodePool shaped: the default node class, no
+/// taints, no expiry.
+pub(crate) fn unshaped_claim(name: &str) -> NodeClaim {
+    NodeClaim::new(
+        name,
+        NodeClaimSpec {
+            taints: Vec::new(),
+            startup_taints: Vec::new(),
+            requirements: Vec::new(),
+            resources: None,
+            node_class_ref: default_node_class(),
+            termination_grace_period: None,
+            expire_after: NillableDuration::never(),
+        },
+    )
+}
+
+/// `claim` as the cloud returns it, launched and registered at `at` as node `name`: with the
+/// node's `labels`, its provider id, capacity and allocatable, and no expiry (expiry is not
+/// simulated).
+fn registered(
+    mut claim: NodeClaim,
     name: &str,
     provider: &str,
     labels: &BTreeMap<String, String>,
-    template: Option<&karpenter_api::v1::NodeClaimTemplateSpec>,
     capacity: BTreeMap<String, Quantity>,
     allocatable: BTreeMap<String, Quantity>,
     at: Duration,
 ) -> NodeClaim {
-    let spec = NodeClaimSpec {
-        taints: template.map(|t| t.taints.clone()).unwrap_or_default(),
-        startup_taints: template
-            .map(|t| t.startup_taints.clone())
-            .unwrap_or_default(),
-        requirements: Vec::new(),
-        resources: None,
-        node_class_ref: template.map_or_else(default_node_class, |t| t.node_class_ref.clone()),
-        termination_grace_period: None,
-        // Expiry is not simulated.
-        expire_after: NillableDuration::never(),
-    };
-    let mut claim = NodeClaim::new(name, spec);
-    claim.metadata.labels = Some(labels.clone());
+    claim.metadata.name = Some(name.to_owned());
+    claim
+        .metadata
+        .labels
+        .get_or_insert_default()
+        .extend(labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+    claim.spec.expire_after = NillableDuration::never();
     claim.metadata.creation_timestamp = api_time(instant(at));
     claim.status = Some(NodeClaimStatus {
         node_name: Some(name.to_owned()),
@@ -165,11 +182,11 @@ impl SimCluster {
             let status = node.status.clone().unwrap_or_default();
             let capacity = status.capacity.unwrap_or_default();
             let allocatable = status.allocatable.unwrap_or_else(|| capacity.clone());
-            let mut claim = node_claim(
+            let mut claim = registered(
+                unshaped_claim(&name),
                 &name,
                 &provider,
                 &node_labels,
-                None,
                 capacity,
                 allocatable,
                 Duration::ZERO,
@@ -199,11 +216,11 @@ impl SimCluster {
     /// Launches a node at `now`, with its pods bound; it boots at `ready_at`.
     pub fn launch(&mut self, launch: Launch, now: Duration, ready_at: Duration) {
         let provider = provider_id(&launch.name);
-        let claim = node_claim(
+        let claim = registered(
+            launch.claim,
             &launch.name,
             &provider,
             &launch.labels,
-            launch.template.as_ref(),
             launch.capacity.to_k8s(),
             launch.allocatable.to_k8s(),
             now,
@@ -468,7 +485,7 @@ mod tests {
         };
         Launch {
             name: name.to_owned(),
-            template: None,
+            claim: unshaped_claim(name),
             labels: BTreeMap::from([
                 (labels::NODEPOOL.to_owned(), "general".to_owned()),
                 (labels::INSTANCE_TYPE.to_owned(), "m5.large".to_owned()),
