@@ -14,7 +14,6 @@ use crate::input::{Operator, PreferencePolicy};
 use crate::intern::{Interner, Sym};
 use crate::output::PodRef;
 use crate::pod_record::PodRecord;
-use crate::requirement::Requirement;
 use crate::requirements::Requirements;
 use crate::resources::ResourceList;
 use crate::selector::{Labels, NamespaceSet, Selector, intern_labels, label_value};
@@ -147,21 +146,12 @@ fn node_selector_requirements(
 ) -> Result<Requirements, PodError> {
     let mut reqs = Requirements::new();
     for e in exprs {
-        let op = Operator::parse(&e.operator).ok_or_else(|| {
+        reqs.add_node_selector(e, interner).map_err(|unknown| {
             PodError::Validation(format!(
                 "unsupported node selector operator {:?}",
-                e.operator
+                unknown.0
             ))
         })?;
-        let key = interner.intern(karpenter_api::labels::normalize_label_key(&e.key));
-        let values: Vec<Sym> = e
-            .values
-            .iter()
-            .flatten()
-            .map(|v| interner.intern(v))
-            .collect();
-        let req = Requirement::new(op, &values, interner);
-        reqs.add(key, req, interner);
     }
     Ok(reqs)
 }

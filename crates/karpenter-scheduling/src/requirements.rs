@@ -1,8 +1,15 @@
 //! A set of requirements keyed by label key: adding intersects, a missing key means `Exists`,
 //! and compatibility follows upstream's rules for undefined custom vs well-known keys.
+//!
+//! It is also the one compiler of node-selector expressions ([`Requirements::add_expression`],
+//! [`Requirements::add_node_selector`]): NodePool and NodeClaim requirements, a pod's node
+//! affinity, a volume's node affinity and a storage class's allowed topologies all become
+//! requirements the same way.
+
+use k8s_openapi::api::core::v1::NodeSelectorRequirement;
 
 use crate::hash::FxHashSet;
-use crate::input::RequirementSpec;
+use crate::input::{Operator, RequirementSpec};
 use crate::intern::{Interner, Sym};
 use crate::requirement::Requirement;
 
@@ -11,6 +18,11 @@ use crate::requirement::Requirement;
 pub struct Requirements {
     entries: Vec<(Sym, Requirement)>,
 }
+
+/// A node-selector expression whose operator Kubernetes does not define.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unsupported operator {0:?}")]
+pub struct UnknownOperator(pub String);
 
 /// Why two requirement sets are incompatible.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,13 +78,51 @@ impl Requirements {
     ) -> Self {
         let mut reqs = Requirements::new();
         for spec in specs {
-            let key = interner.intern(karpenter_api::labels::normalize_label_key(&spec.key));
-            let values: Vec<Sym> = spec.values.iter().map(|v| interner.intern(v)).collect();
-            let req =
-                Requirement::new(spec.operator, &values, interner).with_min_values(spec.min_values);
-            reqs.add(key, req, interner);
+            reqs.add_expression(
+                &spec.key,
+                spec.operator,
+                spec.values.iter().map(String::as_str),
+                spec.min_values,
+                interner,
+            );
         }
         reqs
+    }
+
+    /// Adds the expression `key operator values` (intersecting what `key` already requires):
+    /// the key normalized (`failure-domain.beta.kubernetes.io/zone` is
+    /// `topology.kubernetes.io/zone`), then the values interned.
+    pub fn add_expression<'v>(
+        &mut self,
+        key: &str,
+        operator: Operator,
+        values: impl IntoIterator<Item = &'v str>,
+        min_values: Option<u32>,
+        interner: &mut Interner,
+    ) {
+        let key = interner.intern(karpenter_api::labels::normalize_label_key(key));
+        let values: Vec<Sym> = values.into_iter().map(|v| interner.intern(v)).collect();
+        let req = Requirement::new(operator, &values, interner).with_min_values(min_values);
+        self.add(key, req, interner);
+    }
+
+    /// Adds a Kubernetes `NodeSelectorRequirement` ([`Self::add_expression`]); an operator
+    /// Kubernetes does not define adds nothing and is the error.
+    pub fn add_node_selector(
+        &mut self,
+        expression: &NodeSelectorRequirement,
+        interner: &mut Interner,
+    ) -> Result<(), UnknownOperator> {
+        let operator = Operator::parse(&expression.operator)
+            .ok_or_else(|| UnknownOperator(expression.operator.clone()))?;
+        self.add_expression(
+            &expression.key,
+            operator,
+            expression.values.iter().flatten().map(String::as_str),
+            None,
+            interner,
+        );
+        Ok(())
     }
 
     /// `key In [value]` for every label.
@@ -82,9 +132,7 @@ impl Requirements {
     ) -> Self {
         let mut reqs = Requirements::new();
         for (k, v) in labels {
-            let key = interner.intern(karpenter_api::labels::normalize_label_key(k));
-            let value = interner.intern(v);
-            reqs.add(key, Requirement::is_in([value]), interner);
+            reqs.add_expression(k, Operator::In, [v.as_str()], None, interner);
         }
         reqs
     }
@@ -235,5 +283,61 @@ impl Requirements {
             .map(|(k, r)| format!("{} {}", interner.resolve(*k), r.describe(interner)))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expression(key: &str, operator: &str, values: &[&str]) -> NodeSelectorRequirement {
+        NodeSelectorRequirement {
+            key: key.into(),
+            operator: operator.into(),
+            values: Some(values.iter().map(|v| (*v).to_owned()).collect()),
+        }
+    }
+
+    #[test]
+    fn a_node_selector_expression_compiles_with_its_key_normalized() {
+        let mut interner = Interner::new();
+        let mut reqs = Requirements::new();
+        let beta_zone = expression("failure-domain.beta.kubernetes.io/zone", "In", &["a", "b"]);
+        assert_eq!(reqs.add_node_selector(&beta_zone, &mut interner), Ok(()));
+        let zone = interner.intern(karpenter_api::labels::ZONE);
+        let a = interner.intern("a");
+        let c = interner.intern("c");
+        let Some(requirement) = reqs.get(zone) else {
+            panic!("the zone requirement is under the normalized key: {reqs:?}");
+        };
+        assert!(requirement.has(a, &interner));
+        assert!(!requirement.has(c, &interner));
+    }
+
+    #[test]
+    fn expressions_on_one_key_intersect() {
+        let mut interner = Interner::new();
+        let mut reqs = Requirements::new();
+        reqs.add_expression("team", Operator::In, ["a", "b"], None, &mut interner);
+        reqs.add_expression("team", Operator::NotIn, ["a"], None, &mut interner);
+        let team = interner.intern("team");
+        let (a, b) = (interner.intern("a"), interner.intern("b"));
+        let Some(requirement) = reqs.get(team) else {
+            panic!("team is required: {reqs:?}");
+        };
+        assert!(!requirement.has(a, &interner));
+        assert!(requirement.has(b, &interner));
+    }
+
+    #[test]
+    fn an_operator_kubernetes_does_not_define_is_an_error_that_adds_nothing() {
+        let mut interner = Interner::new();
+        let mut reqs = Requirements::new();
+        let odd = expression("team", "Near", &["a"]);
+        assert_eq!(
+            reqs.add_node_selector(&odd, &mut interner),
+            Err(UnknownOperator("Near".into()))
+        );
+        assert_eq!(reqs.len(), 0);
     }
 }

@@ -9,8 +9,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 
 use crate::input::Operator;
-use crate::intern::{Interner, Sym};
-use crate::requirement::Requirement;
+use crate::intern::Interner;
 use crate::requirements::Requirements;
 
 /// The cluster's volume objects, indexed by name.
@@ -62,7 +61,6 @@ impl<'a> VolumeIndex<'a> {
         claims: &[String],
         interner: &mut Interner,
     ) -> Result<Vec<Requirements>, String> {
-        let hostname = interner.intern(karpenter_api::labels::HOSTNAME);
         let mut alternatives: Vec<Requirements> = Vec::new();
         for name in claims {
             let pvc = self
@@ -98,21 +96,12 @@ impl<'a> VolumeIndex<'a> {
                 {
                     let mut reqs = Requirements::new();
                     for e in term.match_expressions.iter().flatten() {
-                        let key =
-                            interner.intern(karpenter_api::labels::normalize_label_key(&e.key));
-                        if local && key == hostname {
+                        let key = karpenter_api::labels::normalize_label_key(&e.key);
+                        if local && key == karpenter_api::labels::HOSTNAME {
                             continue;
                         }
-                        let op = Operator::parse(&e.operator)
-                            .ok_or_else(|| format!("unsupported operator {:?}", e.operator))?;
-                        let values: Vec<Sym> = e
-                            .values
-                            .iter()
-                            .flatten()
-                            .map(|v| interner.intern(v))
-                            .collect();
-                        let req = Requirement::new(op, &values, interner);
-                        reqs.add(key, req, interner);
+                        reqs.add_node_selector(e, interner)
+                            .map_err(|unknown| unknown.to_string())?;
                     }
                     terms.push(reqs);
                 }
@@ -135,11 +124,13 @@ impl<'a> VolumeIndex<'a> {
                 for term in class.allowed_topologies.iter().flatten() {
                     let mut reqs = Requirements::new();
                     for e in term.match_label_expressions.iter().flatten() {
-                        let key =
-                            interner.intern(karpenter_api::labels::normalize_label_key(&e.key));
-                        let values: Vec<Sym> =
-                            e.values.iter().map(|v| interner.intern(v)).collect();
-                        reqs.add(key, Requirement::is_in(values), interner);
+                        reqs.add_expression(
+                            &e.key,
+                            Operator::In,
+                            e.values.iter().map(String::as_str),
+                            None,
+                            interner,
+                        );
                     }
                     terms.push(reqs);
                 }
