@@ -74,30 +74,62 @@ fn non_empty(tags: BTreeMap<String, String>) -> Option<BTreeMap<String, String>>
     (!tags.is_empty()).then_some(tags)
 }
 
+/// A selector term kind: what an id or a tag map alone makes of it.
+trait Term: Default {
+    fn with_id(id: String) -> Self;
+    fn with_tags(tags: BTreeMap<String, String>) -> Self;
+}
+
+macro_rules! term {
+    ($($kind:ty),*) => {$(
+        impl Term for $kind {
+            fn with_id(id: String) -> Self {
+                Self { id: Some(id), ..Default::default() }
+            }
+            fn with_tags(tags: BTreeMap<String, String>) -> Self {
+                Self { tags: non_empty(tags), ..Default::default() }
+            }
+        }
+    )*};
+}
+
+term!(
+    SubnetSelectorTerm,
+    SecurityGroupSelectorTerm,
+    AmiSelectorTerm
+);
+
+/// The rules every kind shares: the ids' terms when the selector has ids, none when it is
+/// empty, else `rest` (the tag product, for AMIs with names and owners).
+fn terms<T: Term>(
+    selector: &BTreeMap<String, String>,
+    field: &str,
+    notes: &mut Notes,
+    rest: impl FnOnce(&BTreeMap<String, String>) -> Vec<T>,
+) -> Vec<T> {
+    if let Some(ids) = ids(selector, field, notes) {
+        return ids.into_iter().map(T::with_id).collect();
+    }
+    if selector.is_empty() {
+        return Vec::new();
+    }
+    rest(selector)
+}
+
+/// One term per combination of the tags' alternatives.
+fn tag_terms<T: Term>(selector: &BTreeMap<String, String>) -> Vec<T> {
+    tag_product(selector.iter())
+        .into_iter()
+        .map(T::with_tags)
+        .collect()
+}
+
 pub(crate) fn subnet_terms(
     selector: &BTreeMap<String, String>,
     field: &str,
     notes: &mut Notes,
 ) -> Vec<SubnetSelectorTerm> {
-    if let Some(ids) = ids(selector, field, notes) {
-        return ids
-            .into_iter()
-            .map(|id| SubnetSelectorTerm {
-                id: Some(id),
-                ..Default::default()
-            })
-            .collect();
-    }
-    if selector.is_empty() {
-        return Vec::new();
-    }
-    tag_product(selector.iter())
-        .into_iter()
-        .map(|tags| SubnetSelectorTerm {
-            tags: non_empty(tags),
-            ..Default::default()
-        })
-        .collect()
+    terms(selector, field, notes, tag_terms)
 }
 
 pub(crate) fn security_group_terms(
@@ -105,25 +137,7 @@ pub(crate) fn security_group_terms(
     field: &str,
     notes: &mut Notes,
 ) -> Vec<SecurityGroupSelectorTerm> {
-    if let Some(ids) = ids(selector, field, notes) {
-        return ids
-            .into_iter()
-            .map(|id| SecurityGroupSelectorTerm {
-                id: Some(id),
-                ..Default::default()
-            })
-            .collect();
-    }
-    if selector.is_empty() {
-        return Vec::new();
-    }
-    tag_product(selector.iter())
-        .into_iter()
-        .map(|tags| SecurityGroupSelectorTerm {
-            tags: non_empty(tags),
-            ..Default::default()
-        })
-        .collect()
+    terms(selector, field, notes, tag_terms)
 }
 
 pub(crate) fn ami_terms(
@@ -131,18 +145,11 @@ pub(crate) fn ami_terms(
     field: &str,
     notes: &mut Notes,
 ) -> Vec<AmiSelectorTerm> {
-    if let Some(ids) = ids(selector, field, notes) {
-        return ids
-            .into_iter()
-            .map(|id| AmiSelectorTerm {
-                id: Some(id),
-                ..Default::default()
-            })
-            .collect();
-    }
-    if selector.is_empty() {
-        return Vec::new();
-    }
+    terms(selector, field, notes, named_ami_terms)
+}
+
+/// `aws::name` x `aws::owners` x the other keys' tag product.
+fn named_ami_terms(selector: &BTreeMap<String, String>) -> Vec<AmiSelectorTerm> {
     let names = selector.get(AMI_NAME).map(|v| split(v)).unwrap_or_default();
     let owners = selector
         .get(AMI_OWNERS)
@@ -153,30 +160,28 @@ pub(crate) fn ami_terms(
             .iter()
             .filter(|(k, _)| k.as_str() != AMI_NAME && k.as_str() != AMI_OWNERS),
     );
-    let names: Vec<Option<String>> = if names.is_empty() {
-        vec![None]
-    } else {
-        names.into_iter().map(Some).collect()
+    // No value is one alternative: the field left out.
+    let alternatives = |values: Vec<String>| -> Vec<Option<String>> {
+        if values.is_empty() {
+            vec![None]
+        } else {
+            values.into_iter().map(Some).collect()
+        }
     };
-    let owners: Vec<Option<String>> = if owners.is_empty() {
-        vec![None]
-    } else {
-        owners.into_iter().map(Some).collect()
-    };
-    let mut terms = Vec::new();
+    let (names, owners) = (alternatives(names), alternatives(owners));
+    let mut out = Vec::new();
     for name in &names {
         for owner in &owners {
             for tags in &tags {
-                terms.push(AmiSelectorTerm {
+                out.push(AmiSelectorTerm {
                     name: name.clone(),
                     owner: owner.clone(),
-                    tags: non_empty(tags.clone()),
-                    ..Default::default()
+                    ..AmiSelectorTerm::with_tags(tags.clone())
                 });
             }
         }
     }
-    terms
+    out
 }
 
 #[cfg(test)]

@@ -54,74 +54,58 @@ fn tag_filters(tags: Option<&BTreeMap<String, String>>) -> Vec<Filter> {
         .collect()
 }
 
+/// One query for the values of every term that has one (`subnet-id`, `group-id`,
+/// `image-id`, `group-name`); `None` when no term has.
+fn collapsed(filter: &str, values: impl Iterator<Item = Option<String>>) -> Option<Query> {
+    let values: Vec<String> = values.flatten().collect();
+    (!values.is_empty()).then(|| Query {
+        filters: vec![Filter::new(filter, values)],
+        owners: Vec::new(),
+    })
+}
+
+/// The query of a tag term; `None` when it has no tags.
+fn tag_query(tags: Option<&BTreeMap<String, String>>) -> Option<Query> {
+    let filters = tag_filters(tags);
+    (!filters.is_empty()).then(|| Query {
+        filters,
+        owners: Vec::new(),
+    })
+}
+
 /// The `DescribeSubnets` queries of the class's `subnetSelectorTerms`.
 pub fn subnet_queries(terms: &[SubnetSelectorTerm]) -> Vec<Query> {
-    let ids: Vec<String> = terms.iter().filter_map(|t| t.id.clone()).collect();
-    let mut out = Vec::new();
-    if !ids.is_empty() {
-        out.push(Query {
-            filters: vec![Filter::new("subnet-id", ids)],
-            owners: Vec::new(),
-        });
-    }
-    for term in terms.iter().filter(|t| t.id.is_none()) {
-        let filters = tag_filters(term.tags.as_ref());
-        if !filters.is_empty() {
-            out.push(Query {
-                filters,
-                owners: Vec::new(),
-            });
-        }
-    }
-    out
+    let ids = collapsed("subnet-id", terms.iter().map(|t| t.id.clone()));
+    let tagged = terms.iter().filter(|t| t.id.is_none());
+    ids.into_iter()
+        .chain(tagged.filter_map(|t| tag_query(t.tags.as_ref())))
+        .collect()
 }
 
 /// The `DescribeSecurityGroups` queries. A term with a name and tags uses only its name, as
 /// upstream does.
 pub fn security_group_queries(terms: &[SecurityGroupSelectorTerm]) -> Vec<Query> {
-    let ids: Vec<String> = terms.iter().filter_map(|t| t.id.clone()).collect();
-    let names: Vec<String> = terms
-        .iter()
-        .filter(|t| t.id.is_none())
-        .filter_map(|t| t.name.clone())
-        .collect();
-    let mut out = Vec::new();
-    if !ids.is_empty() {
-        out.push(Query {
-            filters: vec![Filter::new("group-id", ids)],
-            owners: Vec::new(),
-        });
-    }
-    if !names.is_empty() {
-        out.push(Query {
-            filters: vec![Filter::new("group-name", names)],
-            owners: Vec::new(),
-        });
-    }
-    for term in terms.iter().filter(|t| t.id.is_none() && t.name.is_none()) {
-        let filters = tag_filters(term.tags.as_ref());
-        if !filters.is_empty() {
-            out.push(Query {
-                filters,
-                owners: Vec::new(),
-            });
-        }
-    }
-    out
+    let ids = collapsed("group-id", terms.iter().map(|t| t.id.clone()));
+    let without_id = || terms.iter().filter(|t| t.id.is_none());
+    let names = collapsed("group-name", without_id().map(|t| t.name.clone()));
+    let tagged = without_id().filter(|t| t.name.is_none());
+    ids.into_iter()
+        .chain(names)
+        .chain(tagged.filter_map(|t| tag_query(t.tags.as_ref())))
+        .collect()
 }
 
 /// The `DescribeImages` queries of the non-alias, non-SSM terms. Every query asks for
 /// available images only; a name without an owner looks in the account's own and Amazon's.
 pub fn image_queries(terms: &[AmiSelectorTerm]) -> Vec<Query> {
     let available = || Filter::new("state", ["available"]);
-    let ids: Vec<String> = terms.iter().filter_map(|t| t.id.clone()).collect();
-    let mut out = Vec::new();
-    if !ids.is_empty() {
-        out.push(Query {
-            filters: vec![Filter::new("image-id", ids), available()],
-            owners: Vec::new(),
-        });
-    }
+    let mut out: Vec<Query> = collapsed("image-id", terms.iter().map(|t| t.id.clone()))
+        .map(|mut ids| {
+            ids.filters.push(available());
+            ids
+        })
+        .into_iter()
+        .collect();
     for term in terms
         .iter()
         .filter(|t| t.id.is_none() && t.alias.is_none() && t.ssm_parameter.is_none())
