@@ -14,7 +14,7 @@ use karpenter_cloud::{
 };
 use serde_json::Value;
 
-use crate::moto;
+use crate::ec2_data;
 
 /// The committed catalog, relative to the workspace root.
 pub const OUTPUT: &str = "crates/karpenter-cloud/data/ec2-catalog.jsonl";
@@ -27,7 +27,7 @@ pub struct Generated {
 
 /// Reads the wheel and renders the catalog file.
 pub fn generate(wheel: &Path) -> anyhow::Result<Generated> {
-    let data = moto::read_instance_types(wheel)?;
+    let data = ec2_data::read_instance_types(wheel)?;
     let types = data
         .as_object()
         .context("instance_types.json is not an object keyed by instance type")?;
@@ -39,14 +39,14 @@ pub fn generate(wheel: &Path) -> anyhow::Result<Generated> {
     }
     let header = CatalogHeader {
         format: CATALOG_FORMAT.to_string(),
-        source: Some(moto::SOURCE.to_string()),
-        source_sha256: Some(moto::MOTO_WHEEL_SHA256.to_string()),
-        license: Some(moto::LICENSE.to_string()),
+        source: Some(ec2_data::SOURCE.to_string()),
+        source_sha256: Some(ec2_data::MOTO_WHEEL_SHA256.to_string()),
+        license: Some(ec2_data::LICENSE.to_string()),
         price_region: LIST_PRICE_REGION.to_string(),
         price_source: Some(LIST_PRICE_SOURCE.to_string()),
         instance_types: None,
     };
-    let catalog = Catalog::from_shapes(moto::SOURCE, header, shapes)?;
+    let catalog = Catalog::from_shapes(ec2_data::SOURCE, header, shapes)?;
     let text = catalog.render().context("rendering the catalog")?;
     // The output must load back as it is.
     Catalog::parse("the generated catalog", &text)?;

@@ -9,7 +9,7 @@
 //! the pinned version: its SHA-256 is checked).
 
 mod catalog;
-mod moto;
+mod ec2_data;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,7 +57,7 @@ fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     let root = workspace_root()?;
     let wheel = match wheel {
         Some(path) => path,
-        None => moto::cached_wheel(&root)?,
+        None => ec2_data::cached_wheel(&root)?,
     };
     let generated = catalog::generate(&wheel)?;
     let target = root.join(catalog::OUTPUT);
@@ -71,7 +71,7 @@ fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
             catalog::OUTPUT,
             generated.count,
             generated.text.len(),
-            moto::SOURCE,
+            ec2_data::SOURCE,
         );
         Ok(ExitCode::SUCCESS)
     }

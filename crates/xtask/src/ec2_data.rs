@@ -1,4 +1,5 @@
-//! The pinned moto wheel: where it is cached, how it is fetched, how its EC2 data is read.
+//! EC2 instance-type data for the catalog generator, read from the pinned moto wheel: where the
+//! wheel is cached, how it is fetched and verified, how its EC2 data is read.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
