@@ -7,8 +7,13 @@
 //!
 //! Options: `--wheel PATH` reads a moto wheel from PATH instead of the cache (it must still be
 //! the pinned version: its SHA-256 is checked).
+//!
+//! - `cargo xtask cycles [WORKSPACE_DIR]` exits non-zero when two files of a crate (under
+//!   `crates/` of this workspace, or of `WORKSPACE_DIR`) import each other, directly or around a
+//!   loop, naming the files and what ties them ([`cycles`]).
 
 mod catalog;
+mod cycles;
 mod ec2_data;
 
 use std::path::PathBuf;
@@ -16,7 +21,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-const USAGE: &str = "usage: cargo xtask catalog [--check] [--wheel PATH]";
+const USAGE: &str = "usage: cargo xtask catalog [--check] [--wheel PATH]\n       cargo xtask cycles [WORKSPACE_DIR]";
 
 fn main() -> ExitCode {
     match run(std::env::args().skip(1).collect()) {
@@ -32,6 +37,14 @@ fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     let mut args = args.into_iter();
     match args.next().as_deref() {
         Some("catalog") => {}
+        Some("cycles") => {
+            let root = match args.next() {
+                Some(dir) if !dir.starts_with('-') => PathBuf::from(dir),
+                Some(other) => bail!("unknown argument {other:?}\n{USAGE}"),
+                None => workspace_root()?,
+            };
+            return cycles::run(&root);
+        }
         Some("-h" | "--help") | None => {
             println!("{USAGE}");
             return Ok(ExitCode::SUCCESS);
