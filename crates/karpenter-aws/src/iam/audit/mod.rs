@@ -4,7 +4,7 @@
 //!    policy denies is a missing grant, reported with the statement the generated policy would
 //!    use and the closest statement in the user's policy (action and resource matched, a
 //!    condition failed) or the Deny that blocked it.
-//! 2. **Over-broad**: every [`probes::Probe`] is evaluated; a probe the policy allows is a grant
+//! 2. **Over-broad**: every [`probe::Probe`] is evaluated; a probe the policy allows is a grant
 //!    broader than the contract needs, reported with the statements that allow it and why it
 //!    matters. Low-risk ones are notes.
 //! 3. **Static notes**: literal actions the controller never calls, and ARNs whose region or
@@ -13,6 +13,7 @@
 //! The exit status (decided by the caller) is 1 when anything is missing.
 
 mod outside;
+pub mod probe;
 pub mod probes;
 mod render;
 
@@ -20,7 +21,8 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use self::probes::{Severity, probes};
+use self::probe::Severity;
+use self::probes::probes;
 use super::contract::{self, Call, Feature};
 use super::eval::{CompiledPolicy, Context, Decision, Outcome};
 use super::policy::Effect;

@@ -1,7 +1,7 @@
 //! Actions outside the contract: writes a compromised controller could abuse (over-broad when
 //! allowed) and reads it does not need (notes when allowed).
 
-use super::probes::{Probe, Severity};
+use super::probe::{Probe, Severity};
 use crate::iam::contract::{LAUNCH_TAGS, ambient};
 use crate::iam::eval::Request;
 use crate::iam::scope::Scope;

@@ -8,36 +8,10 @@
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
-
+use super::probe::{Probe, Severity};
 use crate::iam::contract::{Access, Call, LAUNCH_TAGS, Sid, ambient};
 use crate::iam::eval::Request;
 use crate::iam::scope::Scope;
-
-/// How serious it is when a policy allows a probe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Severity {
-    /// A grant broader than the contract needs that a compromised controller could abuse.
-    OverBroad,
-    /// Broader than needed, low risk (reads, or writes still fenced by another guard).
-    Note,
-}
-
-/// A request the controller never makes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Probe {
-    /// Short machine name of the probe family, e.g. `foreign-resource`.
-    pub kind: &'static str,
-    pub severity: Severity,
-    pub request: Request,
-    /// Why allowing it is broader than the contract (shared by the probes of one family, so
-    /// findings can be grouped).
-    pub why: String,
-    /// What this particular request would let the controller do, when the family text does not
-    /// say it.
-    pub detail: Option<String>,
-}
 
 /// The cluster name probes use for "another cluster".
 pub const OTHER_CLUSTER: &str = "other-cluster";
