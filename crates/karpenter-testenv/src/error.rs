@@ -126,6 +126,15 @@ pub enum Error {
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// `Ok` for a call whose object was already gone (404): deleting or updating what no longer
+/// exists is done.
+pub(crate) fn ignore_not_found(result: Result<(), kube::Error>) -> Result<(), kube::Error> {
+    match result {
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        other => other,
+    }
+}
+
 pub(crate) fn kube_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
     let action = action.into();
     move |source| Error::Kube { action, source }

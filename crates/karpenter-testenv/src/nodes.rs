@@ -38,7 +38,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use tokio::task::JoinHandle;
 
-use crate::error::{Error, Result, kube_err};
+use crate::error::{Error, Result, ignore_not_found, kube_err};
 use crate::scope::TestScope;
 
 /// The namespace of node heartbeat leases.
@@ -344,6 +344,7 @@ impl SimulatedNodes {
             state.agent = Some(tokio::spawn(crate::pod_agent::run(
                 self.client.clone(),
                 Arc::clone(&self.names),
+                NODE_ADDRESS,
             )));
         }
         Ok(node)
@@ -426,13 +427,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn now() -> Timestamp {
     Timestamp::now()
-}
-
-pub(crate) fn ignore_not_found(result: Result<(), kube::Error>) -> Result<(), kube::Error> {
-    match result {
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-        other => other,
-    }
 }
 
 fn node_object(spec: &NodeSpec) -> Node {

@@ -21,10 +21,10 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
-use crate::nodes::NODE_ADDRESS;
+use crate::error::ignore_not_found;
 
-/// Runs until aborted.
-pub(crate) async fn run(client: Client, nodes: Arc<Mutex<HashSet<String>>>) {
+/// Runs until aborted, playing the pods bound to `nodes`, whose address is `host_ip`.
+pub(crate) async fn run(client: Client, nodes: Arc<Mutex<HashSet<String>>>, host_ip: &'static str) {
     let pods: Api<Pod> = Api::all(client.clone());
     let mut events = std::pin::pin!(
         watcher(pods, watcher::Config::default())
@@ -41,7 +41,7 @@ pub(crate) async fn run(client: Client, nodes: Arc<Mutex<HashSet<String>>>) {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .contains(&node);
-                if ours && let Err(e) = reconcile(&client, &pod).await {
+                if ours && let Err(e) = reconcile(&client, &pod, host_ip).await {
                     tracing::warn!(pod = %pod.name_any(), error = %e, "pod agent step failed");
                 }
             }
@@ -50,7 +50,7 @@ pub(crate) async fn run(client: Client, nodes: Arc<Mutex<HashSet<String>>>) {
     }
 }
 
-async fn reconcile(client: &Client, pod: &Pod) -> Result<(), kube::Error> {
+async fn reconcile(client: &Client, pod: &Pod, host_ip: &str) -> Result<(), kube::Error> {
     let namespace = pod.namespace().unwrap_or_default();
     let name = pod.name_any();
     let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
@@ -59,21 +59,21 @@ async fn reconcile(client: &Client, pod: &Pod) -> Result<(), kube::Error> {
             grace_period_seconds: Some(0),
             ..DeleteParams::default()
         };
-        return crate::nodes::ignore_not_found(api.delete(&name, &params).await.map(|_| ()));
+        return ignore_not_found(api.delete(&name, &params).await.map(|_| ()));
     }
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     if matches!(phase, Some("Running" | "Succeeded" | "Failed")) {
         return Ok(());
     }
-    let status = serde_json::json!({ "status": running_status(pod, Timestamp::now()) });
-    crate::nodes::ignore_not_found(
+    let status = serde_json::json!({ "status": running_status(pod, host_ip, Timestamp::now()) });
+    ignore_not_found(
         api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
             .await
             .map(|_| ()),
     )
 }
 
-fn running_status(pod: &Pod, at: Timestamp) -> serde_json::Value {
+fn running_status(pod: &Pod, host_ip: &str, at: Timestamp) -> serde_json::Value {
     let started = Time(at);
     let condition = |type_: &str| serde_json::json!({ "type": type_, "status": "True", "lastTransitionTime": started });
     let containers: Vec<serde_json::Value> = pod
@@ -94,8 +94,8 @@ fn running_status(pod: &Pod, at: Timestamp) -> serde_json::Value {
         .collect();
     serde_json::json!({
         "phase": "Running",
-        "hostIP": NODE_ADDRESS,
-        "hostIPs": [{ "ip": NODE_ADDRESS }],
+        "hostIP": host_ip,
+        "hostIPs": [{ "ip": host_ip }],
         "startTime": started,
         "conditions": [
             condition("PodReadyToStartContainers"),
