@@ -19,6 +19,18 @@
 //! Design for speed: label keys and values are interned to integers, instance-type sets are
 //! bitsets, fits are answered by per-resource sorted indexes, and topology counts are kept
 //! incrementally; the catalog is never cloned per pod.
+//!
+//! # Layout
+//!
+//! - The vocabulary every decision shares: [`quantity`] and [`resources`] (quantities and
+//!   resource lists), [`requirement`] and `requirements.rs` (the requirements algebra, and the
+//!   one compiler of node-selector expressions), [`taints`], [`intern`], and [`pod_record`]
+//!   ([`PodRecord`]: a pod as decisions read it, its key and predicates).
+//! - The solver's contract: [`input`] ([`SolveInput`]) and [`output`] ([`SolveResult`]);
+//!   [`v1`] turns the API's NodePools into solver input.
+//! - [`solver`]: the solver itself, its files in the order a solve runs.
+//! - `builders` and `fixtures` (feature `test-support`): test objects and upstream's
+//!   benchmark workloads.
 
 pub mod input;
 pub mod output;
@@ -36,28 +48,17 @@ pub use pod_record::PodRecord;
 pub use quantity::{Quantity, QuantityError};
 pub use resources::ResourceList;
 
-pub(crate) mod bitset;
-pub(crate) mod daemons;
-pub(crate) mod dims;
 pub(crate) mod hash;
-pub(crate) mod hostports;
 pub mod intern;
-mod placement;
-pub mod pod;
 pub mod pod_record;
-pub(crate) mod preferences;
 pub mod requirement;
 pub(crate) mod requirements;
-mod result;
-pub mod scheduler;
-pub(crate) mod selector;
-pub(crate) mod state;
+pub mod solver;
 pub mod taints;
-pub(crate) mod topology;
-pub(crate) mod type_index;
-pub(crate) mod volumes;
 
-pub use scheduler::solve;
+// The solver's public modules under their old names: `karpenter_scheduling::pod::pod_requests`,
+// `karpenter_scheduling::scheduler::Solver`.
+pub use solver::{pod, scheduler, solve};
 /// Builders for test objects (pods, instance types); with the `test-support` feature.
 #[cfg(feature = "test-support")]
 pub mod builders;

@@ -5,16 +5,16 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
-use crate::bitset::Bitset;
-use crate::daemons::OverheadGroup;
-use crate::dims::Res;
-use crate::hostports::HostPort;
 use crate::input::NodePool;
 use crate::intern::Sym;
 use crate::requirements::Requirements;
-use crate::selector::Labels;
-use crate::topology::GroupRef;
-use crate::type_index::TypeIndex;
+use crate::solver::bitset::Bitset;
+use crate::solver::daemons::OverheadGroup;
+use crate::solver::dims::Res;
+use crate::solver::hostports::HostPort;
+use crate::solver::selector::Labels;
+use crate::solver::topology::GroupRef;
+use crate::solver::type_index::TypeIndex;
 
 /// A NodePool ready to stamp out NodeClaims.
 #[derive(Debug)]

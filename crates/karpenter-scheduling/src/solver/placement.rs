@@ -3,22 +3,22 @@
 
 use std::borrow::Cow;
 
-use crate::bitset::Bitset;
-use crate::dims::{self, Res};
-use crate::hostports;
 use crate::input::MinValuesPolicy;
 use crate::intern::Sym;
 use crate::requirement::Requirement;
 use crate::requirements::Requirements;
-use crate::scheduler::Solver;
-use crate::state::{Attempt, Claim, Reasons};
-use crate::topology::PodView;
+use crate::solver::bitset::Bitset;
+use crate::solver::dims::{self, Res};
+use crate::solver::hostports;
+use crate::solver::scheduler::Solver;
+use crate::solver::state::{Attempt, Claim, Reasons};
+use crate::solver::topology::PodView;
 
 /// Topology answers reused during one scan: (group, node domains, allowed domains).
-pub type TopologyCache = Vec<(crate::topology::GroupRef, Requirement, Requirement)>;
+pub type TopologyCache = Vec<(crate::solver::topology::GroupRef, Requirement, Requirement)>;
 
 /// A remembered prefilter answer: (group, the claim's requirement on its key, allowed).
-type Verdict = (crate::topology::GroupRef, Option<Requirement>, bool);
+type Verdict = (crate::solver::topology::GroupRef, Option<Requirement>, bool);
 
 /// What adding a pod to a claim would change.
 #[derive(Debug)]
@@ -67,8 +67,8 @@ impl Solver<'_> {
         let exists = Requirement::exists();
         for g in &a.groups {
             let spec = match g {
-                crate::topology::GroupRef::Owned(i) => &self.topology.groups[*i].spec,
-                crate::topology::GroupRef::Inverse(i) => &self.topology.inverse[*i].spec,
+                crate::solver::topology::GroupRef::Owned(i) => &self.topology.groups[*i].spec,
+                crate::solver::topology::GroupRef::Inverse(i) => &self.topology.inverse[*i].spec,
             };
             let key = spec.key;
             let pod_domains = a.strict.get(key).unwrap_or(&exists);
@@ -108,9 +108,9 @@ impl Solver<'_> {
                 return Err(format!(
                     "unsatisfiable topology constraint for {}, key={}",
                     match spec.kind {
-                        crate::topology::GroupKind::Spread => "topology spread",
-                        crate::topology::GroupKind::Affinity => "pod affinity",
-                        crate::topology::GroupKind::AntiAffinity => "pod anti-affinity",
+                        crate::solver::topology::GroupKind::Spread => "topology spread",
+                        crate::solver::topology::GroupKind::Affinity => "pod affinity",
+                        crate::solver::topology::GroupKind::AntiAffinity => "pod anti-affinity",
                     },
                     self.interner.resolve(key)
                 ));
@@ -607,8 +607,8 @@ impl Solver<'_> {
     ) -> bool {
         for g in &a.groups {
             let spec = match g {
-                crate::topology::GroupRef::Owned(i) => &self.topology.groups[*i].spec,
-                crate::topology::GroupRef::Inverse(i) => &self.topology.inverse[*i].spec,
+                crate::solver::topology::GroupRef::Owned(i) => &self.topology.groups[*i].spec,
+                crate::solver::topology::GroupRef::Inverse(i) => &self.topology.inverse[*i].spec,
             };
             let key = spec.key;
             if key == self.keys.hostname {
@@ -658,11 +658,11 @@ impl Solver<'_> {
     pub(crate) fn add_to_inflight(&mut self, pi: usize, a: &Attempt) -> bool {
         // Every claim already holds a pod this pod's hostname anti-affinity excludes.
         let all_blocked = a.groups.iter().any(|g| match g {
-            crate::topology::GroupRef::Owned(gi) => {
+            crate::solver::topology::GroupRef::Owned(gi) => {
                 self.topology.is_hostname_anti(*gi)
                     && self.host_blocked.get(*gi).copied().unwrap_or(0) >= self.claims.len()
             }
-            crate::topology::GroupRef::Inverse(_) => false,
+            crate::solver::topology::GroupRef::Inverse(_) => false,
         });
         if all_blocked {
             return false;

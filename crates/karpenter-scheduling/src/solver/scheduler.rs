@@ -10,23 +10,23 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use crate::daemons::{daemon_compatible, overhead_groups};
-use crate::dims::{self, Dims};
 use crate::hash::FxHashSet;
 use crate::input::{MinValuesPolicy, SolveInput};
 use crate::intern::{Interner, Sym};
 use crate::output::{PodRef, SolveResult};
-use crate::pod::{Compiler, PodInfo};
 use crate::pod_record::PodRecord;
-use crate::preferences::{self, Relaxation};
 use crate::requirement::Requirement;
 use crate::requirements::Requirements;
-use crate::selector::label_value;
-use crate::state::{Attempt, Claim, ExistingPod, ExistingState, PoolState, Reasons};
+use crate::solver::daemons::{daemon_compatible, overhead_groups};
+use crate::solver::dims::{self, Dims};
+use crate::solver::pod::{Compiler, PodInfo};
+use crate::solver::preferences::{self, Relaxation};
+use crate::solver::selector::label_value;
+use crate::solver::state::{Attempt, Claim, ExistingPod, ExistingState, PoolState, Reasons};
+use crate::solver::topology::{GroupKind, GroupRef, GroupSpec, PodView, Topology};
+use crate::solver::type_index::TypeIndex;
+use crate::solver::volumes::VolumeIndex;
 use crate::taints;
-use crate::topology::{GroupKind, GroupRef, GroupSpec, PodView, Topology};
-use crate::type_index::TypeIndex;
-use crate::volumes::VolumeIndex;
 
 /// Interned well-known keys.
 #[derive(Debug, Clone, Copy)]

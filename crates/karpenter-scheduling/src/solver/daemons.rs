@@ -4,15 +4,15 @@
 
 use k8s_openapi::api::core::v1::Taint;
 
-use crate::bitset::Bitset;
-use crate::dims::{self, Res};
 use crate::hash::FxHashSet;
-use crate::hostports::HostPort;
 use crate::intern::{Interner, Sym};
-use crate::pod::PodInfo;
 use crate::requirements::Requirements;
+use crate::solver::bitset::Bitset;
+use crate::solver::dims::{self, Res};
+use crate::solver::hostports::HostPort;
+use crate::solver::pod::PodInfo;
+use crate::solver::type_index::TypeIndex;
 use crate::taints::first_untolerated;
-use crate::type_index::TypeIndex;
 
 /// Instance types sharing the same DaemonSet overhead.
 #[derive(Debug, Clone)]

@@ -10,10 +10,10 @@
 use k8s_openapi::api::core::v1::Toleration;
 
 use crate::intern::Interner;
-use crate::pod::PodInfo;
 use crate::requirements::Requirements;
+use crate::solver::pod::PodInfo;
+use crate::solver::topology::{GroupKind, GroupSpec, NodeFilter, TolerationKey};
 use crate::taints::prefer_no_schedule_toleration;
-use crate::topology::{GroupKind, GroupSpec, NodeFilter, TolerationKey};
 
 /// How far a pod's preferences have been relaxed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -137,7 +137,7 @@ pub fn group_specs(
         specs.push(GroupSpec {
             kind: GroupKind::Spread,
             key: s.key,
-            namespaces: crate::selector::NamespaceSet::Some(vec![pod.namespace]),
+            namespaces: crate::solver::selector::NamespaceSet::Some(vec![pod.namespace]),
             selector: s.selector.clone(),
             max_skew: s.max_skew,
             min_domains: s.min_domains,

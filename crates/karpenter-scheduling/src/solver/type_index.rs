@@ -8,13 +8,13 @@
 //! - which have an available offering compatible with the requirements (bitsets per distinct
 //!   offering signature).
 
-use crate::bitset::Bitset;
-use crate::dims::{Dims, Res};
 use crate::hash::{FxHashMap, FxHashSet};
 use crate::input::InstanceType;
 use crate::intern::{Interner, Sym};
 use crate::requirement::Requirement;
 use crate::requirements::Requirements;
+use crate::solver::bitset::Bitset;
+use crate::solver::dims::{Dims, Res};
 
 /// One offering, compiled.
 #[derive(Debug, Clone)]
@@ -150,10 +150,10 @@ impl TypeIndex {
         let fits = (0..dims.len())
             .map(|d| {
                 let mut order: Vec<usize> = (0..n).collect();
-                order.sort_by_key(|&i| crate::dims::get(&its[i].allocatable, d));
+                order.sort_by_key(|&i| crate::solver::dims::get(&its[i].allocatable, d));
                 let sorted: Vec<i64> = order
                     .iter()
-                    .map(|&i| crate::dims::get(&its[i].allocatable, d))
+                    .map(|&i| crate::solver::dims::get(&its[i].allocatable, d))
                     .collect();
                 let mut suffix = vec![Bitset::empty(n); n + 1];
                 for k in (0..n).rev() {
@@ -276,7 +276,7 @@ impl TypeIndex {
         for d in 0..dims {
             let n: i64 = parts
                 .iter()
-                .map(|p| crate::dims::get(p, d))
+                .map(|p| crate::solver::dims::get(p, d))
                 .fold(0, i64::saturating_add);
             if n <= 0 {
                 continue;

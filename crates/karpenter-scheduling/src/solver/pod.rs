@@ -8,15 +8,15 @@ use k8s_openapi::api::core::v1::{
     NodeSelectorRequirement, NodeSelectorTerm, PodAffinityTerm, PodSpec, Toleration,
 };
 
-use crate::dims::{self, Dims, Res};
-use crate::hostports::HostPort;
 use crate::input::{Operator, PreferencePolicy};
 use crate::intern::{Interner, Sym};
 use crate::output::PodRef;
 use crate::pod_record::PodRecord;
 use crate::requirements::Requirements;
 use crate::resources::ResourceList;
-use crate::selector::{Labels, NamespaceSet, Selector, intern_labels, label_value};
+use crate::solver::dims::{self, Dims, Res};
+use crate::solver::hostports::HostPort;
+use crate::solver::selector::{Labels, NamespaceSet, Selector, intern_labels, label_value};
 
 /// A pod-affinity or anti-affinity term.
 #[derive(Debug, Clone)]

@@ -4,14 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::bitset::Bitset;
-use crate::dims;
 use crate::input::MinValuesPolicy;
 use crate::output::{
     ExistingPlacement, InstanceTypeOption, NewNodeClaim, SolveResult, Unschedulable,
 };
-use crate::scheduler::{Solver, format_reasons};
-use crate::state::Reasons;
+use crate::solver::bitset::Bitset;
+use crate::solver::dims;
+use crate::solver::scheduler::{Solver, format_reasons};
+use crate::solver::state::Reasons;
 
 /// Per (pool, compatible offering signatures): instance types and prices, cheapest first.
 type PriceOrder = (usize, Vec<bool>, Vec<(usize, f64)>);

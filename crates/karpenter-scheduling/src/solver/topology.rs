@@ -17,7 +17,7 @@ use crate::hash::{FxHashMap, FxHashSet};
 use crate::intern::{Interner, Sym};
 use crate::requirement::Requirement;
 use crate::requirements::Requirements;
-use crate::selector::{Labels, NamespaceSet, Selector};
+use crate::solver::selector::{Labels, NamespaceSet, Selector};
 use crate::taints::first_untolerated;
 
 /// The three kinds of topology group.
