@@ -7,10 +7,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::command::{Considered, Decision};
+use crate::methods::{drift, emptiness, multi_node, single_node, static_drift};
 use crate::pass::Pass;
 use crate::reason::{Code, Reason, Reasons};
 use crate::snapshot::Snapshot;
-use crate::{drift, emptiness, multi_node, single_node, static_drift};
 
 /// How often a disruption pass runs when nothing else asks for one (upstream polls
 /// disruption every 10 s): the controller's loop and `simulate --timeline` both.

@@ -18,50 +18,56 @@
 //! It must not do I/O, read a clock, or link an async runtime, a Kubernetes client or an AWS SDK:
 //! `now` and the cluster snapshot come in as values, and commands go out as values for the
 //! controller (or the simulator) to execute.
+//!
+//! # Layout
+//!
+//! A pass, in the order it reads the files:
+//!
+//! - the input: [`snapshot`] (the cluster as values), `pool.rs` (NodePool settings), [`pdb`],
+//!   [`pods`] (a pod's cost inputs and start time);
+//! - who may go: `candidate.rs` (eligibility and the blocks a human reads, with
+//!   `do_not_disrupt.rs` and the `cost.rs` formulas), `drift_detect.rs`, `consolidatable.rs`;
+//! - how many may go: `budgets/` (one budget, its window, the per-NodePool allowances);
+//! - what goes: [`decide`] runs the `methods/` in upstream order over the pass (`pass.rs`),
+//!   which simulates rescheduling with the solver (`simulate.rs`); each decision a [`Command`]
+//!   ([`command`]) or a [`Reason`] ([`reason`]);
+//! - after the decision: [`validation`] re-checks a command after its delay and [`queue`]
+//!   carries it through replacement and deletion; `conditions.rs` is what the NodeClaims'
+//!   `Drifted` and `Consolidatable` conditions should say.
 
-pub(crate) mod balanced;
-pub(crate) mod budget_map;
-pub(crate) mod budget_window;
 pub(crate) mod budgets;
 pub(crate) mod candidate;
 pub mod command;
 pub(crate) mod conditions;
 pub(crate) mod consolidatable;
-pub(crate) mod consolidation;
 pub(crate) mod cost;
 pub(crate) mod decide;
 pub(crate) mod do_not_disrupt;
-pub(crate) mod drift;
 pub(crate) mod drift_detect;
-pub(crate) mod emptiness;
-pub(crate) mod expiration;
 /// The consolidation benchmark cluster; with the `test-support` feature.
 #[cfg(feature = "test-support")]
 pub mod fixtures;
-pub(crate) mod multi_node;
+pub(crate) mod methods;
 pub(crate) mod pass;
 pub mod pdb;
 pub mod pods;
 pub(crate) mod pool;
 pub mod queue;
 pub mod reason;
-pub(crate) mod replacement;
 pub(crate) mod simulate;
-pub(crate) mod single_node;
 pub mod snapshot;
-pub(crate) mod static_drift;
 #[cfg(test)]
 mod testing;
 pub(crate) mod time_fmt;
 pub mod validation;
 
-pub use budget_map::{BudgetMap, PoolAllowance};
+pub use budgets::{BudgetMap, PoolAllowance};
 pub use command::{Command, CommandCandidate, Considered, Decision, Method};
 pub use conditions::{ClaimConditions, claim_conditions};
 pub use consolidatable::consolidatable;
 pub use decide::{PASS_INTERVAL, decide};
 pub use drift_detect::drift as detect_drift;
-pub use expiration::{Expired, expired};
+pub use methods::expiration::{Expired, expired};
 pub use pdb::Pdb;
 pub use queue::{CommandId, Queue, Replacement, Step};
 pub use reason::{Code, Reason, Reasons};

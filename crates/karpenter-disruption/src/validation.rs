@@ -16,10 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 use thiserror::Error;
 
-use crate::budget_map::BudgetMap;
+use crate::budgets::map::BudgetMap;
 use crate::candidate::{Candidate, Excluded};
 use crate::command::{Command, CommandCandidate, Method};
-use crate::consolidation;
+use crate::methods::consolidation;
 use crate::pass::Pass;
 use crate::reason::{Code, Reason, Reasons};
 use crate::snapshot::Snapshot;

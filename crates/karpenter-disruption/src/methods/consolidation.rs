@@ -8,10 +8,10 @@ use karpenter_api::v1::{ConsolidationPolicy, DisruptionReason};
 use crate::candidate::Candidate;
 use crate::command::{Command, CommandCandidate, Method};
 use crate::consolidatable::consolidatable;
+use crate::methods::replacement;
 use crate::pass::Pass;
 use crate::pool;
 use crate::reason::{Code, Reason};
-use crate::replacement;
 use crate::simulate::Outcome;
 
 /// Why the candidate cannot be consolidated, if it cannot.

@@ -1,10 +1,10 @@
 //! Drift (reason `Drifted`, eventual): replace the node that drifted first (empty ones before
 //! the rest) whose pods all fit elsewhere or on replacements; one node per pass, any number of
-//! replacements, no price rule. Static pools are left to [`crate::static_drift`].
+//! replacements, no price rule. Static pools are left to [`crate::methods::static_drift`].
 
 use karpenter_api::v1::DisruptionReason;
 
-use crate::budget_map::BudgetMap;
+use crate::budgets::map::BudgetMap;
 use crate::candidate::Candidate;
 use crate::command::{Command, CommandCandidate, Method};
 use crate::drift_detect;

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 
 use karpenter_api::v1::DisruptionReason;
 
-use crate::balanced;
-use crate::budget_map::BudgetMap;
+use crate::budgets::map::BudgetMap;
 use crate::candidate::Candidate;
 use crate::command::{Command, Method};
-use crate::consolidation;
+use crate::methods::balanced;
+use crate::methods::consolidation;
 use crate::pass::Pass;
 
 /// Round-robin over pools, keeping each pool's order; pools in order of first appearance.

@@ -6,11 +6,11 @@
 
 use karpenter_api::v1::DisruptionReason;
 
-use crate::balanced;
-use crate::budget_map::BudgetMap;
+use crate::budgets::map::BudgetMap;
 use crate::candidate::Candidate;
 use crate::command::{Command, Method};
-use crate::consolidation;
+use crate::methods::balanced;
+use crate::methods::consolidation;
 use crate::pass::Pass;
 
 /// Upstream `MultiNodeConsolidation` caps the search at 100 candidates.

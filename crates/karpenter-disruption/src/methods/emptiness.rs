@@ -4,7 +4,7 @@
 
 use karpenter_api::v1::DisruptionReason;
 
-use crate::budget_map::BudgetMap;
+use crate::budgets::map::BudgetMap;
 use crate::candidate::Candidate;
 use crate::command::{Command, CommandCandidate, Method};
 use crate::consolidatable::consolidatable;

@@ -23,7 +23,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karpenter_api::v1::{DisruptionReason, NodePool};
 use karpenter_scheduling::{NewNodeClaim, SolveInput};
 
-use crate::budget_map::BudgetMap;
+use crate::budgets::map::BudgetMap;
 use crate::candidate::Candidate;
 use crate::command::{Command, CommandCandidate, Method};
 use crate::drift_detect;

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use karpenter_api::v1::DisruptionReason;
 
-use crate::budget_window::active_until;
-use crate::budgets::{allowed_disruptions, budget_limit};
+use crate::budgets::budget::{allowed_disruptions, budget_limit};
+use crate::budgets::window::active_until;
 use crate::reason::{Code, Reason};
 use crate::snapshot::Snapshot;
 use crate::time_fmt::hm_relative;
