@@ -1,6 +1,6 @@
 //! The AWS side of karpenter-rs.
 //!
-//! Today this crate owns the **IAM story** (module [`iam`]), as pure code:
+//! This crate owns the **IAM story** (module [`iam`]), as pure code:
 //!
 //! * the IAM call contract: every AWS API operation the controller performs, as data, with the
 //!   resource ARNs it touches and the request/resource tags it carries ([`iam::contract`]);

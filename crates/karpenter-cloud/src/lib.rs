@@ -23,8 +23,9 @@
 //!   provider and the simulated (KWOK) one, and the typed errors it acts on.
 //! - **Unavailable offerings** ([`UnavailableOfferings`]): offerings a launch found without
 //!   capacity, left out for [`UNAVAILABLE_FOR`]; one cache for every provider.
-//! - **NodePool x EC2NodeClass -> instance types** ([`pool_types`]) and the choice of the
-//!   offering a NodeClaim launches with ([`launch`]), shared by the simulator and providers.
+//! - **NodePool x EC2NodeClass -> instance types** ([`pool_types`]), which offerings a
+//!   NodeClaim's requirements allow ([`Offering::allowed_by`]) and the choice of the offering a
+//!   NodeClaim launches with ([`launch`]), shared by the simulator and providers.
 //!
 //! [`Catalog::instance_types`] ties these together into [`InstanceTypeInfo`]s for a region, its
 //! zones and node-class settings ([`CatalogOptions`]). With the default feature `scheduling`,
@@ -35,9 +36,11 @@
 //!
 //! No I/O besides reading a catalog or price file the caller names, no network, no clock, no
 //! async runtime, no AWS SDK: the [`CloudProvider`] trait returns futures, and the
-//! implementations that do I/O live in the crates above (`karpenter-aws`, the controller). It makes no scheduling decisions (that is `karpenter-scheduling`)
-//! and does not launch anything (the `CloudProvider` implementations do). It never panics on a
-//! bad file: errors name the file, line, entry and field.
+//! implementations that do I/O live in the crates above (`karpenter-aws-provider`, the
+//! controller's simulated cloud). It reads no clock either: the unavailable-offerings cache
+//! takes `now` from its caller. It makes no scheduling decisions (that is
+//! `karpenter-scheduling`) and does not launch anything (the `CloudProvider` implementations
+//! do). It never panics on a bad file: errors name the file, line, entry and field.
 //!
 //! # Data provenance
 //!

@@ -1,8 +1,9 @@
 //! The cloud-provider seam: what the controller asks of a cloud, and the typed errors it acts on.
 //!
-//! Two implementations exist above this crate: the EC2 provider (`karpenter-aws`) and the
-//! simulated cloud (`--cloud-provider kwok`, in the controller), which creates Node objects
-//! for KWOK to keep Ready. The trait returns futures but names no runtime: implementations
+//! Two implementations exist above this crate: the EC2 provider (`karpenter-aws-provider`) and
+//! the simulated cloud (`--cloud-provider kwok`, in the controller), which creates Node objects
+//! for KWOK to keep Ready. Both keep offerings that ran out of capacity in one
+//! [`crate::UnavailableOfferings`]. The trait returns futures but names no runtime: implementations
 //! write `async fn` and run on whatever executor the controller uses.
 //!
 //! Errors are values the controller decides on, as upstream does: insufficient capacity marks

@@ -1,10 +1,12 @@
 //! What happens between a pod that cannot be scheduled and a node that runs it, as pure
-//! decisions the controller executes (and `simulate --timeline` can replay on a virtual clock).
+//! decisions the controller executes (and `simulate --timeline` runs on a virtual clock: the
+//! batch window and the NodeClaim shaping).
 //!
 //! # What this crate owns
 //!
 //! - **The batch window** ([`Batcher`]): upstream's `BATCH_IDLE_DURATION` /
-//!   `BATCH_MAX_DURATION` rule, over any clock.
+//!   `BATCH_MAX_DURATION` rule and defaults, over any clock, and how long a node stays
+//!   nominated after a batch placed pods on it ([`batcher::nomination_window`]).
 //! - **NodeClaims as upstream shapes them** ([`nodeclaim::node_claim`]): from the solver's
 //!   [`karpenter_scheduling::NewNodeClaim`] and its NodePool: generated name, labels,
 //!   annotations, owner reference, requirements (instance types kept with minValues),

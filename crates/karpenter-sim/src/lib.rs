@@ -11,14 +11,15 @@
 //!   EC2NodeClass ([`nodepool`]); each NodePool's instance types come from
 //!   `karpenter_cloud::pool_types`.
 //! - **Batches** ([`batches`]): pending pods solved batch after batch as the controller does,
-//!   the NodeClaims of earlier batches launched (one zone, their real size against limits).
+//!   the NodeClaims of earlier batches launched (one zone, their real size against limits),
+//!   each NodeClaim shaped as the controller shapes it (`karpenter_lifecycle::nodeclaim`).
 //! - **The plan** ([`mod@plan`]): the batches' NodeClaims, each launched with its cheapest offering
 //!   (`karpenter_cloud::launch`), utilisation, cost, unschedulable pods, the **lower bound**
 //!   ([`lower_bound`]) and the **fixed node group comparison** ([`nodegroup`]).
 //! - **Rendering** the plan and timeline reports as tables ([`render`]) and HTML ([`html`]).
-//! - **Timeline mode** ([`timeline`]): provisioning over virtual time (batch window, node
-//!   startup, events that scale workloads, delete pods, interrupt spot nodes and change
-//!   NodePools), with disruption passes through `karpenter_disruption::decide` and the
+//! - **Timeline mode** ([`timeline`]): provisioning over virtual time (the controller's batch
+//!   window, `karpenter_lifecycle::Batcher`; node startup; events that scale workloads, delete
+//!   pods, interrupt spot nodes and change NodePools), with disruption passes through `karpenter_disruption::decide` and the
 //!   orchestration queue; cost over time, churn and pending-time percentiles. The simulated
 //!   cluster's Nodes, NodeClaims and pods live in `karpenter_state::Cluster`, as plan mode's
 //!   manifest Nodes do: node shapes have one producer.
@@ -26,8 +27,10 @@
 //! # What it must not do
 //!
 //! No Kubernetes client, no AWS SDK, no network, no async runtime, and no wall clock: time in
-//! the timeline is virtual. It makes no scheduling decisions of its own: those come from
-//! `karpenter-scheduling`; instance types and prices come from `karpenter-cloud`. It reads only
+//! the timeline is virtual. It makes no decisions of its own: scheduling comes from
+//! `karpenter-scheduling`, the batch window and NodeClaim shaping from `karpenter-lifecycle`,
+//! disruption from `karpenter-disruption`; instance types and prices come from
+//! `karpenter-cloud`. It reads only
 //! the files it is given.
 
 pub mod batches;

@@ -9,8 +9,7 @@
 //! * [`SimulatedNodes`]: Nodes without a kubelet, made Ready and kept alive by
 //!   KWOK (started by `scripts/testenv up`), which also plays their pods; or,
 //!   for tests that need one node's heartbeat to stop, by this crate's own
-//!   lease renewal and pod agent ([`NodeAgent::Builtin`]); the simulated cloud
-//!   provider builds on it;
+//!   lease renewal and pod agent ([`NodeAgent::Builtin`]);
 //! * [`manifests`]: applying CRDs and creating YAML fixtures as dynamic objects;
 //! * [`AwsEnv`]: aws-sdk-rust clients (EC2, SQS, SSM, IAM, EKS) for the moto
 //!   emulator started by `scripts/moto up`, its reset and IAM switch;

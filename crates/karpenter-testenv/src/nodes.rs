@@ -16,9 +16,9 @@
 //!   renewal interval of a test's choosing.
 //!
 //! Either way the node lifecycle controller in kube-controller-manager treats
-//! the node as healthy and the real kube-scheduler binds pods to it. The
-//! simulated cloud provider reuses this: it creates a node per launched
-//! instance (with that instance's `provider_id`) and deletes it on terminate.
+//! the node as healthy and the real kube-scheduler binds pods to it. (The
+//! controller's simulated cloud, `--cloud-provider kwok`, makes the Nodes of
+//! its instances itself, annotated for KWOK the same way.)
 //!
 //! Builtin tasks run on the tokio runtime that called `create`, and stop when
 //! the [`SimulatedNodes`] is dropped or the node is deleted.
