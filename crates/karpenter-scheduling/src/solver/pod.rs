@@ -319,47 +319,34 @@ impl Compiler<'_> {
         }
         let mut required = Vec::new();
         let mut preferred = Vec::new();
-        if let Some(pa) = affinity.and_then(|a| a.pod_affinity.as_ref()) {
-            for t in pa
-                .required_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten()
-            {
-                required.push(self.affinity_term(t, false, true, 0, namespace)?);
-            }
-            if policy == PreferencePolicy::Respect {
-                for w in pa
-                    .preferred_during_scheduling_ignored_during_execution
-                    .iter()
-                    .flatten()
-                {
-                    preferred.push(self.affinity_term(
-                        &w.pod_affinity_term,
-                        false,
-                        false,
-                        w.weight,
-                        namespace,
-                    )?);
-                }
-            }
-        }
-        if let Some(pa) = affinity.and_then(|a| a.pod_anti_affinity.as_ref()) {
-            for t in pa
-                .required_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten()
-            {
-                required.push(self.affinity_term(t, true, true, 0, namespace)?);
-            }
-            if policy == PreferencePolicy::Respect {
-                for w in pa
-                    .preferred_during_scheduling_ignored_during_execution
-                    .iter()
-                    .flatten()
-                {
-                    preferred.push(self.affinity_term(
-                        &w.pod_affinity_term,
+        // Pod affinity, then anti-affinity: their required terms, then (respected) preferred.
+        let groups = [
+            affinity.and_then(|a| a.pod_affinity.as_ref()).map(|pa| {
+                (
+                    false,
+                    &pa.required_during_scheduling_ignored_during_execution,
+                    &pa.preferred_during_scheduling_ignored_during_execution,
+                )
+            }),
+            affinity
+                .and_then(|a| a.pod_anti_affinity.as_ref())
+                .map(|pa| {
+                    (
                         true,
+                        &pa.required_during_scheduling_ignored_during_execution,
+                        &pa.preferred_during_scheduling_ignored_during_execution,
+                    )
+                }),
+        ];
+        for (anti, required_terms, preferred_terms) in groups.into_iter().flatten() {
+            for t in required_terms.iter().flatten() {
+                required.push(self.affinity_term(t, anti, true, 0, namespace)?);
+            }
+            if policy == PreferencePolicy::Respect {
+                for w in preferred_terms.iter().flatten() {
+                    preferred.push(self.affinity_term(
+                        &w.pod_affinity_term,
+                        anti,
                         false,
                         w.weight,
                         namespace,
