@@ -27,7 +27,7 @@ use karpenter_state::Cluster;
 use karpenter_state::conditions::api_time;
 use serde_json::json;
 
-use super::writes::WriteError;
+use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// How often pod events and hash stamps are looked at.

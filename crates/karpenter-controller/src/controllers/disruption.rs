@@ -38,9 +38,9 @@ use karpenter_scheduling::PoolInstanceTypes;
 use karpenter_state::Cluster;
 use tokio::time::Instant;
 
-use super::cache::ClusterCache;
 use super::provisioner::{create_node_claim, solve_options};
-use super::writes::WriteError;
+use crate::cluster::index::ClusterCache;
+use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 use crate::settings::Settings;
 

@@ -15,7 +15,7 @@ use karpenter_cloud::{CloudError, CloudProvider};
 use karpenter_lifecycle::garbage::{Collect, collect};
 use karpenter_state::Cluster;
 
-use super::writes::WriteError;
+use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// How often the cloud is listed (upstream: 2 min for NodeClaims; instances more often).

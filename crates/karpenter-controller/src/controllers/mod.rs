@@ -1,25 +1,20 @@
-//! The controllers: watches into the cluster-state index, the provisioner, the NodeClaim
-//! lifecycle, termination, disruption (with the NodeClaim-side conditions and hash stamps),
-//! garbage collection and the NodePool counter, started together by [`run`] as the controller
-//! future of [`crate::run()`] (so only while this replica leads).
+//! The controller's loops, one file each, every one a [`crate::reconcile::Reconciler`] run by
+//! [`crate::reconcile::run`]; [`run`] starts them together as the controller future of
+//! [`crate::run()`], so they act only while this replica leads (a standby keeps the index warm
+//! and reports ready). Which loop does what, keyed and paced how: `docs/architecture.md`.
 
-pub mod cache;
-pub mod catalogs;
 pub mod claim_disruption;
 pub mod disruption;
-pub mod event_series;
-pub mod events;
 pub mod garbage;
+pub mod gauges;
 pub mod instance_types;
 pub mod interruption;
-pub mod metrics;
-pub mod nodeclaim;
+pub mod lifecycle;
 pub mod nodeclass;
 pub mod nodepool_counter;
 pub mod provisioner;
 pub mod tagging;
 pub mod termination;
-pub mod writes;
 
 use std::sync::Arc;
 
@@ -28,15 +23,15 @@ use karpenter_cloud::CloudProvider;
 use karpenter_lifecycle::LifecycleConfig;
 use tokio::task::JoinSet;
 
-use crate::cloud::kwok::{Kwok, KwokCloud, KwokOptions, NodePoolLookup, TypeSource};
 use karpenter_aws_provider::sqs::InterruptionQueue;
+use karpenter_kwok_provider::{Kwok, KwokCloud, KwokOptions, NodePoolLookup, TypeSource};
 
+use crate::cluster::index::ClusterCache;
 use crate::reconcile::{self, Context, Reconciler};
+use crate::report::events::Events;
+use crate::report::metrics::ControllerMetrics;
 use crate::run::{ControllerContext, ControllerError};
 use crate::settings::CloudProviderKind;
-use cache::ClusterCache;
-use events::Events;
-use metrics::ControllerMetrics;
 
 /// NodePools as the index holds them.
 #[derive(Debug, Clone)]
@@ -52,9 +47,9 @@ impl NodePoolLookup for CachedPools {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("loading the instance-type catalog for the kwok cloud provider")]
-    Catalog(#[source] crate::cloud::kwok::TypeSourceError),
+    Catalog(#[source] karpenter_kwok_provider::TypeSourceError),
     #[error(transparent)]
-    KwokOptions(#[from] crate::cloud::kwok::KwokOptionsError),
+    KwokOptions(#[from] karpenter_kwok_provider::KwokOptionsError),
     #[error("building the AWS clients")]
     AwsClients(#[from] karpenter_aws_provider::clients::ClientsError),
     #[error("starting the EC2 cloud provider")]
@@ -262,7 +257,7 @@ async fn run_with<C: CloudProvider + 'static>(
         metrics: metrics.clone(),
         settings: ctx.settings.clone(),
         // One instance-type conversion, shared by the loops that read it.
-        catalogs: catalogs::Catalogs::default(),
+        catalogs: crate::reconcile::catalogs::Catalogs::default(),
     };
     let cancel = &ctx.cancel;
     if let Some(extra) = extra {
@@ -336,7 +331,7 @@ async fn run_with<C: CloudProvider + 'static>(
     );
     spawn(
         &mut tasks,
-        nodeclaim::Lifecycle {
+        lifecycle::Lifecycle {
             ctx: context.clone(),
             config: LifecycleConfig {
                 registration_ttl: ctx.settings.registration_ttl,
@@ -362,20 +357,14 @@ async fn run_with<C: CloudProvider + 'static>(
         &context,
         cancel,
     );
-    let gauges =
-        metrics::state::SharedState::new(metrics.clone(), cache.clone(), chrono::Utc::now());
+    let gauges = gauges::SharedState::new(metrics.clone(), cache.clone(), chrono::Utc::now());
     spawn(
         &mut tasks,
-        metrics::state::NodeMetrics(gauges.clone()),
+        gauges::NodeMetrics(gauges.clone()),
         &context,
         cancel,
     );
-    spawn(
-        &mut tasks,
-        metrics::state::PodMetrics(gauges),
-        &context,
-        cancel,
-    );
+    spawn(&mut tasks, gauges::PodMetrics(gauges), &context, cancel);
     while tasks.join_next().await.is_some() {}
     Ok(())
 }

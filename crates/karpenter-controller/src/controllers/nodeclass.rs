@@ -23,8 +23,8 @@ use karpenter_aws_provider::{AwsCloud, AwsError, NodeClasses};
 use karpenter_state::Cluster;
 use serde_json::json;
 
-use super::cache::ClusterCache;
-use super::writes::WriteError;
+use crate::cluster::index::ClusterCache;
+use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// How often a class being deleted looks again for NodeClaims that still use it.

@@ -13,8 +13,8 @@ use karpenter_scheduling::ResourceList;
 use karpenter_state::Cluster;
 use serde_json::json;
 
-use super::metrics::state::{resource_type, resource_value};
-use super::writes::WriteError;
+use super::gauges::{resource_type, resource_value};
+use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 pub const INTERVAL: Duration = Duration::from_secs(5);

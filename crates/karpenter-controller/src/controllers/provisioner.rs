@@ -27,7 +27,7 @@ use karpenter_scheduling::{
 use karpenter_state::Cluster;
 use tokio::time::Instant;
 
-use super::writes::WriteError;
+use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 use crate::settings::{self, Settings};
 

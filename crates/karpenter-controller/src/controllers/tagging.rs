@@ -14,7 +14,7 @@ use karpenter_aws_provider::AwsClients;
 use karpenter_state::Cluster;
 use serde_json::json;
 
-use super::writes::WriteError;
+use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// How often the loop looks again without a change.

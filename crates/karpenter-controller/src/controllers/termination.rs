@@ -28,7 +28,7 @@ use karpenter_state::Cluster;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, EvictParams};
 
-use super::writes::{self, WriteError};
+use crate::cluster::writes::{self, WriteError};
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// Changes are looked at at most this often.

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use kube::Client;
 
-use crate::controllers::cache::ClusterCache;
-use crate::controllers::catalogs::Catalogs;
-use crate::controllers::events::Events;
-use crate::controllers::metrics::ControllerMetrics;
-use crate::controllers::writes::Writer;
+use crate::cluster::index::ClusterCache;
+use crate::cluster::writes::Writer;
+use crate::reconcile::catalogs::Catalogs;
+use crate::report::events::Events;
+use crate::report::metrics::ControllerMetrics;
 use crate::settings::Settings;
 
 /// The clients, the shared index, the cloud, events, metrics and settings.
@@ -31,7 +31,7 @@ pub struct Context<C> {
 }
 
 impl<C> Context<C> {
-    /// The write path ([`crate::controllers::writes`]) on this context's client and index.
+    /// The write path ([`crate::cluster::writes`]) on this context's client and index.
     pub fn writer(&self) -> Writer {
         Writer::new(self.client.clone(), self.cache.clone())
     }

@@ -25,7 +25,7 @@
 //!
 //! kube-runtime's `Controller` is not used: it opens a watch and a reflector store per kind
 //! and controller, while every loop here reads the one shared, slimmed index
-//! ([`crate::controllers::cache::ClusterCache`]) that is why the controller needs a sixth of
+//! ([`crate::cluster::index::ClusterCache`]) that is why the controller needs a sixth of
 //! upstream's memory. The driver gives the loops what `Controller` would: its guarantees are
 //! those listed above.
 
@@ -42,8 +42,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
-use crate::controllers::cache::ClusterCache;
-use crate::controllers::metrics::{ControllerMetrics, Reconciled};
+use crate::cluster::index::ClusterCache;
+use crate::report::metrics::{ControllerMetrics, Reconciled};
 
 /// How the driver paces a loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,9 +11,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::controllers::cache::ClusterCache;
-use crate::controllers::metrics::ControllerMetrics;
+use crate::cluster::index::ClusterCache;
 use crate::http::Metrics;
+use crate::report::metrics::ControllerMetrics;
 
 /// What the fake's step does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,6 +10,7 @@
 //! [`driver`]'s docs list the guarantees and why kube-runtime's `Controller` is not used.
 
 pub mod backoff;
+pub mod catalogs;
 pub mod context;
 pub mod driver;
 

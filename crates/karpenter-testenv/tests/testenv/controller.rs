@@ -21,8 +21,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use karpenter_api::v1::{NodeClaim, NodePool};
-use karpenter_controller::cloud::kwok::{KwokOptions, OfferingPattern};
 use karpenter_controller::{Clients, LeaseConfig, LeaseTimings, Runtime, Settings};
+use karpenter_kwok_provider::{KwokOptions, OfferingPattern};
 use karpenter_testenv::{KubeEnv, TestScope, manifests, wait_for};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};

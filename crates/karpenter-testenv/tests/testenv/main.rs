@@ -5,6 +5,12 @@
 //! (`cargo test --workspace --test testenv`), reusing the dependency builds of
 //! `cargo test --workspace`. Every test is `#[ignore]`d with the reason; the
 //! script runs them with `--include-ignored`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 /// EC2NodeClasses are cluster-scoped and the EC2 provider's controller takes every one it
 /// sees (a finalizer, status): tests that create EC2NodeClasses hold this shared, a test that

@@ -23,7 +23,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim};
 use karpenter_aws::iam::policy::PolicyDocument;
 use karpenter_aws::iam::scope::Scope;
-use karpenter_controller::cloud::kwok::KwokOptions;
+use karpenter_kwok_provider::KwokOptions;
 use karpenter_testenv::{AwsEnv, aws_calls::CallRecorder, wait_for};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 

@@ -13,7 +13,7 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use karpenter_controller::cloud::kwok::KwokOptions;
+use karpenter_kwok_provider::KwokOptions;
 use karpenter_testenv::wait_for;
 use kube::api::{Api, ListParams, PostParams};
 

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec};
-use karpenter_controller::cloud::kwok::KwokOptions;
+use karpenter_kwok_provider::KwokOptions;
 use karpenter_testenv::wait_for;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::Value;

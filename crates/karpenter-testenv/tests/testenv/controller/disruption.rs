@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use karpenter_api::v1::{NodeClaim, NodePool};
-use karpenter_controller::cloud::kwok::KwokOptions;
+use karpenter_kwok_provider::KwokOptions;
 use karpenter_testenv::wait_for;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 

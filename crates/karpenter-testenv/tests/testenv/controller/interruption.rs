@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use karpenter_api::v1::NodeClaim;
-use karpenter_controller::cloud::kwok::KwokOptions;
+use karpenter_kwok_provider::KwokOptions;
 use karpenter_testenv::aws::AwsEnv;
 use karpenter_testenv::wait_for;
 

@@ -20,7 +20,7 @@ use karpenter_lifecycle::{LifecycleConfig, Step, decide};
 use karpenter_state::Cluster;
 use serde_json::json;
 
-use super::writes::WriteError;
+use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// Changes are looked at at most this often.
@@ -428,7 +428,7 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controllers::writes::WriteError;
+    use crate::cluster::writes::WriteError;
 
     fn api_error(code: u16) -> kube::Error {
         let status: kube::core::Status = serde_json::from_value(json!({

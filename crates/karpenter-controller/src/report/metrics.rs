@@ -1,10 +1,8 @@
 //! The controllers' metrics, with upstream's names and labels (`reference/karpenter-core.md`
 //! section 5.4). prometheus-client appends `_total` to counters itself, so counters are
 //! registered without it. Summaries, which prometheus-client lacks, are [`Summary`]s
-//! (`crate::http::Summary`). [`state`] keeps the gauges of every node and pod (upstream's
-//! `metrics.node` and `metrics.pod` controllers).
-
-pub mod state;
+//! (`crate::http::Summary`). The gauges of every node and pod (upstream's `metrics.node` and
+//! `metrics.pod` controllers) are kept by [`crate::controllers::gauges`].
 
 use std::sync::atomic::AtomicU64;
 
@@ -15,7 +13,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
 use crate::http::{Metrics, Summary};
 
-type Labels = Vec<(&'static str, String)>;
+pub(crate) type Labels = Vec<(&'static str, String)>;
 
 /// A float gauge.
 type FloatGauge = Gauge<f64, AtomicU64>;
@@ -94,10 +92,10 @@ pub struct ControllerMetrics {
     reconcile_errors: Family<Labels, Counter>,
     active_workers: Family<Labels, Gauge>,
     max_concurrent_reconciles: Family<Labels, Gauge>,
-    nodes_allocatable: Family<Labels, FloatGauge>,
-    nodes_total_pod_requests: Family<Labels, FloatGauge>,
-    nodes_total_daemon_requests: Family<Labels, FloatGauge>,
-    pods_state: Family<Labels, Gauge>,
+    pub(crate) nodes_allocatable: Family<Labels, FloatGauge>,
+    pub(crate) nodes_total_pod_requests: Family<Labels, FloatGauge>,
+    pub(crate) nodes_total_daemon_requests: Family<Labels, FloatGauge>,
+    pub(crate) pods_state: Family<Labels, Gauge>,
 }
 
 fn evaluation_histogram() -> Histogram {

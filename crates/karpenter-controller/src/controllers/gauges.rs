@@ -30,9 +30,9 @@ use karpenter_scheduling::{Quantity, ResourceList};
 use karpenter_state::Cluster;
 use karpenter_state::conditions::from_api_time;
 
-use super::{ControllerMetrics, Labels};
-use crate::controllers::cache::ClusterCache;
+use crate::cluster::index::ClusterCache;
 use crate::reconcile::{Action, Busy, Reconciler, Retry, Scan, Shape};
+use crate::report::metrics::{ControllerMetrics, Labels};
 
 /// How often the gauges are rebuilt (upstream's `metrics.node` and `metrics.pod` interval).
 pub const INTERVAL: Duration = Duration::from_secs(5);

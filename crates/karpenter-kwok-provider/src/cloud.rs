@@ -1,30 +1,9 @@
-//! The simulated cloud (`--cloud-provider kwok`): instances are Node objects that KWOK keeps
-//! Ready, as upstream's KWOK provider does.
-//!
-//! - **Instance types** come from the catalog (embedded, or `INSTANCE_TYPES_FILE_PATH` in the
-//!   catalog format), resolved for the NodePool's EC2NodeClass exactly as `simulate` does
-//!   (`karpenter_cloud::pool_types`): a user's production NodePools and EC2NodeClasses run
-//!   unchanged. AWS-only fields of an EC2NodeClass (subnets, security groups, role, user data,
-//!   ...) are ignored, and each class says so once in the log; a NodePool whose EC2NodeClass
-//!   does not exist gets AL2023 defaults, also said once. An `INSTANCE_TYPES_FILE_PATH` in
-//!   upstream's KWOK format ([`super::kwok_types`]) gives the types upstream's KWOK provider
-//!   makes of it, the same for every NodePool.
-//! - **Launch** picks the cheapest available offering the NodeClaim allows and creates a Node
-//!   named after the NodeClaim (so a launch repeated after a restart finds its Node instead of
-//!   making a second one): provider id `kwok://<name>`, the instance type's labels, zone,
-//!   capacity type, the NodeClaim's labels and single-valued requirements, annotation and label
-//!   `kwok.x-k8s.io/node: fake` (KWOK manages it), taint `karpenter.sh/unregistered:NoExecute`,
-//!   capacity and allocatable from the catalog; after `KWOK_REGISTRATION_DELAY` (default 0s).
-//! - **Insufficient capacity** can be injected per offering (`KWOK_INSUFFICIENT_CAPACITY`, a
-//!   comma-separated list of `instance-type:zone:capacity-type`, `*` matching anything): a
-//!   launch whose cheapest offering is injected fails with
-//!   [`CloudError::InsufficientCapacity`]; as for any such error the offering is then
-//!   unavailable for [`karpenter_cloud::UNAVAILABLE_FOR`] and the solver avoids it.
-//! - **Delete** deletes the Node; **get** and **list** read Nodes with `kwok://` provider ids.
+//! The simulated cloud: Nodes created for NodeClaims (KWOK keeps them Ready), deleted with
+//! them, listed as its instances.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -33,84 +12,17 @@ use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodeClaimStatus, NodePool, Oper
 use karpenter_cloud::launch::cheapest;
 use karpenter_cloud::pool_types::{PricingOptions, narrow, options_for};
 use karpenter_cloud::{
-    CapacityType, Catalog, CatalogOptions, CloudError, CloudProvider, DriftReason,
-    InstanceTypeInfo, OfferingRef, Unavailable, UnavailableOfferings,
+    CapacityType, CatalogOptions, CloudError, CloudProvider, DriftReason, InstanceTypeInfo,
+    OfferingRef, Unavailable, UnavailableOfferings,
 };
 use karpenter_scheduling::InstanceType;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
-/// KWOK manages Nodes carrying this annotation (and label).
-pub const KWOK_NODE: &str = "kwok.x-k8s.io/node";
+use crate::catalog::TypeSource;
+use crate::options::{KWOK_NODE, KwokOptions};
 
 const PROVIDER_PREFIX: &str = "kwok://";
-
-/// Knobs of the simulated cloud.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct KwokOptions {
-    /// Delay between a launch and its Node appearing.
-    pub registration_delay: Duration,
-    /// Offerings that always fail with insufficient capacity.
-    pub insufficient_capacity: Vec<OfferingPattern>,
-}
-
-/// `instance-type:zone:capacity-type`, `*` matching anything.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OfferingPattern {
-    pub instance_type: String,
-    pub zone: String,
-    pub capacity_type: String,
-}
-
-impl OfferingPattern {
-    fn matches(&self, offering: &OfferingRef) -> bool {
-        let field = |pattern: &str, value: &str| pattern == "*" || pattern == value;
-        field(&self.instance_type, &offering.instance_type)
-            && field(&self.zone, &offering.zone)
-            && field(&self.capacity_type, offering.capacity_type.as_str())
-    }
-}
-
-/// A malformed `KWOK_*` setting.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KwokOptionsError {
-    #[error("KWOK_REGISTRATION_DELAY={value:?}: {message} (a Go duration such as 0s, 5s, 1m)")]
-    Delay { value: String, message: String },
-    #[error(
-        "KWOK_INSUFFICIENT_CAPACITY: {entry:?} is not instance-type:zone:capacity-type (use * for any)"
-    )]
-    Pattern { entry: String },
-}
-
-impl KwokOptions {
-    /// Reads `KWOK_REGISTRATION_DELAY` and `KWOK_INSUFFICIENT_CAPACITY` from `env`.
-    pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<KwokOptions, KwokOptionsError> {
-        let mut options = KwokOptions::default();
-        if let Some(value) = env("KWOK_REGISTRATION_DELAY").filter(|v| !v.is_empty()) {
-            options.registration_delay = karpenter_api::duration::parse_go_duration(&value)
-                .map_err(|e| KwokOptionsError::Delay {
-                    value: value.clone(),
-                    message: e.to_string(),
-                })?;
-        }
-        if let Some(value) = env("KWOK_INSUFFICIENT_CAPACITY") {
-            for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-                let parts: Vec<&str> = entry.split(':').collect();
-                let [instance_type, zone, capacity_type] = parts.as_slice() else {
-                    return Err(KwokOptionsError::Pattern {
-                        entry: entry.to_owned(),
-                    });
-                };
-                options.insufficient_capacity.push(OfferingPattern {
-                    instance_type: (*instance_type).to_owned(),
-                    zone: (*zone).to_owned(),
-                    capacity_type: (*capacity_type).to_owned(),
-                });
-            }
-        }
-        Ok(options)
-    }
-}
 
 /// The simulated cloud.
 pub struct KwokCloud {
@@ -123,57 +35,6 @@ pub struct KwokCloud {
     unavailable: UnavailableOfferings,
     /// Node classes whose ignored fields (or absence) were already logged.
     said: Mutex<BTreeSet<String>>,
-}
-
-/// Where the simulated cloud's instance types come from.
-#[derive(Debug)]
-pub enum TypeSource {
-    /// The catalog, resolved for each NodePool's EC2NodeClass.
-    Catalog(Box<Catalog>),
-    /// Fixed types (upstream's KWOK file format), the same for every NodePool.
-    Fixed(Arc<Vec<InstanceTypeInfo>>),
-}
-
-impl TypeSource {
-    /// The embedded catalog, or the file at `path` in either format.
-    pub fn load(path: Option<&std::path::Path>) -> Result<TypeSource, TypeSourceError> {
-        let Some(path) = path else {
-            return Ok(TypeSource::Catalog(Box::new(Catalog::embedded()?)));
-        };
-        let text = std::fs::read_to_string(path).map_err(|source| TypeSourceError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let origin = path.display().to_string();
-        if super::kwok_types::is_upstream_format(&text) {
-            let types = super::kwok_types::parse(&origin, &text)?;
-            tracing::info!(
-                cloud_provider = "kwok",
-                path = %origin,
-                count = types.len(),
-                "instance types from a file in upstream's KWOK format: the same for every NodePool, EC2NodeClass settings do not apply"
-            );
-            return Ok(TypeSource::Fixed(Arc::new(types)));
-        }
-        Ok(TypeSource::Catalog(Box::new(Catalog::parse(
-            &origin, &text,
-        )?)))
-    }
-}
-
-/// The instance types of the simulated cloud could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum TypeSourceError {
-    #[error("cannot read instance-type file {path}")]
-    Read {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Catalog(#[from] karpenter_cloud::CatalogError),
-    #[error(transparent)]
-    Upstream(#[from] super::kwok_types::KwokTypesError),
 }
 
 impl std::fmt::Debug for KwokCloud {
@@ -673,6 +534,7 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = pairs

@@ -22,8 +22,8 @@ use karpenter_api::v1::NodePool;
 use karpenter_cloud::CloudProvider;
 use karpenter_scheduling::{InstanceType, PoolInstanceTypes};
 
-use super::cache::ClusterCache;
-use super::events::Events;
+use crate::cluster::index::ClusterCache;
+use crate::report::events::Events;
 
 /// How long a conversion is reused at most.
 pub const MAX_AGE: Duration = Duration::from_secs(300);

@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::cache::ClusterCache;
+use super::index::ClusterCache;
 use crate::reconcile::Retry;
 
 /// The field manager of every write.

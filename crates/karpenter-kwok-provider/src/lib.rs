@@ -1,0 +1,42 @@
+//! The simulated cloud (`--cloud-provider kwok`): instances are Node objects that KWOK keeps
+//! Ready, as upstream's KWOK provider does.
+//!
+//! - **Instance types** come from the catalog (embedded, or `INSTANCE_TYPES_FILE_PATH` in the
+//!   catalog format), resolved for the NodePool's EC2NodeClass exactly as `simulate` does
+//!   (`karpenter_cloud::pool_types`): a user's production NodePools and EC2NodeClasses run
+//!   unchanged. AWS-only fields of an EC2NodeClass (subnets, security groups, role, user data,
+//!   ...) are ignored, and each class says so once in the log; a NodePool whose EC2NodeClass
+//!   does not exist gets AL2023 defaults, also said once. An `INSTANCE_TYPES_FILE_PATH` in
+//!   upstream's KWOK format ([`upstream_types`]) gives the types upstream's KWOK provider
+//!   makes of it, the same for every NodePool.
+//! - **Launch** picks the cheapest available offering the NodeClaim allows and creates a Node
+//!   named after the NodeClaim (so a launch repeated after a restart finds its Node instead of
+//!   making a second one): provider id `kwok://<name>`, the instance type's labels, zone,
+//!   capacity type, the NodeClaim's labels and single-valued requirements, annotation and label
+//!   `kwok.x-k8s.io/node: fake` (KWOK manages it), taint `karpenter.sh/unregistered:NoExecute`,
+//!   capacity and allocatable from the catalog; after `KWOK_REGISTRATION_DELAY` (default 0s).
+//! - **Insufficient capacity** can be injected per offering (`KWOK_INSUFFICIENT_CAPACITY`, a
+//!   comma-separated list of `instance-type:zone:capacity-type`, `*` matching anything): a
+//!   launch whose cheapest offering is injected fails with
+//!   [`karpenter_cloud::CloudError::InsufficientCapacity`]; as for any such error the offering is then
+//!   unavailable for [`karpenter_cloud::UNAVAILABLE_FOR`] and the solver avoids it.
+//! - **Delete** deletes the Node; **get** and **list** read Nodes with `kwok://` provider ids.
+
+//!
+//! # What this crate owns, and must not do
+//!
+//! It owns the simulated cloud behind `--cloud-provider kwok` ([`Kwok`], a
+//! [`karpenter_cloud::CloudProvider`]): its options ([`KwokOptions`], from `KWOK_*`), where its
+//! instance types come from ([`TypeSource`]) and the Nodes it creates and deletes. It talks to
+//! the Kubernetes API only for those Nodes; it decides nothing the controller decides (which
+//! NodeClaims to launch or delete), and it reads NodePools and EC2NodeClasses through
+//! [`NodePoolLookup`], not through a watch of its own.
+
+mod catalog;
+mod cloud;
+mod options;
+pub mod upstream_types;
+
+pub use catalog::{TypeSource, TypeSourceError};
+pub use cloud::{Kwok, KwokCloud, NodePoolLookup};
+pub use options::{KWOK_NODE, KwokOptions, KwokOptionsError, OfferingPattern};
