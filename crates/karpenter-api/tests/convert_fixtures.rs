@@ -5,6 +5,12 @@
 //! (compared as YAML values, so comments and key order do not matter). The expected files were
 //! written from the mapping rules and reviewed by hand; `UPDATE_EXPECTED=1` rewrites them from
 //! the current output for review with `git diff`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::path::PathBuf;
 

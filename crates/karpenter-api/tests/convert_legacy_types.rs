@@ -1,5 +1,11 @@
 //! The legacy types read the seed manifests (v1alpha5 Provisioner, v1alpha1 AWSNodeTemplate,
 //! v1beta1 NodePool and EC2NodeClass) with every field the seeds use.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::path::PathBuf;
 

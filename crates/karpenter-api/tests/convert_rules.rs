@@ -1,5 +1,11 @@
 //! One case per mapping rule of `karpenter convert`: small manifests in, the mapped fields out.
 //! Every v1 output of every case must also pass `karpenter validate`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use karpenter_api::convert::{self, Conversion, ConvertError, Input, Options, Target};
 use karpenter_api::validation::{Outcome, validate_document};

@@ -4,6 +4,12 @@
 //!
 //! The recorded upstream verdicts are checked against a real API server by the integration test
 //! `crd_differential` (`scripts/test-integration`); this test runs offline in every `cargo test`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 #[path = "differential/corpus.rs"]
 mod corpus;

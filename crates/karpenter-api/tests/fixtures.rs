@@ -2,6 +2,12 @@
 //! types; every fixture under `tests/fixtures/invalid` produces each problem its
 //! `# validate-expect:` lines name. Each file and check is its own test, named by the file's path
 //! and what it checks (`cargo test -p karpenter-api --test fixtures -- --list`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,10 @@
 //! The auditor against the generated policy, mutations of it, and the seed policies.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::collections::BTreeSet;
 

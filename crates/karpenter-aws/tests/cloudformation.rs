@@ -1,5 +1,11 @@
 //! The getting-started CloudFormation template: plain YAML, the expected resources, resolvable
 //! substitutions, and controller policies that pass the audit once CloudFormation fills them in.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use karpenter_aws::iam::audit::{AuditOptions, audit};
 use karpenter_aws::iam::cloudformation::template_yaml;

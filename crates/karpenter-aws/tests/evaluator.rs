@@ -1,4 +1,10 @@
 //! Table tests for the IAM policy evaluator: one row per operator, qualifier and element rule.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use karpenter_aws::iam::PolicyDocument;
 use karpenter_aws::iam::eval::{CompiledPolicy, Decision, Request};

@@ -1,6 +1,12 @@
 //! Instance types from `DescribeInstanceTypes`-shaped input (fixtures written after the EC2
 //! CLI's output for real types) resolve to the same capacity and allocatable as the embedded
 //! catalog gives for the same types, for every modelled AMI family and with kubelet overrides.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,12 @@
 //! Interruption handling from SQS body to actions and disposition: documented-format messages
 //! (fixtures written after AWS's EventBridge examples), hostile bodies, and property tests that
 //! no body panics and every one ends deleted or retried.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::collections::HashMap;
 

@@ -1,5 +1,11 @@
 //! Launch template contents and names: defaults per AMI family, the name's stability and its
 //! sensitivity to every field.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use karpenter_api::v1::{EC2NodeClass, NodeClaim};
 use karpenter_aws::launch_template::{

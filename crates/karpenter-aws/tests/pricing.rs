@@ -1,5 +1,11 @@
 //! Pricing: the `GetProducts` parser over a recorded-looking page (fixtures written from the
 //! public Price List format), spot price history, and the precedence of [`Prices`].
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,11 @@
 //! `karpenter iam policy -o terraform`: the Terraform rendering, parsed back with an HCL parser
 //! and evaluated, says statement for statement what the JSON policy says.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use karpenter_aws::iam::{Scope, generate, terraform};
 use serde_json::{Value, json};

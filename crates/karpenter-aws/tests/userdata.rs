@@ -4,6 +4,12 @@
 //!
 //! Set `KARPENTER_BLESS=1` to rewrite the golden files from the current output (then review
 //! the diff: the files are the specification).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::collections::BTreeMap;
 

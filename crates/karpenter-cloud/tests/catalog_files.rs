@@ -1,5 +1,11 @@
 //! User catalog and price files: loading, replacing prices, and errors that name the file, line,
 //! entry and field.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use karpenter_cloud::{CapacityType, Catalog, CatalogOptions, PriceTable};
 

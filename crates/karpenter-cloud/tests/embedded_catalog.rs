@@ -2,6 +2,12 @@
 //!
 //! Units: cpu in millicores, memory and storage in MiB (1 MiB = 1,048,576 bytes), pods as a count.
 //! Defaults: VM_MEMORY_OVERHEAD_PERCENT 0.075, RESERVED_ENIS 0, AL2023, 20Gi root volume.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::collections::BTreeMap;
 

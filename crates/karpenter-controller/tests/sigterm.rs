@@ -1,5 +1,11 @@
 //! A real SIGTERM trips the shutdown token (its own test binary: the signal
 //! goes to this whole process).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::time::Duration;
 

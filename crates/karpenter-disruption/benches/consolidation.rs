@@ -1,6 +1,12 @@
 //! One full disruption pass over the consolidation benchmark cluster (diverse workload spread
-//! over nodes of the 400-type catalog at low utilisation). `karpenter bench consolidation`
+//! over nodes of the 400-type catalog at low utilisation). `karpenter-bench consolidation`
 //! runs the same pass once and reports it as JSON.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use karpenter_disruption::fixtures::{bench_now, consolidation_cluster};

@@ -1,6 +1,12 @@
 //! One disruption pass over the consolidation benchmark cluster, printed as JSON
 //! (`cargo run --release -p karpenter-disruption --example consolidation_once -- 1000 10000`).
-//! `karpenter bench consolidation` is the supported entry point; this is for profiling.
+//! `karpenter-bench consolidation` is the supported entry point; this is for profiling.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::time::Instant;
 

@@ -3,6 +3,12 @@
 //! and what one disruption pass must decide, or why it must do nothing. Optional sections
 //! change the cluster and re-validate the command, or list the NodeClaims that expired. Each file
 //! is its own test, named by its path.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,11 @@
 //! The lifecycle step table: a NodeClaim in each state, with or without its Node, and the one
 //! step that follows.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::time::Duration;
 

@@ -1,6 +1,12 @@
 //! Criterion benchmark `scheduling`: upstream's `BenchmarkScheduling{N}` (diverse workload over
 //! `fake.InstanceTypes(400)`) and `BenchmarkRespectPreferences` / `BenchmarkIgnorePreferences`
 //! (4,000 preference pods). Each iteration is one solve on a fresh solver.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -1,5 +1,11 @@
 //! One benchmark solve with a phase breakdown, for profiling:
 //! `cargo run --release -p karpenter-scheduling --example bench_once -- 20000 diverse`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 use std::time::Instant;
 
 use karpenter_scheduling::PreferencePolicy;

@@ -1,5 +1,11 @@
 //! The requirements algebra: truth tables for each operator (upstream `requirement_test.go`
 //! semantics) and property tests for the laws intersection must obey.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use karpenter_scheduling::intern::{Interner, Sym};
 use karpenter_scheduling::requirement::Requirement;

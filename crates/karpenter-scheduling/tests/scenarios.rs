@@ -1,6 +1,12 @@
 //! Data-driven scheduling scenarios: every `tests/scenarios/*.yaml` file describes NodePools
 //! (v1 YAML), instance types (compact), existing nodes, DaemonSets, pods (compact or full YAML)
 //! and the expected outcome. Each file is its own test, named by its path.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

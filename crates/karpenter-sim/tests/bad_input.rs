@@ -1,5 +1,11 @@
 //! Bad input fails with errors that name the file, document, object and field; unknown kinds
 //! are listed as ignored.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use karpenter_sim::{LoadError, Manifests};
 

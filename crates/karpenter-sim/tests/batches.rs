@@ -2,6 +2,12 @@
 //! in the next one, over the NodeClaims launched so far (in their one zone, counting their real
 //! size against limits), in plan mode and in timeline mode; zone pinning places a zone-level
 //! anti-affinity group in one batch.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::collections::BTreeSet;
 

@@ -1,4 +1,10 @@
 //! Workload expansion: manifests in, the pods their controllers would create out.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use karpenter_sim::workload::expand_all;
 use karpenter_sim::{Manifests, Workload};

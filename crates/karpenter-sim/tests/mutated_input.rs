@@ -3,6 +3,12 @@
 //! loader, validation, planning and `convert`, which must return a value or an error.
 //!
 //! The mutants are deterministic (no RNG), so a failure names the exact input to reproduce.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

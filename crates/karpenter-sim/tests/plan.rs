@@ -1,5 +1,11 @@
 //! Plans: the default NodePool, the cheapest offering per node, spot estimates, the lower bound
 //! and the output formats.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use karpenter_cloud::Catalog;
 use karpenter_sim::{Manifests, Plan, PricingOptions, Scenario};

@@ -1,4 +1,10 @@
 //! The README's main job: `karpenter simulate -f examples/shop`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::path::PathBuf;
 

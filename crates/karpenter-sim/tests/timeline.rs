@@ -1,4 +1,10 @@
 //! Timeline mode: provisioning over virtual time, interruptions, cost and pending times.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use karpenter_cloud::Catalog;
 use karpenter_sim::timeline::{TimelineReport, parse, run};

@@ -1,4 +1,10 @@
 //! The cluster-state index without a cluster: objects in, node shapes and derived views out.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::collections::BTreeSet;
 

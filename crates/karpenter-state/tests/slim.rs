@@ -1,5 +1,11 @@
 //! A slimmed object decides exactly as the full one: the solver places it the same way and
 //! disruption reads the same facts, while the bytes nothing reads are gone.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use karpenter_scheduling::fixtures::{benchmark_node_pool, fake_instance_types};

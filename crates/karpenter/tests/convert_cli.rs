@@ -1,4 +1,10 @@
 //! `karpenter convert` as a user runs it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 mod common;
 

@@ -1,5 +1,11 @@
 //! What every manifest-reading subcommand (`simulate`, `validate`, `convert`) has in common:
 //! the `-f` forms, exit codes, messages with `file:line:column`, and what they refuse.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 use std::path::PathBuf;
 

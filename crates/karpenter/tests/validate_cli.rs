@@ -1,4 +1,10 @@
 //! `karpenter validate` and `karpenter crds` as a user runs them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed expectation is the panic it should be"
+)]
 
 mod common;
 
