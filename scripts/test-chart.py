@@ -4,7 +4,7 @@
 
 Reads WORK/{default,fargate,settings,monitor,crds}.yaml (helm template output) and, from the
 repository, the controller's settings (their env names and FEATURE_GATES default), the kinds it
-watches (WATCHED in controllers/cache.rs) and the CRD files. Every failed check is listed, then
+watches (WATCHED in cluster/index.rs) and the CRD files. Every failed check is listed, then
 the exit code is 1.
 """
 
@@ -71,7 +71,7 @@ AWS_ENV = {
 gates_src = (CONTROLLER / "settings/feature_gates.rs").read_text()
 DEFAULT_GATES = re.search(r'DEFAULT_FEATURE_GATES: &str = "([^"]+)"', gates_src).group(1)
 
-cache_src = (CONTROLLER / "controllers/cache.rs").read_text()
+cache_src = (CONTROLLER / "cluster/index.rs").read_text()
 watched_block = re.search(r"pub const WATCHED: \[Kind; \d+\] = \[(.*?)\];", cache_src, re.S).group(1)
 WATCHED = re.findall(r"Kind::(\w+)", watched_block)
 # Kind -> (API group, resource) for the RBAC check.
