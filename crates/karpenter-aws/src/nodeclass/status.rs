@@ -69,6 +69,35 @@ pub struct Resolution {
     pub validation: Outcome<()>,
 }
 
+impl Resolution {
+    /// Each dependency that did not resolve, with its reason and message
+    /// (`AMIsReady: AMIsResolutionFailed: ssm:GetParameter: access denied ...`), joined by
+    /// `; `; empty when all resolved. A failed refresh of a dependency resolved before is
+    /// here too, although the status keeps the earlier value.
+    pub fn problems(&self) -> String {
+        fn one<T>(condition: &str, outcome: &Outcome<T>) -> Option<String> {
+            match outcome {
+                Outcome::Ready(_) => None,
+                Outcome::NotReady { reason, message } | Outcome::Failed { reason, message } => {
+                    Some(format!("{condition}: {reason}: {message}"))
+                }
+            }
+        }
+        [
+            one(AMIS_READY, &self.amis),
+            one(SUBNETS_READY, &self.subnets),
+            one(SECURITY_GROUPS_READY, &self.security_groups),
+            one(INSTANCE_PROFILE_READY, &self.instance_profile),
+            one(CAPACITY_RESERVATIONS_READY, &self.capacity_reservations),
+            one(VALIDATION_SUCCEEDED, &self.validation),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("; ")
+    }
+}
+
 fn apply<T: Clone>(
     slot: &mut Option<T>,
     outcome: &Outcome<T>,
@@ -103,7 +132,12 @@ fn apply<T: Clone>(
             );
         }
         Outcome::Failed { reason, message } => {
-            if !list.iter().any(|c| c.type_ == condition) {
+            // A value resolved before stays usable (a blip does not stop launches); a
+            // dependency that never resolved says what the last attempt failed on.
+            if !list
+                .iter()
+                .any(|c| c.type_ == condition && c.status == "True")
+            {
                 conditions::set(
                     list,
                     generation,
@@ -208,8 +242,29 @@ pub fn status(
     out
 }
 
+/// Each dependency that is not `True`, with its reason and message:
+/// `AMIsReady=Unknown (AMIsResolutionFailed: ssm:GetParameter: access denied ...)`, joined
+/// by `; `. Empty when every dependency is `True`. The root `Ready` message names only the
+/// dependencies (as upstream's); logs, events and launch errors say this instead.
+pub fn not_ready_dependencies(status: Option<&EC2NodeClassStatus>) -> String {
+    let list = status.and_then(|s| s.conditions.as_deref());
+    DEPENDENCIES
+        .iter()
+        .filter_map(|d| conditions::get(list, d))
+        .filter(|c| c.status != "True")
+        .map(|c| {
+            if c.message.is_empty() {
+                format!("{}={} ({})", c.type_, c.status, c.reason)
+            } else {
+                format!("{}={} ({}: {})", c.type_, c.status, c.reason, c.message)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Whether the class may launch: `Ready=True` observed at its current generation (upstream's
-/// rule in `CloudProvider.Create`).
+/// rule in `CloudProvider.Create`). The error names each dependency that is not ready and why.
 pub fn launchable(
     status: Option<&EC2NodeClassStatus>,
     generation: Option<i64>,
@@ -217,7 +272,14 @@ pub fn launchable(
     let list = status.and_then(|s| s.conditions.as_deref());
     match conditions::get(list, READY) {
         None => Err("it has no Ready condition yet".into()),
-        Some(c) if c.status != "True" => Err(format!("Ready={}: {}", c.status, c.message)),
+        Some(c) if c.status != "True" => {
+            let why = not_ready_dependencies(status);
+            Err(if why.is_empty() {
+                format!("Ready={}: {}", c.status, c.message)
+            } else {
+                format!("Ready={}: {why}", c.status)
+            })
+        }
         Some(c) if generation.is_some() && c.observed_generation != generation => Err(format!(
             "Ready was observed at generation {}, the class is at {}",
             c.observed_generation.unwrap_or_default(),
@@ -311,5 +373,40 @@ mod tests {
         let fresh = status(None, Some(1), &throttled, t(1));
         assert_eq!(condition(&fresh, SUBNETS_READY).status, "Unknown");
         assert_eq!(condition(&fresh, READY).status, "Unknown");
+    }
+
+    #[test]
+    fn a_dependency_that_never_resolved_says_what_the_latest_attempt_failed_on() {
+        let mut denied = ready();
+        denied.amis = Outcome::failed(
+            "AMIsResolutionFailed",
+            "ssm:GetParameter: access denied (AccessDenied): not allowed",
+        );
+        let first = status(None, Some(1), &denied, t(1));
+        denied.amis = Outcome::failed(
+            "AMIsResolutionFailed",
+            "ec2:DescribeImages: RequestLimitExceeded: slow down",
+        );
+        let second = status(Some(&first), Some(1), &denied, t(2));
+        let amis = condition(&second, AMIS_READY);
+        assert_eq!(amis.status, "Unknown");
+        assert_eq!(
+            amis.message,
+            "ec2:DescribeImages: RequestLimitExceeded: slow down"
+        );
+        let why = launchable(Some(&second), Some(1)).unwrap_err();
+        assert_eq!(
+            why,
+            "Ready=Unknown: AMIsReady=Unknown (AMIsResolutionFailed: ec2:DescribeImages: RequestLimitExceeded: slow down)"
+        );
+        assert_eq!(
+            not_ready_dependencies(Some(&status(None, Some(1), &ready(), t(1)))),
+            ""
+        );
+        assert_eq!(
+            denied.problems(),
+            "AMIsReady: AMIsResolutionFailed: ec2:DescribeImages: RequestLimitExceeded: slow down"
+        );
+        assert_eq!(ready().problems(), "");
     }
 }

@@ -81,10 +81,18 @@ fn uses(claim: &NodeClaim, class: &str) -> bool {
     claim.spec.node_class_ref.kind == "EC2NodeClass" && claim.spec.node_class_ref.name == class
 }
 
-/// Per class, the generation last resolved and when.
-type Generations = HashMap<String, (Option<i64>, Instant)>;
+/// Per class: the generation last resolved, when, and the problems last reported (logged
+/// and evented once per change, not on every refresh).
+#[derive(Debug, Clone)]
+struct Seen {
+    generation: Option<i64>,
+    at: Instant,
+    reported: String,
+}
 
-/// When each class was last resolved, at which generation.
+type Generations = HashMap<String, Seen>;
+
+/// When each class was last resolved, at which generation, and what was reported of it.
 #[derive(Debug, Clone, Default)]
 pub struct Resolved(Arc<Mutex<Generations>>);
 
@@ -170,11 +178,11 @@ impl<L: NodeClasses + 'static> Reconciler for NodeClassController<L> {
                 continue;
             }
             let resolve = match resolved.get(name) {
-                Some((generation, at)) => {
-                    let due =
-                        *generation != class.metadata.generation || at.elapsed() >= self.refresh;
+                Some(seen) => {
+                    let due = seen.generation != class.metadata.generation
+                        || seen.at.elapsed() >= self.refresh;
                     if !due {
-                        scan.requeue_after(self.refresh.saturating_sub(at.elapsed()));
+                        scan.requeue_after(self.refresh.saturating_sub(seen.at.elapsed()));
                     }
                     due
                 }
@@ -299,32 +307,64 @@ impl<L: NodeClasses + 'static> NodeClassController<L> {
             &resolution,
             at,
         );
-        if class.status.as_ref() != Some(&new) {
-            let ready =
-                karpenter_api::conditions::get(new.conditions.as_deref(), status::READY).cloned();
-            if writer
+        if class.status.as_ref() != Some(&new)
+            && writer
                 .patch_status(&class, json!(new), "writing the status")
                 .await?
                 .is_none()
-            {
-                return Ok(());
-            }
-            if let Some(ready) = ready {
-                if ready.status == "True" {
-                    tracing::info!(ec2nodeclass = %name, "EC2NodeClass ready");
-                } else {
-                    tracing::warn!(ec2nodeclass = %name, reason = %ready.reason, message = %ready.message, "EC2NodeClass not ready");
-                    self.ctx
-                        .events
-                        .warn_node_class(&class, "NodeClassNotReady", &ready.message)
-                        .await;
-                }
-            }
+        {
+            return Ok(());
         }
-        self.resolved
+        let problems = resolution.problems();
+        let previous = self
+            .resolved
             .lock()
-            .insert(name, (class.metadata.generation, Instant::now()));
+            .insert(
+                name.clone(),
+                Seen {
+                    generation: class.metadata.generation,
+                    at: Instant::now(),
+                    reported: problems.clone(),
+                },
+            )
+            .map(|seen| seen.reported);
+        if previous.as_deref() != Some(problems.as_str()) {
+            self.report(&class, &new, &problems).await;
+        }
         Ok(())
+    }
+
+    /// Says once per change what the class could not resolve: a log line and an event on the
+    /// class naming each dependency, the AWS operation and its error; and when it resolves
+    /// again.
+    async fn report(
+        &self,
+        class: &EC2NodeClass,
+        new: &karpenter_api::v1::EC2NodeClassStatus,
+        problems: &str,
+    ) {
+        let name = class.metadata.name.as_deref().unwrap_or_default();
+        let ready = karpenter_api::conditions::is_true(new.conditions.as_deref(), status::READY);
+        if problems.is_empty() {
+            if ready {
+                tracing::info!(ec2nodeclass = %name, "EC2NodeClass ready");
+            }
+            return;
+        }
+        if ready {
+            // A refresh failed; the values resolved before stay in use.
+            tracing::warn!(ec2nodeclass = %name, %problems, "EC2NodeClass refresh failed; keeping what was resolved before");
+            self.ctx
+                .events
+                .warn_node_class(class, "FailedResolving", problems)
+                .await;
+        } else {
+            tracing::warn!(ec2nodeclass = %name, %problems, "EC2NodeClass not ready");
+            self.ctx
+                .events
+                .warn_node_class(class, "NodeClassNotReady", problems)
+                .await;
+        }
     }
 
     async fn finalize(&self, class: &EC2NodeClass) -> Result<(), ClassError> {
