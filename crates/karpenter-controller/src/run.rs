@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::Clients;
 use crate::http::{HttpError, HttpServers, Metrics, Readiness};
-use crate::leader::{LeaderError, LeaderState, Leadership, LeaseConfig};
+use crate::leader::{Fence, LeaderError, LeaderState, Leadership, LeaseConfig};
 use crate::settings::Settings;
 
 /// The error a controller future may end with.
@@ -76,6 +76,9 @@ pub struct ControllerContext {
     /// Whether this replica leads: watch caches may start at once, anything that writes to
     /// the cluster waits for [`Leading::wait`].
     pub leading: Leading,
+    /// Checked before every write: open only while leadership is confirmed
+    /// ([`crate::leader::Fence`]).
+    pub fence: Fence,
 }
 
 /// Tells the controllers when this replica starts leading (it never stops leading while they
@@ -247,6 +250,7 @@ where
         readiness: runtime.readiness.clone(),
         cancel: cancel.clone(),
         leading: Leading(lead_rx),
+        fence: leadership.fence(),
     };
     // The controllers start now (a standby's caches warm up); they act once we lead.
     let mut task = tokio::spawn(controllers(context));

@@ -24,6 +24,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::index::ClusterCache;
+use crate::leader::{Fence, Fenced};
 use crate::reconcile::Retry;
 
 /// The field manager of every write.
@@ -68,18 +69,31 @@ pub struct WriteError {
     /// The object's name (`namespace/name` for namespaced objects).
     pub name: String,
     #[source]
-    pub source: kube::Error,
+    pub source: WriteFailure,
+}
+
+/// Why a write failed: the API server's answer, or it was never sent.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteFailure {
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    /// Leadership is not confirmed ([`Fence`]): nothing was sent.
+    #[error(transparent)]
+    Fenced(#[from] Fenced),
 }
 
 impl WriteError {
     /// The write conflicted with another writer's.
     pub fn is_conflict(&self) -> bool {
-        is_conflict(&self.source)
+        matches!(&self.source, WriteFailure::Api(e) if is_conflict(e))
     }
 
     /// What the failed write means for its step.
     pub fn retry(&self) -> Retry {
-        retry(&self.source)
+        match &self.source {
+            WriteFailure::Api(e) => retry(e),
+            WriteFailure::Fenced(_) => Retry::Backoff,
+        }
     }
 }
 
@@ -139,6 +153,7 @@ impl Written for EC2NodeClass {
 pub struct Writer {
     client: Client,
     cache: ClusterCache,
+    fence: Fence,
 }
 
 impl std::fmt::Debug for Writer {
@@ -155,8 +170,12 @@ enum Target {
 }
 
 impl Writer {
-    pub fn new(client: Client, cache: ClusterCache) -> Self {
-        Writer { client, cache }
+    pub fn new(client: Client, cache: ClusterCache, fence: Fence) -> Self {
+        Writer {
+            client,
+            cache,
+            fence,
+        }
     }
 
     /// The client (for calls that are not writes of indexed objects: evictions, creates).
@@ -164,13 +183,29 @@ impl Writer {
         &self.client
     }
 
-    fn error<K: Written>(step: &'static str, name: &str, source: kube::Error) -> WriteError {
+    /// The fence this writer checks (for writes made outside it: evictions).
+    pub fn fence(&self) -> &Fence {
+        &self.fence
+    }
+
+    fn error<K: Written>(
+        step: &'static str,
+        name: &str,
+        source: impl Into<WriteFailure>,
+    ) -> WriteError {
         WriteError {
             step,
             kind: K::KIND,
             name: name.to_owned(),
-            source,
+            source: source.into(),
         }
+    }
+
+    /// Refuses the write when leadership is not confirmed; nothing is sent then.
+    fn fenced<K: Written>(&self, step: &'static str, name: &str) -> Result<(), WriteError> {
+        self.fence
+            .check()
+            .map_err(|fenced| Self::error::<K>(step, name, fenced))
     }
 
     /// Sends `patch` (a JSON merge patch) for object `name`; the answer goes into the index.
@@ -182,6 +217,7 @@ impl Writer {
         target: Target,
         step: &'static str,
     ) -> Result<Option<K>, WriteError> {
+        self.fenced::<K>(step, name)?;
         let api: Api<K> = Api::all(self.client.clone());
         let result = match target {
             Target::Object => api.patch(name, &params(), &Patch::Merge(patch)).await,
@@ -195,7 +231,12 @@ impl Writer {
                 self.remember(&patched);
                 Ok(Some(patched))
             }
-            Err(e) if is_not_found(&e) => Ok(None),
+            Err(e) if is_not_found(&e) => {
+                // Gone: whatever the index still holds of it (e.g. kept through a relist)
+                // goes too.
+                self.cache.delete(&ObjectRef::new(K::INDEX, None, name));
+                Ok(None)
+            }
             Err(source) => Err(Self::error::<K>(step, name, source)),
         }
     }
@@ -296,6 +337,7 @@ impl Writer {
         name: &str,
         step: &'static str,
     ) -> Result<(), WriteError> {
+        self.fenced::<K>(step, name)?;
         let api: Api<K> = Api::all(self.client.clone());
         match api.delete(name, &DeleteParams::default()).await {
             Ok(_) => Ok(()),
@@ -313,6 +355,13 @@ impl Writer {
         object: &K,
         step: &'static str,
     ) -> Result<K, WriteError> {
+        let name = object
+            .meta()
+            .generate_name
+            .as_deref()
+            .or(object.meta().name.as_deref())
+            .unwrap_or_default();
+        self.fenced::<K>(step, name)?;
         let api: Api<K> = Api::all(self.client.clone());
         match api
             .create(
@@ -328,16 +377,7 @@ impl Writer {
                 self.remember(&created);
                 Ok(created)
             }
-            Err(source) => Err(Self::error::<K>(
-                step,
-                object
-                    .meta()
-                    .generate_name
-                    .as_deref()
-                    .or(object.meta().name.as_deref())
-                    .unwrap_or_default(),
-                source,
-            )),
+            Err(source) => Err(Self::error::<K>(step, name, source)),
         }
     }
 

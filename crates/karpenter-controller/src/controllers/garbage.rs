@@ -119,6 +119,10 @@ impl<C: CloudProvider + 'static> GarbageCollection<C> {
                     }) else {
                         continue;
                     };
+                    if let Err(fenced) = ctx.fence.check() {
+                        failures.push(format!("terminating {provider_id}: {fenced}"));
+                        continue;
+                    }
                     tracing::warn!(%provider_id, "terminating a leaked instance: no NodeClaim claims it");
                     match ctx.cloud.delete(instance).await {
                         Ok(()) => {}

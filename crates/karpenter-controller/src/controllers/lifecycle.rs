@@ -21,6 +21,7 @@ use karpenter_state::Cluster;
 use serde_json::json;
 
 use crate::cluster::writes::WriteError;
+use crate::leader::Fenced;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// Changes are looked at at most this often.
@@ -57,6 +58,9 @@ pub enum StepError {
         #[source]
         source: CloudError,
     },
+    /// Leadership is not confirmed: nothing was launched or terminated.
+    #[error(transparent)]
+    Fenced(#[from] Fenced),
 }
 
 impl StepError {
@@ -65,7 +69,7 @@ impl StepError {
     pub fn retry(&self) -> Retry {
         match self {
             StepError::Write(error) => error.retry(),
-            StepError::Cloud { .. } => Retry::Backoff,
+            StepError::Cloud { .. } | StepError::Fenced(_) => Retry::Backoff,
         }
     }
 }
@@ -296,6 +300,7 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                 Ok(())
             }
             Step::TerminateInstance => {
+                self.ctx.fence.check()?;
                 match self.ctx.cloud.delete(claim).await {
                     Ok(()) | Err(CloudError::NodeClaimNotFound { .. }) => {}
                     Err(source) => {
@@ -335,6 +340,7 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
     async fn launch(&self, claim: &NodeClaim) -> Result<(), StepError> {
         let name = claim.metadata.name.clone().unwrap_or_default();
         let now = Utc::now();
+        self.ctx.fence.check()?;
         match self.ctx.cloud.create(claim).await {
             Ok(instance) => {
                 let updated = launched(claim, &instance, now);
@@ -443,7 +449,7 @@ mod tests {
             step: "registering",
             kind: "nodeclaim",
             name: "c1".into(),
-            source: api_error(code),
+            source: api_error(code).into(),
         })
     }
 

@@ -29,6 +29,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, EvictParams};
 
 use crate::cluster::writes::{self, WriteError};
+use crate::leader::Fenced;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// Changes are looked at at most this often.
@@ -75,6 +76,9 @@ pub enum TerminationError {
         #[source]
         source: CloudError,
     },
+    /// Leadership is not confirmed: nothing was evicted or terminated.
+    #[error(transparent)]
+    Fenced(#[from] Fenced),
 }
 
 impl TerminationError {
@@ -84,7 +88,7 @@ impl TerminationError {
         match self {
             TerminationError::Write(error) => error.retry(),
             TerminationError::Api { source, .. } => writes::retry(source),
-            TerminationError::Cloud { .. } => Retry::Backoff,
+            TerminationError::Cloud { .. } | TerminationError::Fenced(_) => Retry::Backoff,
         }
     }
 }
@@ -258,6 +262,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
                     let Some(claim) = claim.as_ref() else {
                         continue;
                     };
+                    self.ctx.fence.check()?;
                     match self.ctx.cloud.delete(claim).await {
                         Ok(()) | Err(CloudError::NodeClaimNotFound { .. }) => {}
                         Err(source) => {
@@ -344,6 +349,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
                     }),
                     ..EvictParams::default()
                 };
+                self.ctx.fence.check()?;
                 let answer = pods.evict(name, &params).await;
                 self.ctx.metrics.eviction_request(match &answer {
                     Ok(_) => 200,
@@ -418,7 +424,7 @@ mod tests {
             step: "removing the finalizer",
             kind: "node",
             name: "n1".into(),
-            source: api_error(409),
+            source: api_error(409).into(),
         });
         assert_eq!(conflict.retry(), Retry::Now);
         let eviction = TerminationError::Api {

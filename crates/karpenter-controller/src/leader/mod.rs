@@ -15,6 +15,7 @@
 //! to prevent. The rules are small and live, pure, in `record`.
 
 mod elector;
+mod fence;
 mod record;
 
 use std::hash::{BuildHasher, Hasher};
@@ -29,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::settings::Settings;
 use elector::{Elector, Round};
+pub use fence::{Fence, Fenced};
 
 /// Why leader election failed or ended.
 #[derive(Debug, thiserror::Error)]
@@ -182,6 +184,7 @@ pub enum LeaderState {
 #[derive(Debug)]
 pub struct Leadership {
     state: watch::Receiver<LeaderState>,
+    fence: Fence,
     task: JoinHandle<Result<(), LeaderError>>,
 }
 
@@ -196,8 +199,13 @@ impl Leadership {
             config.identity.clone(),
             config.timings.lease_duration,
         );
-        let task = tokio::spawn(run_election(elector, config, cancel, tx));
-        Self { state: rx, task }
+        let fence = Fence::closed();
+        let task = tokio::spawn(run_election(elector, config, cancel, tx, fence.clone()));
+        Self {
+            state: rx,
+            fence,
+            task,
+        }
     }
 
     /// Leader without a Lease (`DISABLE_LEADER_ELECTION=true`) until `cancel`.
@@ -208,7 +216,16 @@ impl Leadership {
             tx.send_replace(LeaderState::Stopped);
             Ok(())
         });
-        Self { state: rx, task }
+        Self {
+            state: rx,
+            fence: Fence::unelected(),
+            task,
+        }
+    }
+
+    /// The fence every write checks ([`Fence`]): open while leadership is confirmed.
+    pub fn fence(&self) -> Fence {
+        self.fence.clone()
     }
 
     /// The current state.
@@ -259,6 +276,7 @@ async fn run_election(
     config: LeaseConfig,
     cancel: CancellationToken,
     tx: watch::Sender<LeaderState>,
+    fence: Fence,
 ) -> Result<(), LeaderError> {
     let LeaseTimings {
         renew_deadline,
@@ -269,16 +287,22 @@ async fn run_election(
 
     // Acquire.
     loop {
+        // Leadership is counted from when the request left, not from its answer: a standby
+        // counts the lease duration from when it read our write, which is later.
+        let sent = Instant::now();
         let round = tokio::select! {
             biased;
             () = cancel.cancelled() => None,
             round = elector.try_acquire_or_renew() => Some(round),
         };
         let Some(round) = round else {
-            return stop(&mut elector, &config, &tx).await;
+            return stop(&mut elector, &config, &tx, &fence).await;
         };
         match round {
-            Ok(Round::Holding) => break,
+            Ok(Round::Holding) => {
+                fence.extend_to(sent + renew_deadline);
+                break;
+            }
             Ok(Round::Standby(holder)) => {
                 tracing::debug!(lease = %lease, holder = holder.as_deref().unwrap_or("?"), "waiting for the leader lease");
             }
@@ -288,7 +312,7 @@ async fn run_election(
         }
         tokio::select! {
             biased;
-            () = cancel.cancelled() => return stop(&mut elector, &config, &tx).await,
+            () = cancel.cancelled() => return stop(&mut elector, &config, &tx, &fence).await,
             () = tokio::time::sleep(jittered(retry_period)) => {}
         }
     }
@@ -300,13 +324,15 @@ async fn run_election(
     loop {
         tokio::select! {
             biased;
-            () = cancel.cancelled() => return stop(&mut elector, &config, &tx).await,
+            () = cancel.cancelled() => return stop(&mut elector, &config, &tx, &fence).await,
             () = tokio::time::sleep(retry_period) => {}
         }
         let deadline = renewed_at + renew_deadline;
+        let sent = Instant::now();
         let reason = match tokio::time::timeout_at(deadline, elector.try_acquire_or_renew()).await {
             Ok(Ok(Round::Holding)) => {
                 renewed_at = Instant::now();
+                fence.extend_to(sent + renew_deadline);
                 continue;
             }
             Ok(Ok(Round::Standby(Some(holder)))) => format!("the Lease is held by {holder}"),
@@ -319,6 +345,7 @@ async fn run_election(
                 format!("not renewed within the renew deadline of {renew_deadline:?}")
             }
         };
+        fence.close();
         tracing::error!(lease = %lease, reason = %reason, "lost the leader lease");
         tx.send_replace(LeaderState::Lost);
         return Err(LeaderError::Lost {
@@ -333,8 +360,11 @@ async fn stop(
     elector: &mut Elector,
     config: &LeaseConfig,
     tx: &watch::Sender<LeaderState>,
+    fence: &Fence,
 ) -> Result<(), LeaderError> {
     let limit = config.timings.renew_deadline;
+    // Nothing is written once the Lease is being given up.
+    fence.close();
     let released = match tokio::time::timeout(limit, elector.release()).await {
         Ok(result) => result,
         Err(_) => Err(LeaderError::ReleaseTimeout {

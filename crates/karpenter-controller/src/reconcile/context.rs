@@ -7,6 +7,7 @@ use kube::Client;
 
 use crate::cluster::index::ClusterCache;
 use crate::cluster::writes::Writer;
+use crate::leader::Fence;
 use crate::reconcile::catalogs::Catalogs;
 use crate::report::events::Events;
 use crate::report::metrics::ControllerMetrics;
@@ -28,12 +29,14 @@ pub struct Context<C> {
     pub settings: Arc<Settings>,
     /// The NodePools' instance types, converted once for every loop that reads them.
     pub catalogs: Catalogs,
+    /// Checked before every write, eviction and cloud call that changes something.
+    pub fence: Fence,
 }
 
 impl<C> Context<C> {
     /// The write path ([`crate::cluster::writes`]) on this context's client and index.
     pub fn writer(&self) -> Writer {
-        Writer::new(self.client.clone(), self.cache.clone())
+        Writer::new(self.client.clone(), self.cache.clone(), self.fence.clone())
     }
 }
 
@@ -47,6 +50,7 @@ impl<C> Clone for Context<C> {
             metrics: self.metrics.clone(),
             settings: Arc::clone(&self.settings),
             catalogs: self.catalogs.clone(),
+            fence: self.fence.clone(),
         }
     }
 }

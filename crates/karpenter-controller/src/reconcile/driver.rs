@@ -43,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
 use crate::cluster::index::ClusterCache;
+use crate::leader::Fence;
 use crate::report::metrics::{ControllerMetrics, Reconciled};
 
 /// How the driver paces a loop.
@@ -226,15 +227,18 @@ struct Finished<E> {
     key: String,
     step: &'static str,
     controller: &'static str,
-    result: Result<Action, E>,
+    /// `None`: not executed, leadership was not confirmed when its turn came.
+    result: Option<Result<Action, E>>,
     seconds: f64,
 }
 
 /// Runs `reconciler` on `cache` until `cancel` trips, then lets the steps in flight finish.
+/// A step starts only while `fence` is open (leadership confirmed).
 pub async fn run<R: Reconciler>(
     reconciler: Arc<R>,
     cache: ClusterCache,
     metrics: ControllerMetrics,
+    fence: Fence,
     cancel: CancellationToken,
 ) {
     let shape = reconciler.shape();
@@ -246,6 +250,7 @@ pub async fn run<R: Reconciler>(
         metrics: metrics.clone(),
         permits: Arc::new(Semaphore::new(shape.concurrency.max(1))),
         tasks: JoinSet::new(),
+        fence,
     };
     metrics.max_concurrent_reconciles(R::NAME, shape.concurrency.max(1));
     metrics.active_workers(R::NAME, 0);
@@ -282,6 +287,7 @@ struct Driver<R: Reconciler> {
     metrics: ControllerMetrics,
     permits: Arc<Semaphore>,
     tasks: JoinSet<Finished<R::Error>>,
+    fence: Fence,
 }
 
 impl<R: Reconciler> Driver<R> {
@@ -318,10 +324,11 @@ impl<R: Reconciler> Driver<R> {
     fn start(&mut self, reconciler: &Arc<R>, key: String, name: &'static str, step: R::Step) {
         tracing::trace!(controller = R::NAME, %key, step = name, "starting a step");
         self.busy.insert(key.clone());
-        let (reconciler, permits, metrics) = (
+        let (reconciler, permits, metrics, fence) = (
             Arc::clone(reconciler),
             Arc::clone(&self.permits),
             self.metrics.clone(),
+            self.fence.clone(),
         );
         let task_key = key.clone();
         let controller = R::controller(&step);
@@ -336,7 +343,15 @@ impl<R: Reconciler> Driver<R> {
                 concurrency.saturating_sub(semaphore.available_permits()),
             );
             let started = std::time::Instant::now();
-            let result = reconciler.execute(step).await;
+            // Checked after the wait for a permit, which can be long: a replica paused past
+            // its renew deadline starts nothing when it wakes up.
+            let result = match fence.check() {
+                Ok(()) => Some(reconciler.execute(step).await),
+                Err(fenced) => {
+                    tracing::warn!(controller = R::NAME, key = %task_key, step = name, %fenced, "step not started");
+                    None
+                }
+            };
             Finished {
                 key: task_key,
                 step: name,
@@ -393,6 +408,10 @@ impl<R: Reconciler> Driver<R> {
             result,
             seconds,
         } = finished;
+        let Some(result) = result else {
+            // Not executed: the election ends this run shortly; nothing is counted.
+            return wake;
+        };
         match result {
             Ok(action) => {
                 self.backoff.succeeded(&key, step);

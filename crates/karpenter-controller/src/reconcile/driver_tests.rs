@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::cluster::index::ClusterCache;
 use crate::http::Metrics;
+use crate::leader::Fence;
 use crate::report::metrics::ControllerMetrics;
 
 /// What the fake's step does.
@@ -148,7 +149,13 @@ async fn drive_for(
     virtual_time: Duration,
 ) {
     let cancel = CancellationToken::new();
-    let driver = tokio::spawn(run(fake, cache, metrics, cancel.clone()));
+    let driver = tokio::spawn(run(
+        fake,
+        cache,
+        metrics,
+        Fence::unelected(),
+        cancel.clone(),
+    ));
     tokio::time::sleep(virtual_time).await;
     cancel.cancel();
     if let Err(error) = driver.await {
@@ -285,7 +292,13 @@ async fn a_change_of_the_index_wakes_a_scan_within_the_debounce() {
         Shape::new(Duration::from_millis(100), Duration::from_secs(600)),
     ));
     let cancel = CancellationToken::new();
-    let driver = tokio::spawn(run(fake.clone(), cache.clone(), metrics, cancel.clone()));
+    let driver = tokio::spawn(run(
+        fake.clone(),
+        cache.clone(),
+        metrics,
+        Fence::unelected(),
+        cancel.clone(),
+    ));
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = fake.scans.load(Ordering::SeqCst);
     cache.changed();
@@ -353,4 +366,35 @@ fn busy_keys_are_seen_by_the_scan() {
     assert!(!busy.contains("b"));
     assert!(!Busy::none().contains("a"));
     let _: HashMap<(), ()> = HashMap::new();
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_step_starts_once_the_fence_closes_and_the_scans_go_on() {
+    let (cache, metrics, _) = world();
+    let fake = Arc::new(Fake::new(
+        &["a"],
+        Shape::new(Duration::from_millis(100), Duration::from_secs(1)),
+    ));
+    let fence = Fence::closed();
+    let closes = Instant::now() + Duration::from_millis(2_500);
+    fence.extend_to(closes);
+    let cancel = CancellationToken::new();
+    let driver = tokio::spawn(run(fake.clone(), cache, metrics, fence, cancel.clone()));
+    tokio::time::sleep_until(closes).await;
+    let scans_then = fake.scans.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    cancel.cancel();
+    if let Err(error) = driver.await {
+        panic!("the driver task failed: {error}");
+    }
+    let starts = fake.starts("a");
+    assert!(!starts.is_empty(), "steps ran while the fence was open");
+    assert!(
+        starts.iter().all(|t| *t < closes),
+        "no step started after the fence closed: {starts:?}"
+    );
+    assert!(
+        fake.scans.load(Ordering::SeqCst) >= scans_then + 9,
+        "scans go on (reading is not fenced)"
+    );
 }
