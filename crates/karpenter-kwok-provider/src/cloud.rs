@@ -1,9 +1,12 @@
 //! The simulated cloud: Nodes created for NodeClaims (KWOK keeps them Ready), deleted with
-//! them, listed as its instances.
+//! them, listed as its instances; with a registration delay, the launched NodeClaims whose
+//! Node is not made yet are its booting instances.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+use chrono::{DateTime, Utc};
 
 use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -400,19 +403,91 @@ impl KwokCloud {
         }
         let node = self.node_for(claim, choice.info, &offering.zone, offering.capacity_type);
         let view = claim_view(&node, Some(claim));
-        let delay = self.options.registration_delay;
-        if delay.is_zero() {
+        // With a registration delay the instance "boots": its record is the NodeClaim the
+        // launch is written to, and its Node is made when the delay has passed
+        // ([`Kwok::register`]), by whichever controller runs then.
+        if self.options.registration_delay.is_zero() {
             create_node(&nodes, &node).await?;
-        } else {
-            tokio::spawn(async move {
-                tokio::time::sleep(delay).await;
-                if let Err(error) = create_node(&nodes, &node).await {
-                    tracing::warn!(%error, "kwok: creating the node after its registration delay failed");
-                }
-            });
         }
         Ok(view)
     }
+
+    /// Makes the Node of a launched NodeClaim whose registration delay has passed, from the
+    /// instance type, zone and capacity type its launch recorded in its labels. `Ok(false)`
+    /// when the Node already exists.
+    async fn register(&self, claim: &NodeClaim, pool: &NodePool) -> Result<bool, CloudError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        if nodes
+            .get_opt(&name)
+            .await
+            .map_err(|e| provider_error("get node", &e))?
+            .is_some()
+        {
+            return Ok(false);
+        }
+        let launched = |key: &str| {
+            claim
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(key))
+                .cloned()
+                .ok_or_else(|| CloudError::InvalidNodeClaim {
+                    node_claim: name.clone(),
+                    message: format!("its launch recorded no {key} label"),
+                })
+        };
+        let instance_type = launched(labels::INSTANCE_TYPE)?;
+        let zone = launched(labels::ZONE)?;
+        let capacity_type = if launched(labels::CAPACITY_TYPE)? == CapacityType::Spot.as_str() {
+            CapacityType::Spot
+        } else {
+            CapacityType::OnDemand
+        };
+        let resolved = self.resolved_infos(pool).await?.unwrap_or_default();
+        let Some(info) = resolved.iter().find(|i| i.name == instance_type) else {
+            return Err(CloudError::InvalidNodeClaim {
+                node_claim: name,
+                message: format!("instance type {instance_type} is not in the catalog"),
+            });
+        };
+        let node = self.node_for(claim, info, &zone, capacity_type);
+        create_node(&nodes, &node).await?;
+        Ok(true)
+    }
+}
+
+/// When a NodeClaim the simulated cloud launched registers: its `Launched` transition plus
+/// `delay`. `None` for a NodeClaim that is not a launched instance of this cloud.
+pub fn registration_due(claim: &NodeClaim, delay: std::time::Duration) -> Option<DateTime<Utc>> {
+    let status = claim.status.as_ref()?;
+    status
+        .provider_id
+        .as_deref()
+        .filter(|id| id.starts_with(PROVIDER_PREFIX))?;
+    let launched = status
+        .conditions
+        .as_deref()?
+        .iter()
+        .find(|c| c.type_ == "Launched" && c.status == "True")?;
+    let at = DateTime::<Utc>::from_timestamp(
+        launched.last_transition_time.0.as_second(),
+        u32::try_from(launched.last_transition_time.0.subsec_nanosecond()).unwrap_or(0),
+    )?;
+    Some(at + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX))
+}
+
+/// A launched NodeClaim of this cloud whose Node does not exist yet (it is booting): the
+/// instance exists, its record is the NodeClaim.
+fn booting(claim: &NodeClaim, nodes: &BTreeSet<&str>) -> bool {
+    claim.metadata.deletion_timestamp.is_none()
+        && claim
+            .status
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .and_then(node_name)
+            .is_some_and(|name| !nodes.contains(name))
 }
 
 async fn create_node(nodes: &Api<Node>, node: &Node) -> Result<(), CloudError> {
@@ -423,9 +498,50 @@ async fn create_node(nodes: &Api<Node>, node: &Node) -> Result<(), CloudError> {
     }
 }
 
-/// The NodePool a NodeClaim belongs to, looked up by the caller.
+/// What the simulated cloud reads from the caller's view of the cluster.
 pub trait NodePoolLookup: Send + Sync {
+    /// The NodePool a NodeClaim belongs to.
     fn node_pool(&self, name: &str) -> Option<NodePool>;
+    /// The NodeClaims: the records of instances that are still booting (launched with a
+    /// registration delay, no Node yet), which `get` and `list` report as instances.
+    fn node_claims(&self) -> Vec<NodeClaim> {
+        Vec::new()
+    }
+}
+
+impl<L: NodePoolLookup> Kwok<L> {
+    /// Makes the Node of a booting instance ([`registration_due`] has passed): what the
+    /// kubelet of a real instance does when it joins. `Ok(false)` when it exists already.
+    pub async fn register(&self, claim: &NodeClaim) -> Result<bool, CloudError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let pool_name = claim
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::NODEPOOL))
+            .cloned()
+            .unwrap_or_default();
+        let Some(pool) = self.pools.node_pool(&pool_name) else {
+            return Err(CloudError::InvalidNodeClaim {
+                node_claim: name,
+                message: format!("nodepool {pool_name:?} not found"),
+            });
+        };
+        self.cloud.register(claim, &pool).await
+    }
+
+    /// The booting instances (no Node yet) as the cloud reports them: their NodeClaims.
+    fn booting(&self, nodes: &[Node]) -> Vec<NodeClaim> {
+        let names: BTreeSet<&str> = nodes
+            .iter()
+            .filter_map(|n| n.metadata.name.as_deref())
+            .collect();
+        self.pools
+            .node_claims()
+            .into_iter()
+            .filter(|c| booting(c, &names))
+            .collect()
+    }
 }
 
 /// [`KwokCloud`] with the NodePools it launches for.
@@ -487,7 +603,14 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
             Ok(Some(node)) if node.metadata.deletion_timestamp.is_none() => {
                 Ok(claim_view(&node, None))
             }
-            Ok(_) => Err(not_found()),
+            Ok(Some(_)) => Err(not_found()),
+            Ok(None) => self
+                .booting(&[])
+                .into_iter()
+                .find(|c| {
+                    c.status.as_ref().and_then(|s| s.provider_id.as_deref()) == Some(provider_id)
+                })
+                .ok_or_else(not_found),
             Err(e) => Err(provider_error("get node", &e)),
         }
     }
@@ -498,7 +621,7 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
             .list(&ListParams::default())
             .await
             .map_err(|e| provider_error("list nodes", &e))?;
-        Ok(list
+        let mut instances: Vec<NodeClaim> = list
             .items
             .iter()
             .filter(|n| {
@@ -508,7 +631,9 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
                     .is_some_and(|id| id.starts_with(PROVIDER_PREFIX))
             })
             .map(|n| claim_view(n, None))
-            .collect())
+            .collect();
+        instances.extend(self.booting(&list.items));
+        Ok(instances)
     }
 
     async fn instance_types(
@@ -535,6 +660,60 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    fn launched_claim(name: &str, provider_id: Option<&str>, launched: Option<&str>) -> NodeClaim {
+        let mut conditions = Vec::new();
+        if let Some(at) = launched {
+            conditions.push(serde_json::json!({"type": "Launched", "status": "True", "reason": "Launched", "message": "", "lastTransitionTime": at}));
+        }
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": name},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+            "status": {"providerID": provider_id, "conditions": conditions}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_launched_claim_registers_its_delay_after_the_launch_and_others_never() {
+        let at = "2026-11-27T12:00:00Z";
+        let claim = launched_claim("c1", Some("kwok://c1"), Some(at));
+        let due = registration_due(&claim, Duration::from_secs(90)).unwrap();
+        assert_eq!(due.to_rfc3339(), "2026-11-27T12:01:30+00:00");
+        assert_eq!(
+            registration_due(
+                &launched_claim("c2", Some("kwok://c2"), None),
+                Duration::ZERO
+            ),
+            None,
+            "not launched"
+        );
+        assert_eq!(
+            registration_due(
+                &launched_claim("c3", Some("aws:///us-west-2a/i-1"), Some(at)),
+                Duration::ZERO
+            ),
+            None,
+            "another cloud's instance"
+        );
+    }
+
+    #[test]
+    fn a_launched_claim_without_its_node_is_a_booting_instance() {
+        let claim = launched_claim("c1", Some("kwok://c1"), Some("2026-11-27T12:00:00Z"));
+        assert!(booting(&claim, &BTreeSet::new()));
+        assert!(!booting(&claim, &BTreeSet::from(["c1"])), "its Node exists");
+        assert!(
+            !booting(&launched_claim("c2", None, None), &BTreeSet::new()),
+            "not launched yet: nothing exists"
+        );
+        let mut deleting = claim.clone();
+        deleting.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Default::default()),
+        );
+        assert!(!booting(&deleting, &BTreeSet::new()));
+    }
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = pairs

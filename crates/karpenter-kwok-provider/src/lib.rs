@@ -14,7 +14,12 @@
 //!   making a second one): provider id `kwok://<name>`, the instance type's labels, zone,
 //!   capacity type, the NodeClaim's labels and single-valued requirements, annotation and label
 //!   `kwok.x-k8s.io/node: fake` (KWOK manages it), taint `karpenter.sh/unregistered:NoExecute`,
-//!   capacity and allocatable from the catalog; after `KWOK_REGISTRATION_DELAY` (default 0s).
+//!   capacity and allocatable from the catalog. With `KWOK_REGISTRATION_DELAY` (default 0s)
+//!   above zero the instance boots first: the launched NodeClaim is its record (listed and
+//!   got as the instance) and the Node is made once the delay, counted from the NodeClaim's
+//!   `Launched` transition, has passed ([`Kwok::register`], run by the controller's
+//!   `kwok.registration` loop). A controller that restarts during the delay registers it
+//!   all the same, as an EC2 instance outlives the process that launched it.
 //! - **Insufficient capacity** can be injected per offering (`KWOK_INSUFFICIENT_CAPACITY`, a
 //!   comma-separated list of `instance-type:zone:capacity-type`, `*` matching anything): a
 //!   launch whose cheapest offering is injected fails with
@@ -38,5 +43,5 @@ mod options;
 pub mod upstream_types;
 
 pub use catalog::{TypeSource, TypeSourceError};
-pub use cloud::{Kwok, KwokCloud, NodePoolLookup};
+pub use cloud::{Kwok, KwokCloud, NodePoolLookup, registration_due};
 pub use options::{KWOK_NODE, KwokOptions, KwokOptionsError, OfferingPattern};

@@ -9,6 +9,7 @@ pub mod garbage;
 pub mod gauges;
 pub mod instance_types;
 pub mod interruption;
+pub mod kwok_registration;
 pub mod lifecycle;
 pub mod nodeclass;
 pub mod nodepool_counter;
@@ -41,6 +42,10 @@ impl NodePoolLookup for CachedPools {
     fn node_pool(&self, name: &str) -> Option<NodePool> {
         self.0.lock().node_pool(name).cloned()
     }
+
+    fn node_claims(&self) -> Vec<karpenter_api::v1::NodeClaim> {
+        self.0.lock().node_claims().cloned().collect()
+    }
 }
 
 /// Why the controllers could not start.
@@ -72,6 +77,7 @@ fn spawn<R: Reconciler>(
         Arc::new(reconciler),
         ctx.cache.clone(),
         ctx.metrics.clone(),
+        ctx.fence.clone(),
         cancel.clone(),
     ));
 }
@@ -201,11 +207,30 @@ pub async fn run_kwok_with(
     let cache = ClusterCache::new();
     cache.spawn_watchers(&ctx.clients.main, &ctx.cancel);
     let metrics = ControllerMetrics::register(&ctx.metrics);
+    let delay = options.registration_delay;
     let cloud = Kwok {
         cloud: KwokCloud::new(ctx.clients.main.clone(), types, options),
         pools: CachedPools(cache.clone()),
     };
-    run_with(ctx, cache, metrics, Arc::new(cloud), sqs, None).await
+    // Booting instances join after their delay (the NodeClaim is their record).
+    let extra: Option<Extra<Kwok<CachedPools>>> = (!delay.is_zero()).then(|| {
+        Box::new(
+            move |tasks: &mut JoinSet<()>,
+                  context: &Context<Kwok<CachedPools>>,
+                  ctx: &ControllerContext| {
+                spawn(
+                    tasks,
+                    kwok_registration::KwokRegistration {
+                        ctx: context.clone(),
+                        delay,
+                    },
+                    context,
+                    &ctx.cancel,
+                );
+            },
+        ) as Extra<Kwok<CachedPools>>
+    });
+    run_with(ctx, cache, metrics, Arc::new(cloud), sqs, extra).await
 }
 
 async fn run_with<C: CloudProvider + 'static>(
@@ -258,6 +283,7 @@ async fn run_with<C: CloudProvider + 'static>(
         settings: ctx.settings.clone(),
         // One instance-type conversion, shared by the loops that read it.
         catalogs: crate::reconcile::catalogs::Catalogs::default(),
+        fence: ctx.fence.clone(),
     };
     let cancel = &ctx.cancel;
     if let Some(extra) = extra {
