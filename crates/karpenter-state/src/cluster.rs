@@ -226,7 +226,22 @@ impl Cluster {
 
     /// Replaces every object of `kind` with `objects` (objects of other kinds are ignored).
     pub fn reset(&mut self, kind: Kind, objects: Vec<Object>) {
-        let keep: BTreeSet<ObjectRef> = objects
+        self.reset_keeping(kind, objects, &BTreeSet::new());
+    }
+
+    /// [`reset`](Self::reset) with a relist's race in mind: a list is a snapshot taken some
+    /// time before it is complete, and the controller's own writes applied meanwhile are newer
+    /// than it. So an object of `written` (written by the controller since the relist began)
+    /// that the list does not have is kept (it was created after the snapshot; a deletion
+    /// after it arrives as a watch event), and a listed copy older than the stored one (by
+    /// `resourceVersion`, compared as the etcd revision it is) does not replace it.
+    pub fn reset_keeping(
+        &mut self,
+        kind: Kind,
+        objects: Vec<Object>,
+        written: &BTreeSet<ObjectRef>,
+    ) {
+        let listed: BTreeSet<ObjectRef> = objects
             .iter()
             .filter(|o| o.kind() == kind)
             .map(Object::reference)
@@ -234,13 +249,29 @@ impl Cluster {
         for stale in self
             .references(kind)
             .into_iter()
-            .filter(|r| !keep.contains(r))
+            .filter(|r| !listed.contains(r) && !written.contains(r))
         {
             self.delete(&stale);
         }
         for object in objects.into_iter().filter(|o| o.kind() == kind) {
+            let stored = self.revision(&object.reference());
+            let incoming = revision_of(object.metadata());
+            if matches!((incoming, stored), (Some(incoming), Some(stored)) if incoming < stored) {
+                continue;
+            }
             self.apply_object(object, false);
         }
+    }
+
+    /// The stored copy's `resourceVersion` as a number (`None`: absent or not a number).
+    fn revision(&self, reference: &ObjectRef) -> Option<u64> {
+        let meta = match reference.kind {
+            Kind::NodeClaim => &self.node_claim(&reference.name)?.metadata,
+            Kind::Node => &self.node(&reference.name)?.metadata,
+            Kind::NodePool => &self.node_pool(&reference.name)?.metadata,
+            _ => return None,
+        };
+        revision_of(meta)
     }
 
     fn record_pod_event(&mut self, node: String) {
@@ -527,4 +558,9 @@ impl Cluster {
             solve_options,
         }
     }
+}
+
+/// A `resourceVersion` as the etcd revision it is (`None`: absent or not a number).
+fn revision_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Option<u64> {
+    meta.resource_version.as_deref()?.parse().ok()
 }

@@ -80,7 +80,8 @@ impl Object {
         }
     }
 
-    fn metadata(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+    /// The object's metadata.
+    pub fn metadata(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         match self {
             Object::Node(o) => &o.metadata,
             Object::NodeClaim(o) => &o.metadata,

@@ -227,6 +227,50 @@ fn reset_drops_objects_missing_from_the_relist() {
 }
 
 #[test]
+fn a_relist_keeps_what_the_controller_wrote_after_the_snapshot_and_never_steps_back() {
+    let versioned = |name: &str, version: &str| {
+        let mut claim = node_claim(name, None, false);
+        claim.metadata.resource_version = Some(version.to_owned());
+        Object::NodeClaim(claim)
+    };
+    let mut cluster = Cluster::new();
+    cluster.apply(versioned("old", "10"));
+    cluster.apply(versioned("gone", "11"));
+    // Written by the controller while the relist ran: created, and updated past the list.
+    cluster.apply(versioned("created", "20"));
+    cluster.apply(versioned("updated", "21"));
+    let written = BTreeSet::from([
+        ObjectRef::new(Kind::NodeClaim, None, "created"),
+        ObjectRef::new(Kind::NodeClaim, None, "updated"),
+    ]);
+    cluster.reset_keeping(
+        Kind::NodeClaim,
+        vec![versioned("old", "10"), versioned("updated", "15")],
+        &written,
+    );
+    let names: BTreeSet<String> = cluster
+        .node_claims()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        BTreeSet::from(["old".to_owned(), "created".to_owned(), "updated".to_owned()]),
+        "gone was deleted before the snapshot; created was made after it"
+    );
+    assert_eq!(
+        cluster
+            .node_claim("updated")
+            .and_then(|c| c.metadata.resource_version.clone())
+            .as_deref(),
+        Some("21"),
+        "the listed copy is older than the one written"
+    );
+    // Without the controller's writes, a relist is the list.
+    cluster.reset(Kind::NodeClaim, vec![versioned("old", "10")]);
+    assert_eq!(cluster.node_claims().count(), 1);
+}
+
+#[test]
 fn node_pool_usage_counts_in_flight_claims_and_nodes() {
     let mut cluster = Cluster::new();
     cluster.apply(Object::NodeClaim(node_claim("a", Some("kwok://n1"), true)));

@@ -9,6 +9,7 @@
 //! that the provisioner and the lifecycle loop wait on; [`ClusterCache::synced`] turns true
 //! once every kind has been listed once.
 
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -76,6 +77,10 @@ pub struct ClusterCache {
     cluster: Arc<Mutex<Cluster>>,
     changes: watch::Sender<u64>,
     listed: Arc<Mutex<Vec<Kind>>>,
+    /// Per kind being relisted (`Init` seen, `InitDone` not yet): the objects the controller
+    /// wrote meanwhile, which a list taken before the write does not have
+    /// ([`Cluster::reset_keeping`]).
+    relisting: Arc<Mutex<HashMap<Kind, BTreeSet<ObjectRef>>>>,
 }
 
 impl Default for ClusterCache {
@@ -90,7 +95,30 @@ impl ClusterCache {
             cluster: Arc::new(Mutex::new(Cluster::new())),
             changes: watch::channel(0).0,
             listed: Arc::new(Mutex::new(Vec::new())),
+            relisting: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+
+    fn relisting(&self) -> MutexGuard<'_, HashMap<Kind, BTreeSet<ObjectRef>>> {
+        match self.relisting.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// A relist of `kind` began (`Init`).
+    fn begin_relist(&self, kind: Kind) {
+        self.relisting().insert(kind, BTreeSet::new());
+    }
+
+    /// A relist of `kind` is complete (`InitDone`): the index's objects of that kind become
+    /// `objects`, keeping what the controller wrote since the relist began.
+    fn finish_relist(&self, kind: Kind, objects: Vec<Object>) {
+        let written = self.relisting().remove(&kind).unwrap_or_default();
+        if !written.is_empty() {
+            tracing::debug!(kind = ?kind, written = written.len(), "relisted; keeping the objects written meanwhile");
+        }
+        self.lock().reset_keeping(kind, objects, &written);
     }
 
     /// The index, locked. Hold it briefly: watchers wait for it.
@@ -111,7 +139,11 @@ impl ClusterCache {
             return;
         }
         karpenter_state::slim::slim(&mut object);
+        let reference = object.reference();
         self.lock().apply(object);
+        if let Some(written) = self.relisting().get_mut(&reference.kind) {
+            written.insert(reference);
+        }
         self.changed();
     }
 
@@ -150,6 +182,9 @@ impl ClusterCache {
     /// Removes an object the controller itself just deleted.
     pub fn delete(&self, object: &ObjectRef) {
         self.lock().delete(object);
+        if let Some(written) = self.relisting().get_mut(&object.kind) {
+            written.remove(object);
+        }
         self.changed();
     }
 
@@ -265,7 +300,10 @@ impl ClusterCache {
                         let reference = wrap(object).reference();
                         cache.delete(&reference);
                     }
-                    Some(Ok(Event::Init)) => buffer.clear(),
+                    Some(Ok(Event::Init)) => {
+                        buffer.clear();
+                        cache.begin_relist(kind);
+                    }
                     Some(Ok(Event::InitApply(object))) => {
                         let mut object = wrap(object);
                         karpenter_state::slim::slim(&mut object);
@@ -274,7 +312,7 @@ impl ClusterCache {
                     Some(Ok(Event::InitDone)) => {
                         let objects = std::mem::take(&mut buffer);
                         tracing::debug!(kind = ?kind, count = objects.len(), "listed");
-                        cache.lock().reset(kind, objects);
+                        cache.finish_relist(kind, objects);
                         cache.mark_listed(kind);
                         cache.changed();
                     }
