@@ -20,6 +20,19 @@ into moto's in-memory backends (`ssm_backends[...]._parameters`,
 pinned in requirements.txt and the seeding is checked by the integration
 tests, so a moto upgrade that moves them fails loudly.
 
+Faults (`install_faults`): `POST /testenv/faults` with a JSON body
+`{"access_key_id": K, "rate": 0.2, "seed": 7, "services": ["ec2"],
+"kinds": ["throttle", "unavailable", "timeout"], "timeout_seconds": 5}` makes that rate
+of the requests signed with access key K to those services fail, chosen by a random
+generator seeded with `seed` (so a run repeats): `throttle` answers 503
+RequestLimitExceeded, `unavailable` 500 InternalError, `timeout` answers nothing for
+`timeout_seconds` and then 500 (a client with a shorter attempt timeout gives up first),
+`lost` carries the request out and answers 500 instead of its result (a launch whose
+answer never arrived: the instance exists, the client does not know it).
+Other keys are untouched, so tests sharing the server do not see the faults. `GET
+/testenv/faults?access_key_id=K` returns what the key's requests met: per action, the
+requests and the faults injected. `DELETE` clears a key.
+
 IAM enforcement uses moto's own switch: `settings.INITIAL_NO_AUTH_ACTION_COUNT`
 (0 = every request is authenticated and authorized, inf = none). It is set
 from --iam-enforcement at start and can be flipped at run time with
@@ -234,6 +247,135 @@ def sign_what_was_sent() -> None:
     IAMRequestBase.check_signature = check_signature  # type: ignore[method-assign]
 
 
+class Faults:
+    """Seeded request failures per access key (see the module docstring)."""
+
+    KINDS = ("throttle", "unavailable", "timeout", "lost")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_key: dict[str, dict] = {}
+
+    def configure(self, body: dict) -> None:
+        import random
+
+        key = body["access_key_id"]
+        kinds = body.get("kinds") or list(self.KINDS)
+        unknown = [k for k in kinds if k not in self.KINDS]
+        if unknown:
+            raise ValueError(f"unknown fault kinds {unknown}; known: {list(self.KINDS)}")
+        rate = float(body.get("rate", 0.0))
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"rate {rate} is not between 0 and 1")
+        with self.lock:
+            self.by_key[key] = {
+                "rate": rate,
+                "services": set(body.get("services") or []),
+                "kinds": kinds,
+                "timeout_seconds": float(body.get("timeout_seconds", 5)),
+                "rng": random.Random(int(body.get("seed", 0))),
+                "counts": {},
+            }
+
+    def clear(self, key: str) -> None:
+        with self.lock:
+            self.by_key.pop(key, None)
+
+    def report(self, key: str) -> dict:
+        with self.lock:
+            entry = self.by_key.get(key)
+            return {"counts": dict(entry["counts"]) if entry else {}}
+
+    def decide(self, key: str, service: str, action: str):
+        """The fault for this request (a kind) or None; counts it either way."""
+        with self.lock:
+            entry = self.by_key.get(key)
+            if entry is None:
+                return None, 0.0
+            counts = entry["counts"].setdefault(f"{service}:{action}", {"requests": 0, "faults": {}})
+            counts["requests"] += 1
+            if entry["services"] and service not in entry["services"]:
+                return None, 0.0
+            if entry["rng"].random() >= entry["rate"]:
+                return None, 0.0
+            kind = entry["rng"].choice(entry["kinds"])
+            counts["faults"][kind] = counts["faults"].get(kind, 0) + 1
+            return kind, entry["timeout_seconds"]
+
+
+def install_faults() -> Faults:
+    """Wraps moto's WSGI dispatcher: `/testenv/faults` configures, other requests may fail."""
+    import io
+    import re
+    import time
+    import uuid
+    from urllib.parse import parse_qs
+
+    from moto.server import DomainDispatcherApplication
+
+    faults = Faults()
+    original = DomainDispatcherApplication.__call__
+    credential = re.compile(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/")
+
+    def respond(start_response, status: str, body: bytes, content_type: str):
+        start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(body)))])
+        return [body]
+
+    def error(start_response, status: str, code: str, message: str):
+        body = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f"<Response><Errors><Error><Code>{code}</Code><Message>{message}</Message></Error></Errors>"
+            f"<RequestID>{uuid.uuid4()}</RequestID></Response>"
+        ).encode()
+        return respond(start_response, status, body, "text/xml")
+
+    def call(self, environ, start_response):  # type: ignore[no-untyped-def]
+        path = environ.get("PATH_INFO", "")
+        if path == "/testenv/faults":
+            method = environ.get("REQUEST_METHOD", "GET")
+            query = parse_qs(environ.get("QUERY_STRING", ""))
+            try:
+                if method == "POST":
+                    length = int(environ.get("CONTENT_LENGTH") or 0)
+                    faults.configure(json.loads(environ["wsgi.input"].read(length) or b"{}"))
+                    out = {"ok": True}
+                elif method == "DELETE":
+                    faults.clear(query.get("access_key_id", [""])[0])
+                    out = {"ok": True}
+                else:
+                    out = faults.report(query.get("access_key_id", [""])[0])
+            except (ValueError, KeyError) as e:
+                return respond(start_response, "400 Bad Request", json.dumps({"error": str(e)}).encode(), "application/json")
+            return respond(start_response, "200 OK", json.dumps(out).encode(), "application/json")
+        found = credential.search(environ.get("HTTP_AUTHORIZATION", ""))
+        if found:
+            key, service = found.group(1), found.group(2)
+            action = environ.get("HTTP_X_AMZ_TARGET", "").rsplit(".", 1)[-1]
+            if not action and environ.get("REQUEST_METHOD") == "POST":
+                length = int(environ.get("CONTENT_LENGTH") or 0)
+                body = environ["wsgi.input"].read(length)
+                environ["wsgi.input"] = io.BytesIO(body)
+                action = parse_qs(body.decode("utf-8", "replace")).get("Action", [""])[0]
+            kind, wait = faults.decide(key, service, action or path)
+            if kind == "throttle":
+                return error(start_response, "503 Service Unavailable", "RequestLimitExceeded", "Request limit exceeded.")
+            if kind == "unavailable":
+                return error(start_response, "500 Internal Server Error", "InternalError", "An internal error has occurred")
+            if kind == "timeout":
+                time.sleep(wait)
+                return error(start_response, "500 Internal Server Error", "InternalError", "injected timeout")
+            if kind == "lost":
+                # Done, but the answer never arrives: what a dropped connection does.
+                answer = original(self, environ, lambda *_args, **_kw: None)
+                for _ in answer:
+                    pass
+                return error(start_response, "500 Internal Server Error", "InternalError", "injected: the answer was lost")
+        return original(self, environ, start_response)
+
+    DomainDispatcherApplication.__call__ = call  # type: ignore[method-assign]
+    return faults
+
+
 def set_iam_enforcement(enabled: bool) -> None:
     from moto import settings
     from moto.core.authorization import ActionAuthenticatorMixin
@@ -270,6 +412,7 @@ def main() -> int:
     counts = seed(DEFAULT_ACCOUNT_ID, regions, k8s_versions)
     install_reset_hook(DEFAULT_ACCOUNT_ID, regions, k8s_versions)
     sign_what_was_sent()
+    install_faults()
     set_iam_enforcement(args.iam_enforcement == "on")
 
     server = ThreadedMotoServer(ip_address=args.host, port=args.port, verbose=False)

@@ -209,17 +209,41 @@ impl AwsEnv {
     /// administrator, SSM parameters and images. Prefer [`exclusive`](Self::exclusive),
     /// which also keeps parallel tests of this process out of the way.
     pub async fn reset(&self) -> Result<()> {
-        self.moto_api("POST", "/moto-api/reset", "").await
+        self.moto_api("POST", "/moto-api/reset", "").await.map(drop)
     }
 
     /// Turns IAM enforcement on or off (`POST /moto-api/reset-auth` with `0` or `inf`).
     /// Global to the server: hold [`exclusive`](Self::exclusive) while it is changed.
     pub async fn set_iam_enforcement(&self, enabled: bool) -> Result<()> {
         let body = if enabled { "0" } else { "inf" };
-        self.moto_api("POST", "/moto-api/reset-auth", body).await
+        self.moto_api("POST", "/moto-api/reset-auth", body)
+            .await
+            .map(drop)
     }
 
-    async fn moto_api(&self, method: &str, path: &str, body: &str) -> Result<()> {
+    /// Makes a share of the requests signed with one access key fail (the launcher's
+    /// `POST /testenv/faults`, seeded, so a run repeats): `spec` is
+    /// `{"access_key_id", "rate", "seed", "services", "kinds", "timeout_seconds"}` as
+    /// `testenv/moto/launcher.py` documents. Other keys, so other tests, see no fault.
+    pub async fn inject_faults(&self, spec: &serde_json::Value) -> Result<()> {
+        self.moto_api("POST", "/testenv/faults", &spec.to_string())
+            .await
+            .map(drop)
+    }
+
+    /// What the requests signed with `access_key_id` met since [`inject_faults`](Self::inject_faults):
+    /// `{"counts": {"ec2:CreateFleet": {"requests": N, "faults": {"throttle": M}}}}`.
+    pub async fn fault_report(&self, access_key_id: &str) -> Result<serde_json::Value> {
+        let path = format!("/testenv/faults?access_key_id={access_key_id}");
+        let text = self.moto_api("GET", &path, "").await?;
+        serde_json::from_str(&text).map_err(|e| Error::MotoApi {
+            endpoint: self.endpoint.clone(),
+            what: format!("GET {path}"),
+            reason: format!("not JSON: {e}: {text}"),
+        })
+    }
+
+    async fn moto_api(&self, method: &str, path: &str, body: &str) -> Result<String> {
         let failed = |reason: String| Error::MotoApi {
             endpoint: self.endpoint.clone(),
             what: format!("{method} {path}"),
@@ -229,7 +253,7 @@ impl AwsEnv {
             .await
             .map_err(failed)?;
         if status == 200 {
-            Ok(())
+            Ok(text)
         } else {
             Err(failed(format!("HTTP {status}: {}", text.trim())))
         }

@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
@@ -33,6 +34,7 @@ mod aws;
 mod chart;
 mod dashboards;
 mod disruption;
+mod faults;
 mod interruption;
 
 /// One controller test at a time.
@@ -70,6 +72,52 @@ struct Controller {
     done: tokio::sync::oneshot::Receiver<Option<Result<(), karpenter_controller::RunError>>>,
     health: SocketAddr,
     metrics: SocketAddr,
+    /// The controller's runtime, to freeze it ([`Controller::freeze`]).
+    runtime: tokio::runtime::Handle,
+}
+
+/// Worker threads of each controller's runtime.
+const WORKERS: usize = 2;
+
+/// A frozen controller; dropping it (or [`Frozen::thaw`]) lets it run again.
+struct Frozen(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Frozen {
+    fn thaw(self) {}
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let (lock, wake) = &*self.0;
+        if let Ok(mut frozen) = lock.lock() {
+            *frozen = false;
+        }
+        wake.notify_all();
+    }
+}
+
+impl Controller {
+    /// Stops the controller in its tracks as SIGSTOP stops a process: every worker thread of
+    /// its runtime is blocked (so no task runs and no timer or socket is serviced) until the
+    /// returned guard is dropped; its monotonic clock runs on meanwhile, as a stopped
+    /// process's does. Returns once every worker is blocked.
+    fn freeze(&self) -> Frozen {
+        let state = Arc::new((std::sync::Mutex::new(true), std::sync::Condvar::new()));
+        let blocked = Arc::new(std::sync::Barrier::new(WORKERS + 1));
+        for _ in 0..WORKERS {
+            let (state, blocked) = (Arc::clone(&state), Arc::clone(&blocked));
+            self.runtime.spawn(async move {
+                blocked.wait();
+                let (lock, wake) = &*state;
+                let mut frozen = lock.lock().unwrap_or_else(|p| p.into_inner());
+                while *frozen {
+                    frozen = wake.wait(frozen).unwrap_or_else(|p| p.into_inner());
+                }
+            });
+        }
+        blocked.wait();
+        Frozen(state)
+    }
 }
 
 /// How a test's controllers run.
@@ -132,7 +180,7 @@ async fn spawn_controller(
     let token = cancel.clone();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(WORKERS)
             .enable_all()
             .build()
             .expect("a runtime for the controller");
@@ -156,6 +204,7 @@ async fn spawn_controller(
             let _ = bound_tx.send((
                 bound.health_addr().expect("health address"),
                 bound.metrics_addr().expect("metrics address"),
+                tokio::runtime::Handle::current(),
             ));
             tokio::select! {
                 result = bound.run(token, move |ctx| async move {
@@ -173,7 +222,7 @@ async fn spawn_controller(
         runtime.shutdown_background();
         let _ = done_tx.send(outcome);
     });
-    let (health, metrics) = bound_rx.await.expect("the controller binds its servers");
+    let (health, metrics, runtime) = bound_rx.await.expect("the controller binds its servers");
     Controller {
         _stop_on_drop: cancel.clone().drop_guard(),
         cancel,
@@ -181,6 +230,7 @@ async fn spawn_controller(
         done,
         health,
         metrics,
+        runtime,
     }
 }
 
