@@ -385,24 +385,58 @@ async fn a_controller_killed_at_random_moments_during_churn_loses_nothing_and_ne
     .await
     .expect("the steady pods become Ready");
 
-    // The PDB, watched every second until the end: never fewer than 3 of 4 healthy.
+    // The PDB, watched until the end: every change of a steady pod is seen (a watch, not a
+    // poll, so a short dip is not missed), and the healthy count never falls below 3 of 4.
+    // Deletions of steady pods (evictions by drains) are counted to show the PDB was tested.
     let lowest = Arc::new(AtomicUsize::new(usize::MAX));
+    let disrupted = Arc::new(AtomicUsize::new(0));
     let watching = Arc::new(AtomicBool::new(true));
     let watcher = {
-        let (lowest, watching) = (Arc::clone(&lowest), Arc::clone(&watching));
+        let (lowest, disrupted, watching) = (
+            Arc::clone(&lowest),
+            Arc::clone(&disrupted),
+            Arc::clone(&watching),
+        );
         let pods = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(
             h.client.clone(),
             h.scope.namespace(),
         );
         tokio::spawn(async move {
+            use futures::StreamExt;
+            use kube::runtime::watcher::{self, Event};
+            let config = watcher::Config::default().labels("app=steady");
+            let mut stream = std::pin::pin!(watcher::watcher(pods, config));
+            let mut known: std::collections::BTreeMap<String, k8s_openapi::api::core::v1::Pod> =
+                std::collections::BTreeMap::new();
+            let mut listed = false;
             while watching.load(Ordering::SeqCst) {
-                if let Ok(list) = pods
-                    .list(&kube::api::ListParams::default().labels("app=steady"))
-                    .await
-                {
-                    lowest.fetch_min(super::healthy(&list.items), Ordering::SeqCst);
+                let Ok(Some(event)) =
+                    tokio::time::timeout(Duration::from_millis(500), stream.next()).await
+                else {
+                    continue;
+                };
+                match event {
+                    Ok(Event::Apply(pod) | Event::InitApply(pod)) => {
+                        let name = pod.metadata.name.clone().unwrap_or_default();
+                        let was_deleting = known
+                            .get(&name)
+                            .is_some_and(|p| p.metadata.deletion_timestamp.is_some());
+                        if pod.metadata.deletion_timestamp.is_some() && !was_deleting {
+                            disrupted.fetch_add(1, Ordering::SeqCst);
+                        }
+                        known.insert(name, pod);
+                    }
+                    Ok(Event::Delete(pod)) => {
+                        known.remove(&pod.metadata.name.clone().unwrap_or_default());
+                    }
+                    Ok(Event::Init) => known.clear(),
+                    Ok(Event::InitDone) => listed = true,
+                    Err(_) => continue,
                 }
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                if listed {
+                    let pods: Vec<_> = known.values().cloned().collect();
+                    lowest.fetch_min(super::healthy(&pods), Ordering::SeqCst);
+                }
             }
         })
     };
@@ -414,25 +448,61 @@ async fn a_controller_killed_at_random_moments_during_churn_loses_nothing_and_ne
             .unwrap_or(120),
     );
     let until = tokio::time::Instant::now() + churn_for;
-    let (mut kills, mut scalings) = (0, 0);
+    let (mut kills, mut scalings, mut drains) = (0, 0, 0);
     while tokio::time::Instant::now() < until {
-        if rng.u8(0..3) == 0 {
-            h.crash(0).await;
-            kills += 1;
-            tokio::time::sleep(Duration::from_millis(rng.u64(0..2_000))).await;
-            let controller = spawn_controller(&h.env, &h.scope, &h.spec, None).await;
-            h.controllers.push(controller);
-            tracing::info!(kills, "churn: killed and restarted the controller");
-        } else {
-            let replicas = rng.i32(0..=8);
-            h.scale("burst", replicas).await;
-            scalings += 1;
-            tracing::info!(replicas, "churn: scaled burst");
+        match rng.u8(0..3) {
+            0 => {
+                h.crash(0).await;
+                kills += 1;
+                tokio::time::sleep(Duration::from_millis(rng.u64(0..2_000))).await;
+                let controller = spawn_controller(&h.env, &h.scope, &h.spec, None).await;
+                h.controllers.push(controller);
+                tracing::info!(kills, "churn: killed and restarted the controller");
+            }
+            1 => {
+                let replicas = rng.i32(0..=8);
+                h.scale("burst", replicas).await;
+                scalings += 1;
+                tracing::info!(replicas, "churn: scaled burst");
+            }
+            _ => {
+                // A drain under the PDB: the NodeClaim of a node that runs a steady pod.
+                let nodes: Vec<String> = h
+                    .pods()
+                    .await
+                    .into_iter()
+                    .filter(|p| app(p, "steady") && p.metadata.deletion_timestamp.is_none())
+                    .filter_map(|p| p.spec?.node_name)
+                    .collect();
+                let claims = h.node_claims().await;
+                let victim = (!nodes.is_empty())
+                    .then(|| &nodes[rng.usize(0..nodes.len())])
+                    .and_then(|node| {
+                        claims.iter().find(|c| {
+                            c.metadata.deletion_timestamp.is_none()
+                                && c.status.as_ref().and_then(|s| s.node_name.as_ref())
+                                    == Some(node)
+                        })
+                    })
+                    .and_then(|c| c.metadata.name.clone());
+                if let Some(victim) = victim {
+                    let _ = Api::<karpenter_api::v1::NodeClaim>::all(h.client.clone())
+                        .delete(&victim, &Default::default())
+                        .await;
+                    drains += 1;
+                    tracing::info!(nodeclaim = %victim, "churn: deleted a NodeClaim running steady pods");
+                }
+            }
         }
         tokio::time::sleep(Duration::from_millis(rng.u64(2_000..8_000))).await;
     }
     h.scale("burst", 2).await;
-    tracing::info!(kills, scalings, "churn over; waiting for a steady cluster");
+    tracing::info!(
+        kills,
+        scalings,
+        drains,
+        "churn over; waiting for a steady cluster"
+    );
 
     // Settled: every pod runs, no deletion is stuck, one Node per NodeClaim.
     let settled = wait_for(
@@ -479,6 +549,7 @@ async fn a_controller_killed_at_random_moments_during_churn_loses_nothing_and_ne
         );
     }
     let lowest = lowest.load(Ordering::SeqCst);
+    let disrupted = disrupted.load(Ordering::SeqCst);
     assert!(
         lowest >= 3,
         "the PDB (1 of 4 steady pods down at most) held throughout: lowest healthy {lowest} (seed {seed})"
@@ -487,10 +558,16 @@ async fn a_controller_killed_at_random_moments_during_churn_loses_nothing_and_ne
         kills >= 3,
         "the run killed the controller {kills} times (seed {seed})"
     );
+    assert!(
+        disrupted > 0,
+        "{drains} drains of nodes running steady pods evicted none of them (seed {seed})"
+    );
     tracing::info!(
         kills,
         scalings,
+        drains,
         lowest,
+        steady_pods_disrupted = disrupted,
         nodes = nodes.len(),
         "churn: nothing lost"
     );
