@@ -107,16 +107,37 @@ impl std::fmt::Display for Audited {
     }
 }
 
-/// Every completed request `user` made, in order.
-fn audited(h: &Harness, user: &str) -> Vec<Audited> {
-    let path = h
-        .env
+/// The API server's audit log, the rotated file included (it rotates at 50 MB, which a whole
+/// integration run passes).
+pub(crate) fn audit_log(env: &karpenter_testenv::KubeEnv) -> String {
+    let dir = env
         .kubeconfig_path()
         .parent()
         .expect("the kubeconfig is in the testenv's state dir")
-        .join("logs/audit.log");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        .join("logs");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("audit") && n.ends_with(".log"))
+        })
+        .collect();
+    // Rotated files are named audit-<time>.log; the live one audit.log comes last.
+    files.sort_by_key(|p| p.file_name().is_some_and(|n| n == "audit.log"));
+    files
+        .iter()
+        .map(|p| {
+            std::fs::read_to_string(p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every completed request `user` made, in order.
+fn audited(h: &Harness, user: &str) -> Vec<Audited> {
+    let text = audit_log(&h.env);
     let mut out: Vec<Audited> = text
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
@@ -226,10 +247,14 @@ async fn a_leader_paused_past_its_lease_writes_nothing_when_it_wakes_and_nothing
     let requests = audited(&h, &user_a);
     let last_renewal = requests
         .iter()
-        .filter(|r| r.resource == "leases" && r.verb == "update" && r.code == 200)
+        // Its acquisition (create) or a renewal (update), whichever came last.
+        .filter(|r| {
+            r.resource == "leases"
+                && matches!((r.verb.as_str(), r.code), ("update", 200) | ("create", 201))
+        })
         .map(|r| r.received)
         .next_back()
-        .expect("the old leader renewed its Lease before the pause");
+        .expect("the old leader acquired or renewed its Lease before the pause");
     assert!(
         last_renewal <= paused_at,
         "the last renewal ({last_renewal}) precedes the pause ({paused_at})"
