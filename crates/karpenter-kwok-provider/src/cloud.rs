@@ -513,21 +513,24 @@ impl<L: NodePoolLookup> Kwok<L> {
     /// Makes the Node of a booting instance ([`registration_due`] has passed): what the
     /// kubelet of a real instance does when it joins. `Ok(false)` when it exists already.
     pub async fn register(&self, claim: &NodeClaim) -> Result<bool, CloudError> {
-        let name = claim.metadata.name.clone().unwrap_or_default();
+        let pool = self.pool_of(claim)?;
+        self.cloud.register(claim, &pool).await
+    }
+
+    /// The NodePool a NodeClaim belongs to (its `karpenter.sh/nodepool` label).
+    fn pool_of(&self, claim: &NodeClaim) -> Result<NodePool, CloudError> {
         let pool_name = claim
             .metadata
             .labels
             .as_ref()
             .and_then(|l| l.get(labels::NODEPOOL))
-            .cloned()
-            .unwrap_or_default();
-        let Some(pool) = self.pools.node_pool(&pool_name) else {
-            return Err(CloudError::InvalidNodeClaim {
-                node_claim: name,
+            .map_or("", String::as_str);
+        self.pools
+            .node_pool(pool_name)
+            .ok_or_else(|| CloudError::InvalidNodeClaim {
+                node_claim: claim.metadata.name.clone().unwrap_or_default(),
                 message: format!("nodepool {pool_name:?} not found"),
-            });
-        };
-        self.cloud.register(claim, &pool).await
+            })
     }
 
     /// The booting instances (no Node yet) as the cloud reports them: their NodeClaims.
@@ -557,20 +560,7 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
     }
 
     async fn create(&self, node_claim: &NodeClaim) -> Result<NodeClaim, CloudError> {
-        let name = node_claim.metadata.name.clone().unwrap_or_default();
-        let pool_name = node_claim
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(labels::NODEPOOL))
-            .cloned()
-            .unwrap_or_default();
-        let Some(pool) = self.pools.node_pool(&pool_name) else {
-            return Err(CloudError::InvalidNodeClaim {
-                node_claim: name,
-                message: format!("nodepool {pool_name:?} not found"),
-            });
-        };
+        let pool = self.pool_of(node_claim)?;
         self.cloud.launch(node_claim, &pool).await
     }
 
