@@ -94,7 +94,7 @@ pub use options::{
 };
 pub use overhead::Overhead;
 pub use pricing::PriceTable;
-pub use provider::{CloudError, CloudProvider, DriftReason, OfferingRef};
+pub use provider::{CloudError, CloudProvider, DriftReason, NodeClasses, OfferingRef};
 pub use resources::Resources;
 pub use shape::{
     Accelerator, Architecture, Gpu, InstanceShape, InstanceStore, NeuronDevice, UsageClass,

@@ -146,6 +146,29 @@ pub trait CloudProvider: Send + Sync {
     /// instance types refreshed (upstream's unavailable-offerings `SeqNum`). Callers cache
     /// converted catalogs under it.
     fn catalog_version(&self) -> u64;
+
+    /// How this cloud reads a NodePool's `nodeClassRef`. Upstream's rule by default: only
+    /// classes of [`NodeClasses::Resolved`]'s kind are this cloud's; a NodePool naming another
+    /// kind is not managed, and one naming a missing or unready class is not `Ready`.
+    fn node_classes(&self) -> NodeClasses {
+        NodeClasses::Resolved {
+            group: karpenter_api::labels::AWS_GROUP,
+            kind: "EC2NodeClass",
+        }
+    }
+}
+
+/// How a cloud reads NodePools' node classes ([`CloudProvider::node_classes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeClasses {
+    /// The class must exist and report `Ready` (it is resolved against the cloud).
+    Resolved {
+        group: &'static str,
+        kind: &'static str,
+    },
+    /// The class is optional and never resolved (a simulated cloud: built-in defaults when it
+    /// is missing); any kind is accepted and it is always ready.
+    Simulated,
 }
 
 #[cfg(test)]

@@ -644,6 +644,12 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
     fn catalog_version(&self) -> u64 {
         self.cloud.catalog_version()
     }
+
+    /// An EC2NodeClass is read for its AMI family and kubelet settings when it exists (built-in
+    /// AL2023 defaults when not), never resolved against AWS.
+    fn node_classes(&self) -> karpenter_cloud::NodeClasses {
+        karpenter_cloud::NodeClasses::Simulated
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,10 @@
 //! - **A Node's termination** ([`node_termination::decide_termination`]): the steps of one
 //!   pass over a Node being deleted (its NodeClaim deleted, taint, drain, `Drained`,
 //!   `MinDrainTime`, `VolumesDetached`, `InstanceTerminating`, the instance, the finalizer).
+//! - **NodePool status conditions** ([`nodepool_status::decide`]): `Ready`,
+//!   `ValidationSucceeded`, `NodeClassReady` and `NodeRegistrationHealthy` as upstream writes
+//!   them, from the pool, its class and its recent registrations
+//!   ([`registration_health::RegistrationHealth`]).
 //! - **Garbage collection** ([`garbage::collect`]): NodeClaims whose instance is gone, instances
 //!   and Nodes of ours that nothing claims.
 //!
@@ -38,6 +42,8 @@ pub mod lifecycle;
 pub mod limits;
 pub mod node_termination;
 pub mod nodeclaim;
+pub mod nodepool_status;
+pub mod registration_health;
 pub mod termination;
 
 pub use batcher::Batcher;

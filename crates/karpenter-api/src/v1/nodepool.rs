@@ -299,3 +299,15 @@ pub struct NodePoolStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
 }
+
+/// NodePool status condition types and the reasons upstream writes with them.
+pub mod conditions {
+    /// The root: `ValidationSucceeded` and `NodeClassReady` both true.
+    pub const READY: &str = "Ready";
+    pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
+    pub const NODE_CLASS_READY: &str = "NodeClassReady";
+    /// Not part of `Ready`: whether the pool's recent NodeClaims registered.
+    pub const NODE_REGISTRATION_HEALTHY: &str = "NodeRegistrationHealthy";
+    /// The dependents of [`READY`], in upstream's order.
+    pub const READY_DEPENDENTS: [&str; 2] = [VALIDATION_SUCCEEDED, NODE_CLASS_READY];
+}

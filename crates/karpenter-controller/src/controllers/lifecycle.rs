@@ -16,6 +16,7 @@ use karpenter_cloud::{CloudError, CloudProvider};
 use karpenter_lifecycle::lifecycle::{
     initialized_claim, initialized_node, launched, registered_claim, registered_node, set_condition,
 };
+use karpenter_lifecycle::registration_health::Outcome;
 use karpenter_lifecycle::{LifecycleConfig, Step, decide};
 use karpenter_state::Cluster;
 use serde_json::json;
@@ -162,7 +163,47 @@ impl<C: CloudProvider + 'static> Reconciler for Lifecycle<C> {
     }
 }
 
+/// What a NodeClaim deleted for liveness says of its NodePool's registration health (upstream
+/// `liveness.updateNodePoolRegistrationHealth`): `RegistrationFailed` when it launched, else its
+/// `Launched` condition's reason and message.
+pub fn liveness_failure(claim: &NodeClaim) -> Outcome {
+    let launched = karpenter_api::conditions::get(
+        claim.status.as_ref().and_then(|s| s.conditions.as_deref()),
+        conditions::LAUNCHED,
+    );
+    match launched {
+        Some(c) if c.status != "True" => Outcome::Failed {
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+        },
+        Some(_) => Outcome::registration_failed(),
+        // Upstream reads a missing condition as Unknown, awaiting reconciliation.
+        None => Outcome::Failed {
+            reason: "AwaitingReconciliation".to_owned(),
+            message: "object is awaiting reconciliation".to_owned(),
+        },
+    }
+}
+
+/// The uid of the NodePool that owns `claim` (upstream counts only NodeClaims it owns).
+pub fn owning_pool_uid(claim: &NodeClaim) -> Option<&str> {
+    claim
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.kind == "NodePool")
+        .map(|o| o.uid.as_str())
+}
+
 impl<C: CloudProvider + 'static> Lifecycle<C> {
+    /// Records what became of `claim` for its NodePool's registration health.
+    fn record(&self, claim: &NodeClaim, outcome: Outcome) {
+        if let Some(uid) = owning_pool_uid(claim) {
+            self.ctx.registrations.lock().record(uid, outcome);
+        }
+    }
+
     async fn execute(
         &self,
         claim: &NodeClaim,
@@ -228,6 +269,7 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                 self.ctx
                     .metrics
                     .node_created(label(claim, labels::NODEPOOL));
+                self.record(claim, Outcome::Registered);
                 tracing::info!(nodeclaim = %name, node = %node_name, "registered");
                 Ok(())
             }
@@ -279,6 +321,7 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                     label(claim, labels::CAPACITY_TYPE),
                 );
                 writer.delete::<NodeClaim>(&name, "deleting").await?;
+                self.record(claim, liveness_failure(claim));
                 Ok(())
             }
             Step::AnnotateTerminationDeadline { deadline } => {

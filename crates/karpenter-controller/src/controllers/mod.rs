@@ -13,6 +13,7 @@ pub mod kwok_registration;
 pub mod lifecycle;
 pub mod nodeclass;
 pub mod nodepool_counter;
+pub mod nodepool_status;
 pub mod provisioner;
 pub mod tagging;
 pub mod termination;
@@ -284,6 +285,7 @@ async fn run_with<C: CloudProvider + 'static>(
         // One instance-type conversion, shared by the loops that read it.
         catalogs: crate::reconcile::catalogs::Catalogs::default(),
         fence: ctx.fence.clone(),
+        registrations: crate::reconcile::context::Registrations::default(),
     };
     let cancel = &ctx.cancel;
     if let Some(extra) = extra {
@@ -363,6 +365,14 @@ async fn run_with<C: CloudProvider + 'static>(
                 registration_ttl: ctx.settings.registration_ttl,
                 ..LifecycleConfig::default()
             },
+        },
+        &context,
+        cancel,
+    );
+    spawn(
+        &mut tasks,
+        nodepool_status::NodePoolStatus {
+            ctx: context.clone(),
         },
         &context,
         cancel,

@@ -192,17 +192,10 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
     /// One batch: solve the provisionable pods and act on the result.
     pub async fn provision(&self) -> Result<BatchOutcome, ProvisionError> {
         let started = Instant::now();
-        let (any_pending, pools): (bool, BTreeSet<String>) = {
+        let (any_pending, pools, not_ready) = {
             let cluster = self.ctx.cache.lock();
-            (
-                !cluster.provisionable_pods().is_empty(),
-                cluster
-                    .node_pools()
-                    .filter(|p| p.metadata.deletion_timestamp.is_none())
-                    .filter(|p| !karpenter_scheduling::v1::is_static(p))
-                    .filter_map(|p| p.metadata.name.clone())
-                    .collect(),
-            )
+            let (pools, not_ready) = launchable_pools(&cluster);
+            (!cluster.provisionable_pods().is_empty(), pools, not_ready)
         };
         if !any_pending {
             return Ok(BatchOutcome::default());
@@ -311,10 +304,13 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         for unschedulable in &result.unschedulable {
             outcome.unschedulable += 1;
             if let Some(pod) = pods_by_key.get(&unschedulable.pod.to_string()) {
-                let message = format!(
-                    "Failed to schedule pod, {}",
-                    unschedulable.reason_lines().join("; ")
+                let mut lines = unschedulable.reason_lines();
+                lines.extend(
+                    not_ready
+                        .iter()
+                        .map(|(pool, why)| format!("nodepool {pool}: {why}")),
                 );
+                let message = format!("Failed to schedule pod, {}", lines.join("; "));
                 self.ctx
                     .events
                     .warn_pod(pod, "FailedScheduling", &message)
@@ -371,6 +367,29 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         }
         Some(name)
     }
+}
+
+/// The NodePools the provisioner may launch for (live, not static, `Ready`), and why each
+/// other live dynamic pool may not (its conditions, for the pods' `FailedScheduling` events).
+pub fn launchable_pools(cluster: &Cluster) -> (BTreeSet<String>, Vec<(String, String)>) {
+    let mut launchable = BTreeSet::new();
+    let mut not_ready = Vec::new();
+    for pool in cluster
+        .node_pools()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| !karpenter_scheduling::v1::is_static(p))
+    {
+        let Some(name) = pool.metadata.name.clone() else {
+            continue;
+        };
+        match karpenter_lifecycle::nodepool_status::not_ready_reason(pool) {
+            None => {
+                launchable.insert(name);
+            }
+            Some(why) => not_ready.push((name, why)),
+        }
+    }
+    (launchable, not_ready)
 }
 
 /// Creates the NodeClaim upstream would write for `claim` from `pool`, counts it in

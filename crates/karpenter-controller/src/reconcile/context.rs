@@ -1,7 +1,9 @@
 //! What every loop executes its steps with: one [`Context`] instead of the same fields in
 //! every loop.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use karpenter_lifecycle::registration_health::RegistrationHealth;
 
 use kube::Client;
 
@@ -31,6 +33,23 @@ pub struct Context<C> {
     pub catalogs: Catalogs,
     /// Checked before every write, eviction and cloud call that changes something.
     pub fence: Fence,
+    /// Each NodePool's recent registration outcomes (the lifecycle records them, the NodePool
+    /// status loop writes them as `NodeRegistrationHealthy`).
+    pub registrations: Registrations,
+}
+
+/// Each NodePool's recent registration outcomes, shared.
+#[derive(Debug, Clone, Default)]
+pub struct Registrations(Arc<Mutex<RegistrationHealth>>);
+
+impl Registrations {
+    /// The outcomes, locked (a poisoned lock still holds plain outcomes: keep using them).
+    pub fn lock(&self) -> MutexGuard<'_, RegistrationHealth> {
+        match self.0.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
 }
 
 impl<C> Context<C> {
@@ -51,6 +70,7 @@ impl<C> Clone for Context<C> {
             settings: Arc::clone(&self.settings),
             catalogs: self.catalogs.clone(),
             fence: self.fence.clone(),
+            registrations: self.registrations.clone(),
         }
     }
 }

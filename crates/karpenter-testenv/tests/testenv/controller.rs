@@ -448,6 +448,57 @@ impl Harness {
             .unwrap_or_default()
     }
 
+    /// Waits until condition `type_` of NodePool `pool` has `status` (and `reason`, when
+    /// given); the condition.
+    async fn wait_pool_condition(
+        &self,
+        pool: &str,
+        type_: &str,
+        status: &str,
+        reason: Option<&str>,
+    ) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+        let api = Api::<NodePool>::all(self.client.clone());
+        let what = format!("NodePool {pool}: {type_}={status} ({reason:?})");
+        wait_for(&what, Duration::from_secs(60), || async {
+            let found = api
+                .get(pool)
+                .await
+                .map_err(|e| karpenter_testenv::Error::Kube {
+                    action: "reading the NodePool".to_owned(),
+                    source: e,
+                })?;
+            let condition = found
+                .status
+                .and_then(|s| s.conditions)
+                .into_iter()
+                .flatten()
+                .find(|c| c.type_ == type_);
+            Ok(condition.filter(|c| c.status == status && reason.is_none_or(|r| c.reason == r)))
+        })
+        .await
+        .expect("the NodePool's condition")
+    }
+
+    /// Waits for an event of the test's namespace with `reason` whose message has every one
+    /// of `parts`; its message.
+    async fn wait_pod_event(&self, reason: &str, parts: &[&str]) -> String {
+        let what = format!("a {reason} event saying {parts:?}");
+        wait_for(&what, Duration::from_secs(60), || async {
+            let events = Api::<Event>::namespaced(self.client.clone(), self.scope.namespace())
+                .list(&ListParams::default())
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default();
+            Ok(events.into_iter().find_map(|e| {
+                let message = e.message?;
+                (e.reason.as_deref() == Some(reason) && parts.iter().all(|p| message.contains(p)))
+                    .then_some(message)
+            }))
+        })
+        .await
+        .expect("the event")
+    }
+
     /// Waits until `count` pods of the namespace are bound and Running.
     async fn wait_running(&self, count: usize, timeout: Duration) {
         wait_for(
@@ -617,6 +668,102 @@ async fn a_deployment_of_fifty_pods_gets_nodes_that_register_initialize_and_run_
     })
     .await
     .expect("the NodePool counts its nodes");
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_nodepool_goes_ready_and_registration_healthy_and_an_invalid_one_launches_nothing() {
+    let h = start("nodepool-conditions", &[], KwokOptions::default()).await;
+    // A requirement value that is no label value: the CRD admits it, upstream's runtime
+    // validation refuses the pool. Otherwise the pool could hold the test's pods.
+    let invalid = h.scope.name("invalid");
+    if let Ok(mut pools) = h.pools.lock() {
+        pools.push(invalid.clone());
+    }
+    let mut requirements = requirements_general();
+    if let Some(list) = requirements.as_array_mut() {
+        list.push(serde_json::json!({"key": "example.com/team", "operator": "In", "values": ["not valid!"]}));
+    }
+    let pool: NodePool = serde_json::from_value(serde_json::json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+        "metadata": {"name": invalid, "labels": h.scope.labels()},
+        "spec": {
+            "template": {
+                "metadata": {"labels": h.scope.labels()},
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                    "requirements": requirements,
+                    "taints": [{"key": TAINT_KEY, "value": h.scope.id(), "effect": "NoSchedule"}],
+                    "expireAfter": "720h"
+                }
+            },
+            "disruption": {"consolidateAfter": "Never"}
+        }
+    }))
+    .expect("the invalid NodePool parses");
+    Api::<NodePool>::all(h.client.clone())
+        .create(&PostParams::default(), &pool)
+        .await
+        .expect("the API server admits the NodePool");
+    let validation = h
+        .wait_pool_condition(
+            &invalid,
+            "ValidationSucceeded",
+            "False",
+            Some("NodePoolValidationFailed"),
+        )
+        .await;
+    assert!(
+        validation.message.contains("\"not valid!\""),
+        "{validation:?}"
+    );
+    let ready = h
+        .wait_pool_condition(&invalid, "Ready", "False", Some("UnhealthyDependents"))
+        .await;
+    assert_eq!(ready.message, "ValidationSucceeded=False");
+
+    // Pods only the invalid pool could hold: told why, and nothing launches.
+    h.create_deployment("web", 1, "500m").await;
+    let message = h
+        .wait_pod_event(
+            "FailedScheduling",
+            &[
+                &format!("nodepool {invalid}: not ready"),
+                "NodePoolValidationFailed",
+            ],
+        )
+        .await;
+    assert!(message.contains("\"not valid!\""), "{message}");
+    assert!(
+        h.node_claims().await.is_empty(),
+        "no NodeClaim for a pool that is not Ready"
+    );
+
+    // A valid pool goes Ready, takes the pod, and its registration makes it healthy.
+    h.node_pool(None, requirements_general()).await;
+    let ready = h
+        .wait_pool_condition(&h.pool, "Ready", "True", Some("Ready"))
+        .await;
+    assert_eq!(ready.observed_generation, Some(1));
+    for type_ in ["ValidationSucceeded", "NodeClassReady"] {
+        h.wait_pool_condition(&h.pool, type_, "True", Some(type_))
+            .await;
+    }
+    h.wait_running(1, Duration::from_secs(90)).await;
+    h.wait_pool_condition(&h.pool, "NodeRegistrationHealthy", "True", None)
+        .await;
+    let claims = h.node_claims().await;
+    assert!(
+        claims
+            .iter()
+            .all(|c| claim_label(c, "karpenter.sh/nodepool") == h.pool),
+        "every NodeClaim is of the valid pool: {:?}",
+        claims
+            .iter()
+            .map(|c| claim_label(c, "karpenter.sh/nodepool"))
+            .collect::<Vec<_>>()
+    );
     h.finish().await;
 }
 

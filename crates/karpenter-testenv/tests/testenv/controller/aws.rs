@@ -651,8 +651,38 @@ async fn a_pending_pod_gets_an_ec2_instance_that_registers_runs_it_and_ends_with
     let _classes = crate::NODE_CLASSES.write().await;
     let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
     let (h, cloud, recorder) = start_on_aws("aws-launch", &aws, &[]).await;
+    // The NodePool and its pod come before the class: the pool is not Ready, says why, and
+    // nothing launches.
+    h.node_pool(None, requirements()).await;
+    h.create_deployment("web", 1, "500m").await;
+    let not_found = h
+        .wait_pool_condition(
+            &h.pool,
+            "NodeClassReady",
+            "False",
+            Some("NodeClassNotFound"),
+        )
+        .await;
+    assert_eq!(not_found.message, "NodeClass not found on cluster");
+    h.wait_pool_condition(&h.pool, "Ready", "False", Some("UnhealthyDependents"))
+        .await;
+    h.wait_pod_event(
+        "FailedScheduling",
+        &[
+            &format!("nodepool {}: not ready", h.pool),
+            "NodeClassNotFound",
+        ],
+    )
+    .await;
+    assert!(
+        h.node_claims().await.is_empty(),
+        "nothing launches for a pool that is not Ready"
+    );
+
     create_node_class(&h, &cloud, "al2023@latest").await;
     let class = wait_class_ready(&h).await;
+    h.wait_pool_condition(&h.pool, "Ready", "True", Some("Ready"))
+        .await;
     let status = class.status.clone().unwrap_or_default();
     let subnets: Vec<String> = status
         .subnets
@@ -713,8 +743,6 @@ async fn a_pending_pod_gets_an_ec2_instance_that_registers_runs_it_and_ends_with
     let annotations = class.metadata.annotations.clone().unwrap_or_default();
     assert!(annotations.contains_key("karpenter.k8s.aws/ec2nodeclass-hash"));
 
-    h.node_pool(None, requirements()).await;
-    h.create_deployment("web", 1, "500m").await;
     let claim = wait_launched(&h).await;
     let provider = provider_id(&claim).expect("launched");
     let id = provider.rsplit('/').next().unwrap_or_default().to_owned();
@@ -807,6 +835,8 @@ async fn a_pending_pod_gets_an_ec2_instance_that_registers_runs_it_and_ends_with
     )
     .await
     .expect("the node registers and initializes");
+    h.wait_pool_condition(&h.pool, "NodeRegistrationHealthy", "True", None)
+        .await;
     let node_name = wait_for(
         "the instance tagged with its Node and NodeClaim, the NodeClaim annotated",
         Duration::from_secs(60),
