@@ -60,6 +60,68 @@ pub fn pod_protection(
     }
 }
 
+/// An event upstream publishes about a pod's annotation when it looks at it (in a disruption
+/// or a drain): `DoNotDisruptUntil` while a duration protects the pod,
+/// `DoNotDisruptGracePeriodElapsed` once it has passed, `InvalidDoNotDisruptAnnotation` (a
+/// warning) for a value that is ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectionEvent {
+    pub reason: &'static str,
+    pub warning: bool,
+    pub message: String,
+}
+
+/// The event for a pod whose annotation is `value`, started at `started`, looked at `now`;
+/// `None` for no annotation, `"true"`, or a pod not started yet (as upstream).
+pub fn protection_event(
+    value: Option<&str>,
+    started: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Option<ProtectionEvent> {
+    let value = value?;
+    if value == "true" {
+        return None;
+    }
+    let duration = match karpenter_api::duration::parse_go_duration(value) {
+        Ok(d) if !d.is_zero() => d,
+        Ok(_) => {
+            return Some(invalid(&format!("duration {value:?} must be positive")));
+        }
+        Err(_) => {
+            return Some(invalid(&format!("failed to parse {value:?} as a duration")));
+        }
+    };
+    let until = started?.checked_add_signed(chrono::Duration::from_std(duration).ok()?)?;
+    Some(if now < until {
+        ProtectionEvent {
+            reason: "DoNotDisruptUntil",
+            warning: false,
+            message: format!(
+                "The karpenter.sh/do-not-disrupt grace period will elapse at {}",
+                until.format("%Y-%m-%dT%H:%M:%SZ")
+            ),
+        }
+    } else {
+        ProtectionEvent {
+            reason: "DoNotDisruptGracePeriodElapsed",
+            warning: false,
+            message:
+                "The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now disruptable"
+                    .to_owned(),
+        }
+    })
+}
+
+fn invalid(why: &str) -> ProtectionEvent {
+    ProtectionEvent {
+        reason: "InvalidDoNotDisruptAnnotation",
+        warning: true,
+        message: format!(
+            "Invalid karpenter.sh/do-not-disrupt annotation: {why}, ignoring annotation"
+        ),
+    }
+}
+
 /// A node is protected only by the exact value "true".
 pub fn node_protected(value: Option<&str>) -> bool {
     value == Some("true")
@@ -74,6 +136,36 @@ mod tests {
         Utc.with_ymd_and_hms(2026, 11, 23, h, 0, 0)
             .single()
             .expect("valid time")
+    }
+
+    #[test]
+    fn a_duration_is_told_until_when_it_protects_then_that_it_elapsed() {
+        let until = protection_event(Some("2h"), Some(t(1)), t(2)).unwrap();
+        assert_eq!(until.reason, "DoNotDisruptUntil");
+        assert_eq!(
+            until.message,
+            "The karpenter.sh/do-not-disrupt grace period will elapse at 2026-11-23T03:00:00Z"
+        );
+        let elapsed = protection_event(Some("2h"), Some(t(1)), t(3)).unwrap();
+        assert_eq!(elapsed.reason, "DoNotDisruptGracePeriodElapsed");
+        assert!(!elapsed.warning);
+        let invalid = protection_event(Some("soon"), Some(t(1)), t(2)).unwrap();
+        assert_eq!(invalid.reason, "InvalidDoNotDisruptAnnotation");
+        assert!(invalid.warning);
+        assert!(invalid.message.contains("\"soon\""), "{}", invalid.message);
+        assert_eq!(
+            protection_event(Some("0s"), Some(t(1)), t(2))
+                .unwrap()
+                .reason,
+            "InvalidDoNotDisruptAnnotation"
+        );
+        assert_eq!(protection_event(Some("true"), Some(t(1)), t(2)), None);
+        assert_eq!(protection_event(None, Some(t(1)), t(2)), None);
+        assert_eq!(
+            protection_event(Some("2h"), None, t(2)),
+            None,
+            "not started: no event"
+        );
     }
 
     #[test]

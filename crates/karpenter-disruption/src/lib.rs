@@ -42,7 +42,7 @@ pub(crate) mod conditions;
 pub(crate) mod consolidatable;
 pub(crate) mod cost;
 pub(crate) mod decide;
-pub(crate) mod do_not_disrupt;
+pub mod do_not_disrupt;
 pub(crate) mod drift_detect;
 /// The consolidation benchmark cluster; with the `test-support` feature.
 #[cfg(feature = "test-support")]

@@ -174,6 +174,62 @@ impl Code {
     }
 }
 
+/// Upstream's event reason for a node left alone because of a disruption-level cause (the
+/// node or a pod protects it, its pool or budget forbids it, it is not ready for it).
+pub const DISRUPTION_BLOCKED: &str = "DisruptionBlocked";
+/// Upstream's event reason for a node consolidation looked at and left (policy, price,
+/// nowhere for its pods, spot-to-spot).
+pub const UNCONSOLIDATABLE: &str = "Unconsolidatable";
+/// Upstream's event reason for a move a Balanced NodePool's score refused.
+pub const CONSOLIDATION_REJECTED: &str = "ConsolidationRejected";
+
+impl Code {
+    /// The Kubernetes event reason upstream publishes this cause under (alerts and docs grep
+    /// for them): [`UNCONSOLIDATABLE`] for consolidation's own verdicts,
+    /// [`CONSOLIDATION_REJECTED`] for a Balanced score, [`DISRUPTION_BLOCKED`] for the rest.
+    pub fn event_reason(self) -> &'static str {
+        match self {
+            Code::LeftToEmptiness
+            | Code::NotEmpty
+            | Code::WhenEmptyPolicy
+            | Code::ConsolidationDisabled
+            | Code::NotConsolidatable
+            | Code::InstanceTypeNotOffered
+            | Code::NodeLabelsMissing
+            | Code::Unschedulable
+            | Code::UninitializedDestination
+            | Code::MultipleReplacements
+            | Code::NotCheaper
+            | Code::SpotToSpotDisabled
+            | Code::SpotToSpotTooFewOptions
+            | Code::MinValuesNotMet
+            | Code::OtherMethodChosen
+            | Code::NothingFound => UNCONSOLIDATABLE,
+            Code::BalancedThreshold => CONSOLIDATION_REJECTED,
+            Code::Unmanaged
+            | Code::NoNodePoolLabel
+            | Code::NodePoolNotFound
+            | Code::NodePoolInvalid
+            | Code::Queued
+            | Code::NotInitialized
+            | Code::Deleting
+            | Code::NodeGone
+            | Code::MarkedForDeletion
+            | Code::Nominated
+            | Code::NodeDoNotDisrupt
+            | Code::PodDoNotDisrupt
+            | Code::PodDisruptionBudget
+            | Code::BudgetExhausted
+            | Code::StaticNodePool
+            | Code::StaticPoolScalingDown
+            | Code::StaticPoolAtNodeLimit
+            | Code::StaticPoolNoInstanceType
+            | Code::CandidateChanged
+            | Code::DecisionChanged => DISRUPTION_BLOCKED,
+        }
+    }
+}
+
 impl fmt::Display for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -252,6 +308,23 @@ impl Reasons {
     pub fn text(&self) -> String {
         self.to_string()
     }
+
+    /// The reasons grouped by [`Code::event_reason`], in the order each event reason first
+    /// appears, each group's sentences joined with `"; "`: one event per group.
+    pub fn by_event_reason(&self) -> Vec<(&'static str, String)> {
+        let mut groups: Vec<(&'static str, Vec<&str>)> = Vec::new();
+        for reason in &self.0 {
+            let event = reason.code.event_reason();
+            match groups.iter_mut().find(|(e, _)| *e == event) {
+                Some((_, texts)) => texts.push(&reason.text),
+                None => groups.push((event, vec![&reason.text])),
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(event, texts)| (event, texts.join("; ")))
+            .collect()
+    }
 }
 
 impl fmt::Display for Reasons {
@@ -286,6 +359,46 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+
+    #[test]
+    fn consolidation_verdicts_are_unconsolidatable_and_protections_block_disruption() {
+        assert_eq!(Code::NotCheaper.event_reason(), "Unconsolidatable");
+        assert_eq!(
+            Code::ConsolidationDisabled.event_reason(),
+            "Unconsolidatable"
+        );
+        assert_eq!(Code::SpotToSpotDisabled.event_reason(), "Unconsolidatable");
+        assert_eq!(
+            Code::PodDisruptionBudget.event_reason(),
+            "DisruptionBlocked"
+        );
+        assert_eq!(Code::PodDoNotDisrupt.event_reason(), "DisruptionBlocked");
+        assert_eq!(Code::BudgetExhausted.event_reason(), "DisruptionBlocked");
+        assert_eq!(
+            Code::BalancedThreshold.event_reason(),
+            "ConsolidationRejected"
+        );
+    }
+
+    #[test]
+    fn reasons_group_into_one_event_per_event_reason_in_order() {
+        let reasons = Reasons::new(vec![
+            Reason::new(Code::PodDisruptionBudget, "pdb web blocks eviction"),
+            Reason::new(Code::NotCheaper, "no cheaper replacement"),
+            Reason::new(Code::NodeDoNotDisrupt, "node annotated do-not-disrupt"),
+        ]);
+        assert_eq!(
+            reasons.by_event_reason(),
+            [
+                (
+                    "DisruptionBlocked",
+                    "pdb web blocks eviction; node annotated do-not-disrupt".to_owned()
+                ),
+                ("Unconsolidatable", "no cheaper replacement".to_owned()),
+            ]
+        );
+        assert!(Reasons::default().by_event_reason().is_empty());
+    }
 
     /// The published names. Changing one breaks dashboards and alerts: add, never rename.
     const STABLE: [(Code, &str); 37] = [

@@ -388,6 +388,7 @@ mod tests {
                     actions: vec![("default/web".into(), PodAction::Evict)],
                     waiting: 1,
                     do_not_disrupt: vec![],
+                    pod_events: vec![],
                 }),
             ]
         );

@@ -19,6 +19,9 @@ use k8s_openapi::api::core::v1::{Node, Taint};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
+use karpenter_disruption::do_not_disrupt::{
+    PodProtection, ProtectionEvent, pod_protection, protection_event,
+};
 use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::taints::tolerates;
 use karpenter_state::conditions::from_api_time;
@@ -162,8 +165,12 @@ pub struct DrainPlan {
     pub actions: Vec<(String, PodAction)>,
     /// Pods the drain still waits for (acted on now or terminating already).
     pub waiting: usize,
-    /// Pods of the current tier that `karpenter.sh/do-not-disrupt` keeps from eviction.
+    /// Pods of the current tier that `karpenter.sh/do-not-disrupt` keeps from eviction
+    /// (`"true"`, or a duration from the pod's start that has not passed).
     pub do_not_disrupt: Vec<String>,
+    /// What upstream tells about the annotations it looked at (a duration's end, its
+    /// passing, an invalid value), by pod `namespace/name`.
+    pub pod_events: Vec<(String, ProtectionEvent)>,
 }
 
 impl DrainPlan {
@@ -171,10 +178,6 @@ impl DrainPlan {
     pub fn drained(&self) -> bool {
         self.waiting == 0
     }
-}
-
-fn do_not_disrupt(pod: &PodRecord) -> bool {
-    pod.annotation(labels::DO_NOT_DISRUPT) == Some("true")
 }
 
 /// The drain pass for a node whose pods are `node_pods`, with the NodeClaim's termination
@@ -223,7 +226,15 @@ pub fn plan_drain(
         if pod.is_terminating() {
             continue;
         }
-        if do_not_disrupt(pod) {
+        let value = pod.annotation(labels::DO_NOT_DISRUPT);
+        let started = karpenter_disruption::pods::started(pod);
+        if let Some(event) = protection_event(value, started, now) {
+            plan.pod_events.push((pod.key(), event));
+        }
+        if matches!(
+            pod_protection(value, started, now),
+            PodProtection::Protected(_)
+        ) {
             plan.do_not_disrupt.push(pod.key());
             continue;
         }
@@ -405,6 +416,46 @@ mod tests {
         assert_eq!(plan.waiting, 1);
         assert!(plan.actions.is_empty(), "not evicted twice: {plan:?}");
         assert!(plan_drain(&[&leaving], None, at(61)).drained());
+    }
+
+    #[test]
+    fn a_do_not_disrupt_duration_holds_the_drain_until_it_has_passed_since_the_pod_started() {
+        let mut guarded = pod("guarded");
+        guarded
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(labels::DO_NOT_DISRUPT.into(), "10m".into());
+        guarded.status.get_or_insert_default().start_time = Some(api_time(at(0)));
+        let plan = plan_drain(&[&guarded], None, at(599));
+        assert_eq!(plan.do_not_disrupt, ["default/guarded"]);
+        assert!(plan.actions.is_empty());
+        assert_eq!(plan.pod_events.len(), 1);
+        assert_eq!(plan.pod_events[0].1.reason, "DoNotDisruptUntil");
+
+        let plan = plan_drain(&[&guarded], None, at(600));
+        assert!(plan.do_not_disrupt.is_empty());
+        assert_eq!(
+            plan.actions,
+            [("default/guarded".to_owned(), PodAction::Evict)]
+        );
+        assert_eq!(
+            plan.pod_events[0].1.reason,
+            "DoNotDisruptGracePeriodElapsed"
+        );
+
+        // An invalid value protects nothing and is told.
+        guarded
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(labels::DO_NOT_DISRUPT.into(), "forever".into());
+        let plan = plan_drain(&[&guarded], None, at(1));
+        assert_eq!(
+            plan.actions,
+            [("default/guarded".to_owned(), PodAction::Evict)]
+        );
+        assert_eq!(plan.pod_events[0].1.reason, "InvalidDoNotDisruptAnnotation");
     }
 
     #[test]

@@ -119,6 +119,27 @@ impl PodRecord {
         alive && !self.is_terminal() && !self.is_daemonset() && !self.is_mirror()
     }
 
+    /// The pod asks for devices through dynamic resource allocation: pod-level
+    /// `resourceClaims`, or a container or init container naming claims in its resources
+    /// (upstream `HasDRARequirements`).
+    pub fn has_dra_requirements(&self) -> bool {
+        let Some(spec) = self.spec.as_deref() else {
+            return false;
+        };
+        if spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
+            return true;
+        }
+        spec.containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+            .any(|c| {
+                c.resources
+                    .as_ref()
+                    .and_then(|r| r.claims.as_ref())
+                    .is_some_and(|claims| !claims.is_empty())
+            })
+    }
+
     /// Pod condition `Ready=True` (a pod without a `Ready` condition counts as ready).
     pub fn is_ready(&self) -> bool {
         self.status
@@ -282,6 +303,28 @@ mod tests {
         let mut other = owned_by("ReplicaSet", Some(true));
         other.metadata.deletion_timestamp = Some(deleted_at());
         assert!(!other.is_reschedulable());
+    }
+
+    #[test]
+    fn a_pod_has_dra_requirements_with_pod_or_container_resource_claims() {
+        let with_spec = |spec: serde_json::Value| {
+            PodRecord::from(Pod {
+                spec: Some(serde_json::from_value(spec).unwrap()),
+                ..Pod::default()
+            })
+        };
+        let plain = with_spec(serde_json::json!({"containers": [{"name": "c"}]}));
+        assert!(!plain.has_dra_requirements());
+        let pod_level = with_spec(serde_json::json!({
+            "containers": [{"name": "c"}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]
+        }));
+        assert!(pod_level.has_dra_requirements());
+        let init_container = with_spec(serde_json::json!({
+            "containers": [{"name": "c"}],
+            "initContainers": [{"name": "i", "resources": {"claims": [{"name": "gpu"}]}}]
+        }));
+        assert!(init_container.has_dra_requirements());
     }
 
     #[test]

@@ -106,6 +106,8 @@ struct LoopState {
     told: HashMap<String, (String, Instant)>,
     /// When the next pass is due.
     next_pass: Instant,
+    /// Replacements told `DisruptionWaitingReadiness` while they are still pending.
+    waiting_told: BTreeSet<String>,
 }
 
 impl Default for LoopState {
@@ -114,6 +116,7 @@ impl Default for LoopState {
             queue: Queue::default(),
             told: HashMap::new(),
             next_pass: Instant::now(),
+            waiting_told: BTreeSet::new(),
         }
     }
 }
@@ -217,7 +220,15 @@ impl<C: CloudProvider + 'static> Disruption<C> {
     async fn tick(&self, state: &mut LoopState, pass: bool) -> Result<(), DisruptionError> {
         self.clear_stale_taints(&state.queue).await;
         let now = Utc::now();
-        let steps = state.queue.poll(now, |name| self.replacement(name));
+        let mut pending = BTreeSet::new();
+        let steps = state.queue.poll(now, |name| {
+            let replacement = self.replacement(name);
+            if replacement == Replacement::Pending {
+                pending.insert(name.to_owned());
+            }
+            replacement
+        });
+        self.tell_waiting(&mut state.waiting_told, pending).await;
         for step in steps {
             self.execute(&mut state.queue, step).await;
         }
@@ -661,16 +672,56 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                 continue;
             }
             tracing::info!(node = %considered.node, reason = %text, "not disrupted");
-            self.node_event(&considered.node, "DisruptionBlocked", &text)
-                .await;
+            // Upstream's event reasons: `DisruptionBlocked`, `Unconsolidatable`,
+            // `ConsolidationRejected`, on the Node and its NodeClaim.
+            for (event, note) in considered.reason.by_event_reason() {
+                self.node_event(&considered.node, event, &note).await;
+            }
             told.insert(considered.node.clone(), (text, Instant::now()));
         }
     }
 
+    /// `DisruptionWaitingReadiness` on each replacement NodeClaim the queue waits for, once
+    /// per replacement (upstream publishes it at every look, deduplicated).
+    async fn tell_waiting(&self, told: &mut BTreeSet<String>, pending: BTreeSet<String>) {
+        told.retain(|name| pending.contains(name));
+        for name in pending {
+            if told.contains(&name) {
+                continue;
+            }
+            let claim = self.ctx.cache.lock().node_claim(&name).cloned();
+            if let Some(claim) = claim {
+                self.ctx
+                    .events
+                    .normal_node_claim(
+                        &claim,
+                        "DisruptionWaitingReadiness",
+                        "Waiting on readiness to continue disruption",
+                    )
+                    .await;
+            }
+            told.insert(name);
+        }
+    }
+
+    /// An event on Node `node` and on its NodeClaim, as upstream publishes disruption events.
     async fn node_event(&self, node: &str, reason: &str, note: &str) {
-        let node = self.ctx.cache.lock().node(node).cloned();
+        let (node, claim) = {
+            let cluster = self.ctx.cache.lock();
+            let state = cluster.state_node_named(node);
+            (
+                state.as_ref().and_then(|s| s.node.cloned()),
+                state.as_ref().and_then(|s| s.node_claim.cloned()),
+            )
+        };
         if let Some(node) = node {
             self.ctx.events.normal_node(&node, reason, note).await;
+        }
+        if let Some(claim) = claim {
+            self.ctx
+                .events
+                .normal_node_claim(&claim, reason, note)
+                .await;
         }
     }
 }

@@ -185,6 +185,27 @@ pub fn liveness_failure(claim: &NodeClaim) -> Outcome {
     }
 }
 
+/// A Node registering before Karpenter synced it (no `karpenter.sh/registered` label) without
+/// the `karpenter.sh/unregistered:NoExecute` taint its kubelet should start with (upstream
+/// tells it `UnregisteredTaintMissing` and goes on).
+pub fn unregistered_taint_missing(node: &Node) -> bool {
+    let synced = node
+        .metadata
+        .labels
+        .as_ref()
+        .is_some_and(|l| l.contains_key(labels::REGISTERED));
+    let tainted = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|taints| {
+            taints
+                .iter()
+                .any(|t| t.key == labels::UNREGISTERED_TAINT_KEY && t.effect == "NoExecute")
+        });
+    !synced && !tainted
+}
+
 /// The uid of the NodePool that owns `claim` (upstream counts only NodeClaims it owns).
 pub fn owning_pool_uid(claim: &NodeClaim) -> Option<&str> {
     claim
@@ -242,6 +263,17 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
             }
             Step::Register { node: node_name } => {
                 let Some(node) = node else { return Ok(()) };
+                if unregistered_taint_missing(node) {
+                    tracing::error!(nodeclaim = %name, node = %node_name, taint = labels::UNREGISTERED_TAINT_KEY, "node registered without the taint that prevents registration races");
+                    self.ctx
+                        .events
+                        .warn_node_claim(
+                            claim,
+                            "UnregisteredTaintMissing",
+                            &format!("Missing {} taint which prevents registration related race conditions on Karpenter-managed nodes", labels::UNREGISTERED_TAINT_KEY),
+                        )
+                        .await;
+                }
                 let desired = registered_node(claim, node);
                 // Finalizers and taints are lists: the patch is guarded by the Node's version.
                 let patch = json!({
@@ -334,6 +366,14 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                         "annotating the termination deadline",
                     )
                     .await?;
+                self.ctx
+                    .events
+                    .warn_node_claim(
+                        claim,
+                        "TerminationGracePeriodExpiring",
+                        &format!("All pods will be deleted by {deadline}"),
+                    )
+                    .await;
                 Ok(())
             }
             Step::DeleteNode { node } => {
@@ -478,6 +518,53 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
 mod tests {
     use super::*;
     use crate::cluster::writes::WriteError;
+
+    #[test]
+    fn a_node_registering_without_the_unregistered_taint_is_told_unless_already_synced() {
+        let node = |labels: serde_json::Value, taints: serde_json::Value| -> Node {
+            serde_json::from_value(json!({
+                "metadata": {"name": "n", "labels": labels},
+                "spec": {"taints": taints}
+            }))
+            .unwrap_or_else(|e| panic!("node: {e}"))
+        };
+        let taint = json!([{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]);
+        assert!(unregistered_taint_missing(&node(json!({}), json!([]))));
+        assert!(!unregistered_taint_missing(&node(json!({}), taint)));
+        assert!(!unregistered_taint_missing(&node(
+            json!({"karpenter.sh/registered": "true"}),
+            json!([])
+        )));
+    }
+
+    #[test]
+    fn a_claim_deleted_for_liveness_fails_its_pool_with_its_launch_reason_or_registration() {
+        let claim = |conditions: serde_json::Value| -> NodeClaim {
+            serde_json::from_value(json!({
+                "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                "metadata": {"name": "c"},
+                "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}, "requirements": []},
+                "status": {"conditions": conditions}
+            }))
+            .unwrap_or_else(|e| panic!("claim: {e}"))
+        };
+        let launched = claim(
+            json!([{"type": "Launched", "status": "True", "reason": "Launched",
+            "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]),
+        );
+        assert_eq!(liveness_failure(&launched), Outcome::registration_failed());
+        let failed = claim(
+            json!([{"type": "Launched", "status": "False", "reason": "InsufficientCapacity",
+            "message": "no capacity", "lastTransitionTime": "2026-01-01T00:00:00Z"}]),
+        );
+        assert_eq!(
+            liveness_failure(&failed),
+            Outcome::Failed {
+                reason: "InsufficientCapacity".to_owned(),
+                message: "no capacity".to_owned()
+            }
+        );
+    }
 
     fn api_error(code: u16) -> kube::Error {
         let status: kube::core::Status = serde_json::from_value(json!({

@@ -351,9 +351,7 @@ async fn run_with<C: CloudProvider + 'static>(
     );
     spawn(
         &mut tasks,
-        termination::Termination {
-            ctx: context.clone(),
-        },
+        termination::Termination::new(context.clone()),
         &context,
         cancel,
     );

@@ -41,6 +41,10 @@ pub fn nomination_window(settings: &Settings) -> Duration {
 /// pod the index holds; the batch windows are 1 s and 10 s, so 100 ms is invisible).
 const SCAN_INTERVAL: Duration = Duration::from_millis(100);
 
+/// What a pod with DRA requirements is told while `IGNORE_DRA_REQUESTS` is on (upstream's
+/// `FailedScheduling` message).
+pub const DRA_NOT_SUPPORTED: &str = "Failed to schedule pod, pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter";
+
 /// NodeClaims of one batch created at once (the client's QPS limit still applies).
 const CREATE_CONCURRENCY: usize = 32;
 
@@ -216,19 +220,35 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         // Pending pods and nodes from one look at the index: a pod bound while the instance
         // types were fetched must not count both as pending and on its node (the solver would
         // see it twice and launch a NodeClaim for it).
-        let input = {
+        let (input, dra) = {
             let cluster = self.ctx.cache.lock();
-            let pods: Vec<Arc<PodRecord>> =
-                cluster.provisionable_pods().into_iter().cloned().collect();
-            cluster.solve_input(
+            let (dra, pods): (Vec<Arc<PodRecord>>, Vec<Arc<PodRecord>>) = cluster
+                .provisionable_pods()
+                .into_iter()
+                .cloned()
+                .partition(|p| self.ctx.settings.ignore_dra_requests && p.has_dra_requirements());
+            let input = cluster.solve_input(
                 pods,
                 solver_pools,
                 catalogs.instance_types.clone(),
                 solve_options(&self.ctx.settings),
-            )
+            );
+            (input, dra)
         };
+        // Upstream (`IGNORE_DRA_REQUESTS=true`, its default): pods asking for DRA devices are
+        // not provisioned for, and told so.
+        for pod in &dra {
+            self.ctx
+                .events
+                .warn_pod(pod, "FailedScheduling", DRA_NOT_SUPPORTED)
+                .await;
+        }
         if input.pods.is_empty() {
-            return Ok(BatchOutcome::default());
+            return Ok(BatchOutcome {
+                pods: dra.len(),
+                unschedulable: dra.len(),
+                ..BatchOutcome::default()
+            });
         }
         if tracing::enabled!(tracing::Level::DEBUG) {
             for node in &input.existing_nodes {
@@ -255,7 +275,8 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             .scheduling_duration
             .observe(started.elapsed().as_secs_f64());
         let mut outcome = BatchOutcome {
-            pods: pods.len(),
+            pods: pods.len() + dra.len(),
+            unschedulable: dra.len(),
             ..BatchOutcome::default()
         };
         let pods_by_key: BTreeMap<String, &PodRecord> =

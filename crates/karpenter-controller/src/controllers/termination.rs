@@ -46,6 +46,32 @@ const EVICTIONS_AT_ONCE: usize = 64;
 #[derive(Debug)]
 pub struct Termination<C> {
     pub ctx: Context<C>,
+    /// Pod events already told (pod, reason, message): each once, not at every pass.
+    told: std::sync::Mutex<std::collections::HashSet<(String, &'static str, String)>>,
+}
+
+/// Told pod events remembered at most (then forgotten at once: a few repeats, no growth).
+const TOLD_AT_MOST: usize = 4096;
+
+impl<C> Termination<C> {
+    pub fn new(ctx: Context<C>) -> Self {
+        Termination {
+            ctx,
+            told: std::sync::Mutex::default(),
+        }
+    }
+
+    /// Whether (pod, reason, message) is new; remembers it.
+    fn first_telling(&self, pod: &str, reason: &'static str, message: &str) -> bool {
+        let mut told = match self.told.lock() {
+            Ok(told) => told,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if told.len() >= TOLD_AT_MOST {
+            told.clear();
+        }
+        told.insert((pod.to_owned(), reason, message.to_owned()))
+    }
 }
 
 /// One pass over a terminating Node, with what it was decided from.
@@ -53,7 +79,7 @@ pub struct Termination<C> {
 pub struct NodePass {
     pub node: Node,
     pub claim: Option<NodeClaim>,
-    /// The pods the pass's drain names, by `namespace/name`.
+    /// The pods the pass's drain acts on or tells about, by `namespace/name`.
     pub pods: BTreeMap<String, Arc<PodRecord>>,
     pub pass: TerminationPass,
 }
@@ -151,7 +177,13 @@ pub fn scan(cluster: &Cluster, now: DateTime<Utc>, busy: Busy<'_>) -> Scan<NodeP
         }
         let named: std::collections::BTreeSet<&str> = pass
             .drain()
-            .map(|plan| plan.actions.iter().map(|(k, _)| k.as_str()).collect())
+            .map(|plan| {
+                plan.actions
+                    .iter()
+                    .map(|(k, _)| k.as_str())
+                    .chain(plan.pod_events.iter().map(|(k, _)| k.as_str()))
+                    .collect()
+            })
             .unwrap_or_default();
         let pods = on_node
             .iter()
@@ -227,6 +259,23 @@ impl<C: CloudProvider + 'static> Termination<C> {
                         .await?;
                 }
                 TerminationStep::Drain(plan) => {
+                    for (key, event) in &plan.pod_events {
+                        let Some(pod) = pods.get(key) else { continue };
+                        if !self.first_telling(key, event.reason, &event.message) {
+                            continue;
+                        }
+                        if event.warning {
+                            self.ctx
+                                .events
+                                .warn_pod(pod, event.reason, &event.message)
+                                .await;
+                        } else {
+                            self.ctx
+                                .events
+                                .normal_pod(pod, event.reason, &event.message)
+                                .await;
+                        }
+                    }
                     let reason = drain_reason(claim.as_ref());
                     // One tier's evictions at a time, as upstream's eviction queue makes
                     // them: a node of 170 pods drained one round trip after another took 17 s.

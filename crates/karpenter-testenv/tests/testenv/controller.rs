@@ -769,6 +769,66 @@ async fn a_nodepool_goes_ready_and_registration_healthy_and_an_invalid_one_launc
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_pod_with_a_dra_resource_claim_is_told_why_and_gets_no_node_claim() {
+    let h = start("provision-dra", &[], KwokOptions::default()).await;
+    h.node_pool(None, requirements_general()).await;
+    h.wait_pool_condition(&h.pool, "Ready", "True", None).await;
+    // A claim for a device class no driver serves: the kube-scheduler finds it unschedulable.
+    let claim: k8s_openapi::api::resource::v1::ResourceClaim =
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "gpu-claim"},
+            "spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.testenv.karpenter-rs.dev"}}
+            ]}}
+        }))
+        .expect("the ResourceClaim parses");
+    Api::<k8s_openapi::api::resource::v1::ResourceClaim>::namespaced(
+        h.client.clone(),
+        h.scope.namespace(),
+    )
+    .create(&PostParams::default(), &claim)
+    .await
+    .expect("creating the ResourceClaim");
+    let mut deployment = h.deployment("dra", 1, "500m");
+    if let Some(spec) = deployment
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+    {
+        spec.resource_claims = Some(vec![k8s_openapi::api::core::v1::PodResourceClaim {
+            name: "gpu".to_owned(),
+            resource_claim_name: Some("gpu-claim".to_owned()),
+            ..Default::default()
+        }]);
+    }
+    Api::<Deployment>::namespaced(h.client.clone(), h.scope.namespace())
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("creating the Deployment");
+    h.wait_pod_event(
+        "FailedScheduling",
+        &["Dynamic Resource Allocation requirements that are not yet supported"],
+    )
+    .await;
+    let pods = h.pods().await;
+    assert!(
+        !pods.is_empty()
+            && pods
+                .iter()
+                .all(|p| p.spec.as_ref().is_some_and(|s| s.resource_claims.is_some())),
+        "the API server keeps the pod's resourceClaims (DRA enabled)"
+    );
+    // A plain pod of the same namespace is still provisioned for: the batch was not dropped.
+    h.create_deployment("plain", 1, "500m").await;
+    h.wait_running(1, Duration::from_secs(90)).await;
+    let claims = h.node_claims().await;
+    assert_eq!(claims.len(), 1, "one NodeClaim, for the plain pod only");
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
 async fn a_nodepool_limit_stops_launches_and_the_pods_left_over_are_told_why() {
     let h = start("provision-limits", &[], KwokOptions::default()).await;
     // At most 4 CPUs: the solver can launch one node of <= 4 vCPUs and no more.
@@ -1367,6 +1427,87 @@ async fn a_deleted_node_claim_is_drained_through_evictions_that_never_break_a_pd
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_do_not_disrupt_duration_holds_the_drain_until_it_has_passed_since_the_pod_started() {
+    let h = start("drain-dnd-duration", &[], KwokOptions::default()).await;
+    h.node_pool(None, only(&["c5.large"])).await;
+    let mut deployment = h.deployment("guarded", 1, "500m");
+    if let Some(template) = deployment.spec.template.metadata.as_mut() {
+        template.annotations = Some(BTreeMap::from([(
+            "karpenter.sh/do-not-disrupt".to_owned(),
+            "25s".to_owned(),
+        )]));
+    }
+    Api::<Deployment>::namespaced(h.client.clone(), h.scope.namespace())
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("creating the Deployment");
+    h.wait_running(1, Duration::from_secs(120)).await;
+    let pod = h.pods().await.into_iter().next().expect("the pod");
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let started = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.start_time.as_ref())
+        .expect("the running pod has a start time")
+        .0
+        .as_second();
+    let until = started + 25;
+    let claims = h.node_claims().await;
+    let claim_name = claims[0].metadata.name.clone().unwrap_or_default();
+    Api::<NodeClaim>::all(h.client.clone())
+        .delete(&claim_name, &DeleteParams::default())
+        .await
+        .expect("deleting the NodeClaim");
+    let told = h
+        .wait_pod_event(
+            "DoNotDisruptUntil",
+            &["The karpenter.sh/do-not-disrupt grace period will elapse at"],
+        )
+        .await;
+    let elapse_at = k8s_openapi::jiff::Timestamp::from_second(until)
+        .expect("a timestamp")
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    assert!(
+        told.ends_with(&elapse_at),
+        "{told} (pod started at {started})"
+    );
+    let claims_api: Api<NodeClaim> = Api::all(h.client.clone());
+    wait_for(
+        "the pod evicted once its do-not-disrupt duration passed, then the NodeClaim gone",
+        Duration::from_secs(90),
+        || async {
+            let now = k8s_openapi::jiff::Timestamp::now().as_second();
+            let original = h
+                .pods()
+                .await
+                .into_iter()
+                .find(|p| p.metadata.uid.as_deref() == Some(uid.as_str()));
+            if now < until - 1 {
+                assert!(
+                    original
+                        .as_ref()
+                        .is_some_and(|p| p.metadata.deletion_timestamp.is_none()),
+                    "the pod was evicted {}s before its do-not-disrupt duration passed",
+                    until - now
+                );
+            }
+            let gone = matches!(claims_api.get_opt(&claim_name).await, Ok(None));
+            Ok((gone && original.is_none()).then_some(()))
+        },
+    )
+    .await
+    .expect("the drain goes on once the duration has passed");
+    h.wait_pod_event(
+        "DoNotDisruptGracePeriodElapsed",
+        &["pod is now disruptable"],
+    )
+    .await;
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
 async fn a_do_not_disrupt_pod_holds_the_drain_until_the_termination_grace_period_forces_it() {
     let h = start("drain-tgp", &[], KwokOptions::default()).await;
     h.node_pool(None, only(&["c5.large"])).await;
@@ -1437,6 +1578,29 @@ async fn a_do_not_disrupt_pod_holds_the_drain_until_the_termination_grace_period
         .expect("an RFC 3339 deadline")
         .as_second();
     assert_eq!(deadline, deleted + 20, "deletion + terminationGracePeriod");
+    let expiring = wait_for(
+        "a TerminationGracePeriodExpiring event on the NodeClaim",
+        Duration::from_secs(30),
+        || async {
+            let events = Api::<Event>::namespaced(h.client.clone(), "default")
+                .list(&ListParams::default().fields(&format!(
+                    "involvedObject.kind=NodeClaim,involvedObject.name={claim_name}"
+                )))
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default();
+            Ok(events.into_iter().find_map(|e| {
+                (e.reason.as_deref() == Some("TerminationGracePeriodExpiring"))
+                    .then_some(e.message.unwrap_or_default())
+            }))
+        },
+    )
+    .await
+    .expect("the NodeClaim is told when its pods will be deleted");
+    assert!(
+        expiring.starts_with("All pods will be deleted by "),
+        "{expiring}"
+    );
 
     // Until 5 s (the pod's grace period) before the deadline the pod stays: do-not-disrupt
     // holds the drain. Then it is deleted and the node goes.

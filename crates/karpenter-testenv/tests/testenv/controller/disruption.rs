@@ -52,8 +52,15 @@ fn running_on(pods: &[Pod]) -> BTreeSet<String> {
 impl Harness {
     /// Events about Node `node` with `reason` (Node events live in `default`).
     async fn node_events(&self, node: &str, reason: &str) -> Vec<Event> {
+        self.object_events("Node", node, reason).await
+    }
+
+    /// Events about the cluster-scoped `kind` object `name` with `reason` (in `default`).
+    async fn object_events(&self, kind: &str, name: &str, reason: &str) -> Vec<Event> {
         Api::<Event>::namespaced(self.client.clone(), "default")
-            .list(&ListParams::default().fields(&format!("involvedObject.name={node}")))
+            .list(&ListParams::default().fields(&format!(
+                "involvedObject.kind={kind},involvedObject.name={name}"
+            )))
             .await
             .map(|l| l.items)
             .unwrap_or_default()
@@ -103,12 +110,18 @@ impl Harness {
 
     /// Waits for a `DisruptionBlocked` event on `node` whose message contains `text`.
     async fn wait_blocked(&self, node: &str, text: &str) -> String {
+        self.wait_object_event("Node", node, "DisruptionBlocked", text)
+            .await
+    }
+
+    /// Waits for a `reason` event on the `kind` object `name` whose message contains `text`.
+    async fn wait_object_event(&self, kind: &str, name: &str, reason: &str, text: &str) -> String {
         wait_for(
-            &format!("a DisruptionBlocked event on {node} containing {text:?}"),
+            &format!("a {reason} event on {kind} {name} containing {text:?}"),
             Duration::from_secs(90),
             || async {
                 Ok(self
-                    .node_events(node, "DisruptionBlocked")
+                    .object_events(kind, name, reason)
                     .await
                     .into_iter()
                     .filter_map(|e| e.message)
@@ -339,6 +352,42 @@ async fn a_do_not_disrupt_pod_keeps_its_node_from_consolidation() {
         after
             .iter()
             .all(|c| c.metadata.deletion_timestamp.is_none())
+    );
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_node_consolidation_leaves_is_told_unconsolidatable_on_its_node_and_node_claim() {
+    let h = start("disrupt-unconsolidatable", &[], KwokOptions::default()).await;
+    h.node_pool_disrupting(
+        serde_json::json!({"consolidateAfter": "0s", "consolidationPolicy": "WhenEmpty"}),
+        only(&["c5.xlarge"]),
+    )
+    .await;
+    h.create_deployment("web", 1, "500m").await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+    let claims = h.node_claims().await;
+    let claim = claims.first().expect("a NodeClaim");
+    let node = node_name(claim).expect("a registered node");
+    let text = "consolidates only empty nodes (WhenEmpty)";
+    let on_node = h
+        .wait_object_event("Node", &node, "Unconsolidatable", text)
+        .await;
+    let claim_name = claim.metadata.name.clone().unwrap_or_default();
+    let on_claim = h
+        .wait_object_event("NodeClaim", &claim_name, "Unconsolidatable", text)
+        .await;
+    assert_eq!(
+        on_node, on_claim,
+        "the same message on the Node and its NodeClaim"
+    );
+    assert!(
+        h.node_events(&node, "DisruptionBlocked")
+            .await
+            .iter()
+            .all(|e| !e.message.as_deref().unwrap_or_default().contains(text)),
+        "a consolidation verdict is not told as DisruptionBlocked"
     );
     h.finish().await;
 }
