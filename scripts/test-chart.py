@@ -141,7 +141,8 @@ for name, value in {
     "LOG_LEVEL": "info", "METRICS_PORT": "8080", "HEALTH_PROBE_PORT": "8081",
     "BATCH_MAX_DURATION": "10s", "BATCH_IDLE_DURATION": "1s", "PREFERENCE_POLICY": "Respect",
     "MIN_VALUES_POLICY": "Strict", "IGNORE_DRA_REQUESTS": "true", "KARPENTER_SERVICE": "karpenter",
-    "AWS_FEATURE_GATES": "NodeClassCEL=false", "VM_MEMORY_OVERHEAD_PERCENT": "0.075",
+    "AWS_FEATURE_GATES": "NodeClassCEL=false,RebootForRepair=false", "VM_MEMORY_OVERHEAD_PERCENT": "0.075",
+    "LEGACY_NODE_REPAIR": "false",
 }.items():
     check(env.get(name) == value, f"env {name}={env.get(name)!r}, expected {value!r}")
 for name in ("LEADER_ELECTION_NAMESPACE", "POD_NAME", "CPU_REQUESTS", "MEMORY_LIMIT"):
