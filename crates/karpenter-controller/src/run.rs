@@ -310,7 +310,7 @@ fn finished(
 }
 
 /// The process entry point: refuses settings karpenter-rs cannot honour
-/// ([`Settings::validate`]), JSON logs at `LOG_LEVEL`, clients from the
+/// ([`Settings::validate`]), JSON logs at `LOG_LEVEL` to `LOG_OUTPUT_PATHS`, clients from the
 /// kubeconfig or the pod, servers on the configured ports, leader election
 /// unless disabled, `controllers` while leading, until SIGTERM/SIGINT.
 pub async fn run<F, Fut>(settings: Settings, controllers: F) -> Result<(), RunError>
@@ -319,7 +319,7 @@ where
     Fut: Future<Output = Result<(), ControllerError>> + Send + 'static,
 {
     settings.validate()?;
-    crate::telemetry::init(settings.log_level)?;
+    crate::telemetry::init(&settings)?;
     let shutdown = crate::shutdown::on_signals(&CancellationToken::new())?;
     let clients = Clients::infer(&settings).await?;
     tracing::info!(

@@ -1,6 +1,6 @@
 //! `karpenter controller` refuses what it cannot honour before it connects to anything: a
-//! refused setting value ends the process with code 2 and a message naming the setting, with
-//! no cluster reachable.
+//! refused setting value, or a log output it cannot open, ends the process with code 2 and a
+//! message naming the setting, with no cluster reachable.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -41,6 +41,21 @@ fn refused_settings_stop_the_controller_before_it_connects_listing_each() {
         text.contains(
             "NodeRepair=true in FEATURE_GATES (--feature-gates): node repair is not implemented yet"
         ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("kubeconfig"),
+        "it did not get as far as the client: {text}"
+    );
+}
+
+#[test]
+fn a_log_output_that_cannot_be_opened_stops_the_controller_naming_the_setting_and_the_path() {
+    let out = controller(&[("LOG_OUTPUT_PATHS", "stdout,/nonexistent/karpenter.log")]);
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("LOG_OUTPUT_PATHS: cannot open the log file /nonexistent/karpenter.log: "),
         "{text}"
     );
     assert!(

@@ -20,6 +20,7 @@
 
 mod duration;
 mod feature_gates;
+mod log_paths;
 mod refusals;
 mod values;
 
@@ -36,6 +37,7 @@ pub use feature_gates::{
     AWS_GATE_NAMES, AwsFeatureGates, DEFAULT_AWS_FEATURE_GATES, DEFAULT_FEATURE_GATES,
     FeatureGates, GATE_NAMES, parse_aws_feature_gates, parse_feature_gates,
 };
+pub use log_paths::{LogPath, LogPaths, parse_log_paths};
 pub use refusals::{Refusal, Refused};
 pub use values::{CloudProviderKind, LogLevel, MinValuesPolicy, PreferencePolicy, parse_go_bool};
 
@@ -141,13 +143,15 @@ pub struct Settings {
     #[arg(long, env = "LOG_LEVEL", default_value = "info", value_parser = str::parse::<LogLevel>)]
     pub log_level: LogLevel,
 
-    /// Where logs go (comma-separated; accepted for compatibility, karpenter-rs logs to stdout).
-    #[arg(long, env = "LOG_OUTPUT_PATHS", default_value = "stdout")]
-    pub log_output_paths: String,
+    /// Where logs go: comma-separated stdout, stderr or file paths (appended to); every line
+    /// goes to each.
+    #[arg(long, env = "LOG_OUTPUT_PATHS", default_value = "stdout", value_parser = parse_log_paths)]
+    pub log_output_paths: LogPaths,
 
-    /// Where error logs go (accepted for compatibility).
-    #[arg(long, env = "LOG_ERROR_OUTPUT_PATHS", default_value = "stderr")]
-    pub log_error_output_paths: String,
+    /// Where the logger's own errors go (a failed write to a log output), as zap's
+    /// errorOutputPaths: comma-separated stdout, stderr or file paths.
+    #[arg(long, env = "LOG_ERROR_OUTPUT_PATHS", default_value = "stderr", value_parser = parse_log_paths)]
+    pub log_error_output_paths: LogPaths,
 
     /// Longest a provisioning batch may last (Go duration).
     #[arg(long, env = "BATCH_MAX_DURATION", default_value = "10s", value_parser = parse_go_duration)]

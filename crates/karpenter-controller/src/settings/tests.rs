@@ -36,8 +36,8 @@ fn with_nothing_set_every_setting_has_its_upstream_default() {
             memory_limit: -1,
             cpu_requests: 1000,
             log_level: LogLevel::Info,
-            log_output_paths: "stdout".into(),
-            log_error_output_paths: "stderr".into(),
+            log_output_paths: LogPaths(vec![LogPath::Stdout]),
+            log_error_output_paths: LogPaths(vec![LogPath::Stderr]),
             batch_max_duration: Duration::from_secs(10),
             batch_idle_duration: Duration::from_secs(1),
             preference_policy: PreferencePolicy::Respect,
@@ -102,11 +102,11 @@ fn each_setting_is_read_from_its_environment_variable() {
         }),
         ("CPU_REQUESTS", "-5", |s| s.cpu_requests == -5),
         ("LOG_LEVEL", "debug", |s| s.log_level == LogLevel::Debug),
-        ("LOG_OUTPUT_PATHS", "/tmp/a", |s| {
-            s.log_output_paths == "/tmp/a"
+        ("LOG_OUTPUT_PATHS", "stdout,/tmp/a", |s| {
+            s.log_output_paths == LogPaths(vec![LogPath::Stdout, LogPath::File("/tmp/a".into())])
         }),
         ("LOG_ERROR_OUTPUT_PATHS", "/tmp/b", |s| {
-            s.log_error_output_paths == "/tmp/b"
+            s.log_error_output_paths == LogPaths(vec![LogPath::File("/tmp/b".into())])
         }),
         ("BATCH_MAX_DURATION", "1m30s", |s| {
             s.batch_max_duration == Duration::from_secs(90)
@@ -318,6 +318,16 @@ fn a_bad_value_names_the_flag_the_env_and_what_is_allowed() {
             &[],
             &[("RESERVED_ENIS", "-1")],
             "for --reserved-enis (env RESERVED_ENIS)",
+        ),
+        (
+            &[],
+            &[("LOG_OUTPUT_PATHS", "http://logs")],
+            "for --log-output-paths (env LOG_OUTPUT_PATHS): \"http://logs\": no log sink for the URL scheme \"http\"",
+        ),
+        (
+            &["--log-error-output-paths="],
+            &[],
+            "for --log-error-output-paths (env LOG_ERROR_OUTPUT_PATHS): an empty path",
         ),
     ];
     for (args, env, expected) in cases {
