@@ -110,8 +110,8 @@ pub struct Settings {
     #[arg(long, env = "DISABLE_LEADER_ELECTION", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub disable_leader_election: bool,
 
-    /// Do not run the metrics and status-condition controllers for cluster state (accepted,
-    /// not acted on yet).
+    /// Do not run the cluster-state metrics loops (metrics.node, metrics.pod,
+    /// metrics.nodepool), as upstream leaves out its cluster-state observability controllers.
     #[arg(long, env = "DISABLE_CLUSTER_STATE_OBSERVABILITY", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub disable_cluster_state_observability: bool,
 
