@@ -161,6 +161,7 @@ The settings' env entries (upstream's names), one "- name/value" item each, at c
 {{- include "karpenter.settingEnv" (dict "name" "DISABLE_DRY_RUN" "value" .disableDryRun "root" $) }}
 {{- include "karpenter.settingEnv" (dict "name" "AMI_REFRESH_INTERVAL" "value" .amiRefreshInterval "root" $) }}
 {{- include "karpenter.settingEnv" (dict "name" "SUBNET_REFRESH_INTERVAL" "value" .subnetRefreshInterval "root" $) }}
+{{- include "karpenter.settingEnv" (dict "name" "SECURITY_GROUP_REFRESH_INTERVAL" "value" .securityGroupRefreshInterval "root" $) }}
 {{- with .awsFeatureGates }}
 - name: AWS_FEATURE_GATES
   value: "NodeClassCEL={{ .nodeClassCEL }},RebootForRepair={{ .rebootForRepair }}"

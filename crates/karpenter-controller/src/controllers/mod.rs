@@ -140,9 +140,11 @@ pub async fn run_aws(
         .await
         .map_err(StartError::from)?,
     );
+    // A class is resolved as a whole (AMIs, subnets, security groups): at the shortest interval.
     let refresh = settings
         .ami_refresh_interval
-        .min(settings.subnet_refresh_interval);
+        .min(settings.subnet_refresh_interval)
+        .min(settings.security_group_refresh_interval);
     let extra_cloud = cloud.clone();
     let extra: Extra<karpenter_aws_provider::AwsCloud<nodeclass::CachedClasses>> =
         Box::new(move |tasks, context, ctx| {

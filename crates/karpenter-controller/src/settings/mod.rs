@@ -249,6 +249,10 @@ pub struct Settings {
     #[arg(long, env = "SUBNET_REFRESH_INTERVAL", default_value = "1m", value_parser = parse_refresh_interval)]
     pub subnet_refresh_interval: Duration,
 
+    /// How often EC2NodeClass security groups are resolved again (AWS provider; at least 1m).
+    #[arg(long, env = "SECURITY_GROUP_REFRESH_INTERVAL", default_value = "1m", value_parser = parse_refresh_interval)]
+    pub security_group_refresh_interval: Duration,
+
     /// AWS provider feature gates, `Name=bool,...`: all off by default; turning one on is refused
     /// (not implemented yet).
     #[arg(long, env = "AWS_FEATURE_GATES", default_value = DEFAULT_AWS_FEATURE_GATES, value_parser = parse_aws_feature_gates)]

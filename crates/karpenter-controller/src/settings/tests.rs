@@ -59,6 +59,7 @@ fn with_nothing_set_every_setting_has_its_upstream_default() {
             enable_zonal_shift: false,
             ami_refresh_interval: Duration::from_secs(60),
             subnet_refresh_interval: Duration::from_secs(60),
+            security_group_refresh_interval: Duration::from_secs(60),
             aws_feature_gates: AwsFeatureGates::default(),
             instance_types_file_path: None,
             registration_ttl: Duration::from_secs(15 * 60),
@@ -162,6 +163,9 @@ fn each_setting_is_read_from_its_environment_variable() {
         }),
         ("SUBNET_REFRESH_INTERVAL", "2m", |s| {
             s.subnet_refresh_interval == Duration::from_secs(120)
+        }),
+        ("SECURITY_GROUP_REFRESH_INTERVAL", "3m", |s| {
+            s.security_group_refresh_interval == Duration::from_secs(180)
         }),
         ("AWS_FEATURE_GATES", "NodeClassCEL=true", |s| {
             s.aws_feature_gates.node_class_cel
@@ -311,6 +315,11 @@ fn a_bad_value_names_the_flag_the_env_and_what_is_allowed() {
         ),
         (
             &[],
+            &[("SECURITY_GROUP_REFRESH_INTERVAL", "59s")],
+            "for --security-group-refresh-interval (env SECURITY_GROUP_REFRESH_INTERVAL): \"59s\" is too short",
+        ),
+        (
+            &[],
             &[("AWS_FEATURE_GATES", "Turbo=true")],
             "unknown AWS feature gate \"Turbo\"",
         ),
@@ -390,6 +399,7 @@ fn upstream_v1_15_charts_rendered_defaults_parse_and_start() {
         ("RESERVED_ENIS", "0"),
         ("AMI_REFRESH_INTERVAL", "1m"),
         ("SUBNET_REFRESH_INTERVAL", "1m"),
+        ("SECURITY_GROUP_REFRESH_INTERVAL", "1m"),
     ];
     let settings = parse(&[], &env).expect("upstream's rendered defaults parse");
     assert_eq!(settings.feature_gates, FeatureGates::default());
