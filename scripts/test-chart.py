@@ -66,7 +66,8 @@ READ_ENV |= {"POD_NAME"}
 AWS_ENV = {
     "CLUSTER_NAME", "CLUSTER_ENDPOINT", "CLUSTER_CA_BUNDLE", "INTERRUPTION_QUEUE", "ISOLATED_VPC",
     "EKS_CONTROL_PLANE", "VM_MEMORY_OVERHEAD_PERCENT", "ENABLE_ZONAL_SHIFT", "RESERVED_ENIS",
-    "DISABLE_DRY_RUN", "AMI_REFRESH_INTERVAL", "SUBNET_REFRESH_INTERVAL", "AWS_FEATURE_GATES",
+    "DISABLE_DRY_RUN", "AMI_REFRESH_INTERVAL", "SUBNET_REFRESH_INTERVAL",
+    "SECURITY_GROUP_REFRESH_INTERVAL", "AWS_FEATURE_GATES",
 }
 gates_src = (CONTROLLER / "settings/feature_gates.rs").read_text()
 DEFAULT_GATES = re.search(r'DEFAULT_FEATURE_GATES: &str = "([^"]+)"', gates_src).group(1)
@@ -141,7 +142,8 @@ for name, value in {
     "LOG_LEVEL": "info", "METRICS_PORT": "8080", "HEALTH_PROBE_PORT": "8081",
     "BATCH_MAX_DURATION": "10s", "BATCH_IDLE_DURATION": "1s", "PREFERENCE_POLICY": "Respect",
     "MIN_VALUES_POLICY": "Strict", "IGNORE_DRA_REQUESTS": "true", "KARPENTER_SERVICE": "karpenter",
-    "AWS_FEATURE_GATES": "NodeClassCEL=false", "VM_MEMORY_OVERHEAD_PERCENT": "0.075",
+    "AWS_FEATURE_GATES": "NodeClassCEL=false,RebootForRepair=false", "VM_MEMORY_OVERHEAD_PERCENT": "0.075",
+    "LEGACY_NODE_REPAIR": "false", "SECURITY_GROUP_REFRESH_INTERVAL": "1m",
 }.items():
     check(env.get(name) == value, f"env {name}={env.get(name)!r}, expected {value!r}")
 for name in ("LEADER_ELECTION_NAMESPACE", "POD_NAME", "CPU_REQUESTS", "MEMORY_LIMIT"):

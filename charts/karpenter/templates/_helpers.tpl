@@ -136,7 +136,7 @@ The settings' env entries (upstream's names), one "- name/value" item each, at c
 {{- include "karpenter.settingEnv" (dict "name" "LOG_ERROR_OUTPUT_PATHS" "value" (join "," (.Values.logErrorOutputPaths | default list)) "root" $) }}
 {{- with .Values.settings.featureGates }}
 - name: FEATURE_GATES
-  value: "NodeRepair={{ .nodeRepair }},ReservedCapacity={{ .reservedCapacity }},SpotToSpotConsolidation={{ .spotToSpotConsolidation }},NodeOverlay={{ .nodeOverlay }},StaticCapacity={{ .staticCapacity }},CapacityBuffer={{ .capacityBuffer }}"
+  value: "NodeRepair={{ .nodeRepair }},ReservedCapacity={{ .reservedCapacity }},SpotToSpotConsolidation={{ .spotToSpotConsolidation }},NodeOverlay={{ .nodeOverlay }},StaticCapacity={{ .staticCapacity }},CapacityBuffer={{ .capacityBuffer }},TerminateFirstDrift={{ .terminateFirstDrift }},TerminateFirstRepair={{ .terminateFirstRepair }},PodDeletionCostManagement={{ .podDeletionCostManagement }}"
 {{- end }}
 {{- with .Values.settings }}
 {{- include "karpenter.settingEnv" (dict "name" "BATCH_MAX_DURATION" "value" .batchMaxDuration "root" $) }}
@@ -144,6 +144,7 @@ The settings' env entries (upstream's names), one "- name/value" item each, at c
 {{- include "karpenter.settingEnv" (dict "name" "PREFERENCE_POLICY" "value" .preferencePolicy "root" $) }}
 {{- include "karpenter.settingEnv" (dict "name" "MIN_VALUES_POLICY" "value" .minValuesPolicy "root" $) }}
 {{- include "karpenter.settingEnv" (dict "name" "IGNORE_DRA_REQUESTS" "value" .ignoreDRARequests "root" $) }}
+{{- include "karpenter.settingEnv" (dict "name" "LEGACY_NODE_REPAIR" "value" .legacyNodeRepair "root" $) }}
 {{- include "karpenter.settingEnv" (dict "name" "DISABLE_CLUSTER_STATE_OBSERVABILITY" "value" .disableClusterStateObservability "root" $) }}
 # The AWS provider's settings (upstream's names; read once --cloud-provider=aws is
 # implemented).
@@ -160,9 +161,10 @@ The settings' env entries (upstream's names), one "- name/value" item each, at c
 {{- include "karpenter.settingEnv" (dict "name" "DISABLE_DRY_RUN" "value" .disableDryRun "root" $) }}
 {{- include "karpenter.settingEnv" (dict "name" "AMI_REFRESH_INTERVAL" "value" .amiRefreshInterval "root" $) }}
 {{- include "karpenter.settingEnv" (dict "name" "SUBNET_REFRESH_INTERVAL" "value" .subnetRefreshInterval "root" $) }}
+{{- include "karpenter.settingEnv" (dict "name" "SECURITY_GROUP_REFRESH_INTERVAL" "value" .securityGroupRefreshInterval "root" $) }}
 {{- with .awsFeatureGates }}
 - name: AWS_FEATURE_GATES
-  value: "NodeClassCEL={{ .nodeClassCEL }}"
+  value: "NodeClassCEL={{ .nodeClassCEL }},RebootForRepair={{ .rebootForRepair }}"
 {{- end }}
 {{- end }}
 {{- end }}

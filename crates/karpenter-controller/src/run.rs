@@ -30,6 +30,9 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Why the controller stopped abnormally.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The settings ask for what karpenter-rs does not do.
+    #[error(transparent)]
+    Refused(#[from] crate::settings::Refused),
     /// Logging could not be installed.
     #[error(transparent)]
     Telemetry(#[from] crate::telemetry::TelemetryError),
@@ -306,7 +309,8 @@ fn finished(
     }
 }
 
-/// The process entry point: JSON logs at `LOG_LEVEL`, clients from the
+/// The process entry point: refuses settings karpenter-rs cannot honour
+/// ([`Settings::validate`]), JSON logs at `LOG_LEVEL` to `LOG_OUTPUT_PATHS`, clients from the
 /// kubeconfig or the pod, servers on the configured ports, leader election
 /// unless disabled, `controllers` while leading, until SIGTERM/SIGINT.
 pub async fn run<F, Fut>(settings: Settings, controllers: F) -> Result<(), RunError>
@@ -314,7 +318,8 @@ where
     F: FnOnce(ControllerContext) -> Fut,
     Fut: Future<Output = Result<(), ControllerError>> + Send + 'static,
 {
-    crate::telemetry::init(settings.log_level)?;
+    settings.validate()?;
+    crate::telemetry::init(&settings)?;
     let shutdown = crate::shutdown::on_signals(&CancellationToken::new())?;
     let clients = Clients::infer(&settings).await?;
     tracing::info!(

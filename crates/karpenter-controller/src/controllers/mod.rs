@@ -141,9 +141,11 @@ pub async fn run_aws(
         .await
         .map_err(StartError::from)?,
     );
+    // A class is resolved as a whole (AMIs, subnets, security groups): at the shortest interval.
     let refresh = settings
         .ami_refresh_interval
-        .min(settings.subnet_refresh_interval);
+        .min(settings.subnet_refresh_interval)
+        .min(settings.security_group_refresh_interval);
     let extra_cloud = cloud.clone();
     let extra: Extra<karpenter_aws_provider::AwsCloud<nodeclass::CachedClasses>> =
         Box::new(move |tasks, context, ctx| {
@@ -383,22 +385,98 @@ async fn run_with<C: CloudProvider + 'static>(
         &context,
         cancel,
     );
+    spawn_observability(&mut tasks, &context, cancel);
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// Upstream's cluster-state observability controllers: `metrics.nodepool`, `metrics.node` and
+/// `metrics.pod` (`karpenter_nodepools_usage`, `karpenter_nodepools_limit`,
+/// `karpenter_nodes_allocatable`, `karpenter_nodes_total_pod_requests`,
+/// `karpenter_nodes_total_daemon_requests`, `karpenter_pods_state` and
+/// `karpenter_pods_startup_duration_seconds`). With `DISABLE_CLUSTER_STATE_OBSERVABILITY` none
+/// starts, as
+/// upstream's `controllers.go` leaves them out (with its status-condition metrics controllers,
+/// which karpenter-rs does not have). Returns the names of the loops it started.
+fn spawn_observability<C: Send + Sync + 'static>(
+    tasks: &mut JoinSet<()>,
+    context: &Context<C>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Vec<&'static str> {
+    if context.settings.disable_cluster_state_observability {
+        return Vec::new();
+    }
     spawn(
-        &mut tasks,
+        tasks,
         nodepool_counter::NodePoolMetrics {
             ctx: context.clone(),
         },
-        &context,
+        context,
         cancel,
     );
-    let gauges = gauges::SharedState::new(metrics.clone(), cache.clone(), chrono::Utc::now());
-    spawn(
-        &mut tasks,
-        gauges::NodeMetrics(gauges.clone()),
-        &context,
-        cancel,
+    let gauges = gauges::SharedState::new(
+        context.metrics.clone(),
+        context.cache.clone(),
+        chrono::Utc::now(),
     );
-    spawn(&mut tasks, gauges::PodMetrics(gauges), &context, cancel);
-    while tasks.join_next().await.is_some() {}
-    Ok(())
+    spawn(tasks, gauges::NodeMetrics(gauges.clone()), context, cancel);
+    spawn(tasks, gauges::PodMetrics(gauges), context, cancel);
+    vec![
+        nodepool_counter::NodePoolMetrics::<C>::NAME,
+        gauges::NodeMetrics::NAME,
+        gauges::PodMetrics::NAME,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::http::Metrics;
+    use crate::leader::Fence;
+    use crate::reconcile::catalogs::Catalogs;
+    use crate::settings::Settings;
+
+    fn context(args: &[&str]) -> Context<()> {
+        let argv = std::iter::once("karpenter").chain(args.iter().copied());
+        let settings = Settings::parse_from(argv, Vec::<(String, String)>::new())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let config = kube::Config::new(
+            "http://127.0.0.1:9"
+                .parse()
+                .unwrap_or_else(|e| panic!("{e}")),
+        );
+        let client = kube::Client::try_from(config).unwrap_or_else(|e| panic!("{e}"));
+        Context {
+            client: client.clone(),
+            cache: ClusterCache::new(),
+            cloud: Arc::new(()),
+            events: Events::new(client),
+            metrics: ControllerMetrics::register(&Metrics::new()),
+            settings: Arc::new(settings),
+            catalogs: Catalogs::default(),
+            fence: Fence::closed(),
+        }
+    }
+
+    #[tokio::test]
+    async fn disabling_cluster_state_observability_leaves_out_the_metrics_loops() {
+        let cancel = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+        let started = spawn_observability(&mut tasks, &context(&[]), &cancel);
+        assert_eq!(started, ["metrics.nodepool", "metrics.node", "metrics.pod"]);
+        assert_eq!(tasks.len(), 3);
+
+        let mut none = JoinSet::new();
+        let disabled = context(&["--disable-cluster-state-observability"]);
+        assert_eq!(
+            spawn_observability(&mut none, &disabled, &cancel),
+            Vec::<&str>::new()
+        );
+        assert_eq!(none.len(), 0);
+
+        cancel.cancel();
+        while tasks.join_next().await.is_some() {}
+    }
 }

@@ -1,7 +1,8 @@
 //! The controller's settings: every upstream Karpenter core flag/env with its
 //! upstream name and default, plus a few karpenter-rs additions.
 //!
-//! Owns parsing and validation of settings into a plain [`Settings`] value.
+//! Owns parsing and validation of settings into a plain [`Settings`] value, and the one table
+//! of values karpenter-rs refuses to start with ([`Settings::validate`], `refusals.rs`).
 //! Precedence is upstream's: a flag beats its environment variable, which
 //! beats the default. It must not act on the settings (no I/O, no logging).
 //!
@@ -19,6 +20,8 @@
 
 mod duration;
 mod feature_gates;
+mod log_paths;
+mod refusals;
 mod values;
 
 use std::collections::HashMap;
@@ -30,7 +33,12 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{ArgAction, Args, Command, FromArgMatches};
 
 pub use duration::{format_go_duration, parse_go_duration};
-pub use feature_gates::{DEFAULT_FEATURE_GATES, FeatureGates, GATE_NAMES, parse_feature_gates};
+pub use feature_gates::{
+    AWS_GATE_NAMES, AwsFeatureGates, DEFAULT_AWS_FEATURE_GATES, DEFAULT_FEATURE_GATES,
+    FeatureGates, GATE_NAMES, parse_aws_feature_gates, parse_feature_gates,
+};
+pub use log_paths::{LogPath, LogPaths, parse_log_paths};
+pub use refusals::{Refusal, Refused};
 pub use values::{CloudProviderKind, LogLevel, MinValuesPolicy, PreferencePolicy, parse_go_bool};
 
 /// Why the settings could not be read.
@@ -60,8 +68,10 @@ pod, its own cluster). Every setting is a flag and an environment variable with 
 Karpenter's name and default; a flag wins over its variable.";
 
 /// What `karpenter controller --help` says last.
-const AFTER_HELP: &str = "Settings that karpenter-rs accepts for compatibility but does not \
-act on are marked so above. The Helm chart sets these from its values (docs/settings.md).";
+const AFTER_HELP: &str = "A value karpenter-rs cannot honour (a feature it does not implement) \
+stops the start with a message naming it; the settings upstream uses to tune the Go runtime are \
+read and have no effect. The Helm chart sets these from its values; docs/settings.md says what \
+each setting does.";
 
 /// All settings of the controller, typed. Construct with [`Settings::parse_from`].
 #[derive(Debug, Clone, PartialEq, Args)]
@@ -87,12 +97,12 @@ pub struct Settings {
     #[arg(long, env = "KUBE_CLIENT_BURST", default_value_t = 300, value_parser = parse_positive_u32)]
     pub kube_client_burst: u32,
 
-    /// Serve profiling endpoints (accepted for compatibility; karpenter-rs serves none yet).
+    /// Serve Go pprof endpoints: refused when true (karpenter-rs serves none).
     #[arg(long, env = "ENABLE_PROFILING", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub enable_profiling: bool,
 
-    /// Do not start controllers before leadership to warm caches (upstream default: true;
-    /// accepted, not acted on yet: a standby always warms its caches).
+    /// Do not start watches before leading (upstream default: true). karpenter-rs's standby
+    /// always keeps its caches warm and reports ready on them, whatever the value.
     #[arg(long, env = "DISABLE_CONTROLLER_WARMUP", default_value = "true", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub disable_controller_warmup: bool,
 
@@ -100,8 +110,8 @@ pub struct Settings {
     #[arg(long, env = "DISABLE_LEADER_ELECTION", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub disable_leader_election: bool,
 
-    /// Do not run the metrics and status-condition controllers for cluster state (accepted,
-    /// not acted on yet).
+    /// Do not run the cluster-state metrics loops (metrics.node, metrics.pod,
+    /// metrics.nodepool), as upstream leaves out its cluster-state observability controllers.
     #[arg(long, env = "DISABLE_CLUSTER_STATE_OBSERVABILITY", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub disable_cluster_state_observability: bool,
 
@@ -114,13 +124,13 @@ pub struct Settings {
     #[arg(long, env = "LEADER_ELECTION_NAMESPACE", default_value = "")]
     pub leader_election_namespace: String,
 
-    /// Memory limit in bytes; -1 means unlimited (upstream sets GOMEMLIMIT to 90% of it;
-    /// accepted, not acted on yet).
+    /// Memory limit in bytes; -1 means unlimited. Upstream sets Go's GC limit (GOMEMLIMIT) to
+    /// 90% of it; no effect here (no garbage collector).
     #[arg(long, env = "MEMORY_LIMIT", default_value_t = -1, allow_negative_numbers = true)]
     pub memory_limit: i64,
 
-    /// CPU requests in millicores; upstream sizes worker pools with it (<= 0 means 1000;
-    /// accepted, not acted on yet).
+    /// CPU requests in millicores. Upstream sizes its goroutine pools with it; no effect here
+    /// (one async thread, single-threaded solves).
     #[arg(
         long,
         env = "CPU_REQUESTS",
@@ -133,13 +143,15 @@ pub struct Settings {
     #[arg(long, env = "LOG_LEVEL", default_value = "info", value_parser = str::parse::<LogLevel>)]
     pub log_level: LogLevel,
 
-    /// Where logs go (comma-separated; accepted for compatibility, karpenter-rs logs to stdout).
-    #[arg(long, env = "LOG_OUTPUT_PATHS", default_value = "stdout")]
-    pub log_output_paths: String,
+    /// Where logs go: comma-separated stdout, stderr or file paths (appended to); every line
+    /// goes to each.
+    #[arg(long, env = "LOG_OUTPUT_PATHS", default_value = "stdout", value_parser = parse_log_paths)]
+    pub log_output_paths: LogPaths,
 
-    /// Where error logs go (accepted for compatibility).
-    #[arg(long, env = "LOG_ERROR_OUTPUT_PATHS", default_value = "stderr")]
-    pub log_error_output_paths: String,
+    /// Where the logger's own errors go (a failed write to a log output), as zap's
+    /// errorOutputPaths: comma-separated stdout, stderr or file paths.
+    #[arg(long, env = "LOG_ERROR_OUTPUT_PATHS", default_value = "stderr", value_parser = parse_log_paths)]
+    pub log_error_output_paths: LogPaths,
 
     /// Longest a provisioning batch may last (Go duration).
     #[arg(long, env = "BATCH_MAX_DURATION", default_value = "10s", value_parser = parse_go_duration)]
@@ -162,8 +174,14 @@ pub struct Settings {
     #[arg(long, env = "IGNORE_DRA_REQUESTS", default_value = "true", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub ignore_dra_requests: bool,
 
-    /// Feature gates, `Name=bool,...`; unnamed gates keep their defaults (all are accepted and
-    /// validated; SpotToSpotConsolidation is acted on).
+    /// Run the legacy node repair controller (with NodeRepair): refused when true (no node
+    /// repair yet).
+    #[arg(long, env = "LEGACY_NODE_REPAIR", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
+    pub legacy_node_repair: bool,
+
+    /// Feature gates, `Name=bool,...`; unnamed gates keep their defaults. SpotToSpotConsolidation
+    /// and ReservedCapacity are accepted both ways; turning on any other is refused (not
+    /// implemented yet).
     #[arg(long, env = "FEATURE_GATES", default_value = DEFAULT_FEATURE_GATES, value_parser = parse_feature_gates)]
     pub feature_gates: FeatureGates,
 
@@ -201,7 +219,7 @@ pub struct Settings {
     #[arg(long, env = "ISOLATED_VPC", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub isolated_vpc: bool,
 
-    /// Read the Kubernetes version from EKS instead of the API server (accepted; karpenter-rs
+    /// Read the Kubernetes version from eks:DescribeCluster: refused when true (karpenter-rs
     /// reads the API server's).
     #[arg(long, env = "EKS_CONTROL_PLANE", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub eks_control_plane: bool,
@@ -214,11 +232,12 @@ pub struct Settings {
     #[arg(long, env = "RESERVED_ENIS", default_value_t = 0)]
     pub reserved_enis: u32,
 
-    /// Skip the EC2NodeClass validation dry runs (accepted; karpenter-rs makes none).
+    /// Skip the EC2NodeClass validation dry runs (AWS provider): karpenter-rs makes none, so
+    /// both values mean no dry runs.
     #[arg(long, env = "DISABLE_DRY_RUN", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub disable_dry_run: bool,
 
-    /// Follow ARC zonal shifts (accepted; not acted on yet).
+    /// Follow ARC zonal shifts: refused when true (not implemented yet).
     #[arg(long, env = "ENABLE_ZONAL_SHIFT", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub enable_zonal_shift: bool,
 
@@ -230,9 +249,14 @@ pub struct Settings {
     #[arg(long, env = "SUBNET_REFRESH_INTERVAL", default_value = "1m", value_parser = parse_refresh_interval)]
     pub subnet_refresh_interval: Duration,
 
-    /// AWS provider feature gates (`NodeClassCEL=false`); accepted and validated.
-    #[arg(long, env = "AWS_FEATURE_GATES", default_value = "NodeClassCEL=false", value_parser = parse_aws_feature_gates)]
-    pub aws_feature_gates: String,
+    /// How often EC2NodeClass security groups are resolved again (AWS provider; at least 1m).
+    #[arg(long, env = "SECURITY_GROUP_REFRESH_INTERVAL", default_value = "1m", value_parser = parse_refresh_interval)]
+    pub security_group_refresh_interval: Duration,
+
+    /// AWS provider feature gates, `Name=bool,...`: all off by default; turning one on is refused
+    /// (not implemented yet).
+    #[arg(long, env = "AWS_FEATURE_GATES", default_value = DEFAULT_AWS_FEATURE_GATES, value_parser = parse_aws_feature_gates)]
+    pub aws_feature_gates: AwsFeatureGates,
 
     /// Instance types for the kwok provider, as a JSON file; empty: the built-in catalog.
     #[arg(long, env = "INSTANCE_TYPES_FILE_PATH", default_value = "", value_parser = parse_optional_path)]
@@ -302,21 +326,6 @@ fn parse_refresh_interval(input: &str) -> Result<Duration, String> {
         ));
     }
     Ok(value)
-}
-
-fn parse_aws_feature_gates(input: &str) -> Result<String, String> {
-    for entry in input.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let (name, value) = entry
-            .split_once('=')
-            .ok_or_else(|| format!("{entry:?} is not Name=bool"))?;
-        if name != "NodeClassCEL" {
-            return Err(format!(
-                "unknown AWS feature gate {name:?}; allowed: NodeClassCEL"
-            ));
-        }
-        parse_go_bool(value).map_err(|e| format!("{name}: {e}"))?;
-    }
-    Ok(input.to_owned())
 }
 
 fn parse_optional_path(input: &str) -> Result<Option<PathBuf>, String> {

@@ -36,13 +36,14 @@ fn with_nothing_set_every_setting_has_its_upstream_default() {
             memory_limit: -1,
             cpu_requests: 1000,
             log_level: LogLevel::Info,
-            log_output_paths: "stdout".into(),
-            log_error_output_paths: "stderr".into(),
+            log_output_paths: LogPaths(vec![LogPath::Stdout]),
+            log_error_output_paths: LogPaths(vec![LogPath::Stderr]),
             batch_max_duration: Duration::from_secs(10),
             batch_idle_duration: Duration::from_secs(1),
             preference_policy: PreferencePolicy::Respect,
             min_values_policy: MinValuesPolicy::Strict,
             ignore_dra_requests: true,
+            legacy_node_repair: false,
             feature_gates: FeatureGates::default(),
             scheduler_config: None,
             cloud_provider: CloudProviderKind::Kwok,
@@ -58,7 +59,8 @@ fn with_nothing_set_every_setting_has_its_upstream_default() {
             enable_zonal_shift: false,
             ami_refresh_interval: Duration::from_secs(60),
             subnet_refresh_interval: Duration::from_secs(60),
-            aws_feature_gates: "NodeClassCEL=false".into(),
+            security_group_refresh_interval: Duration::from_secs(60),
+            aws_feature_gates: AwsFeatureGates::default(),
             instance_types_file_path: None,
             registration_ttl: Duration::from_secs(15 * 60),
             zone_pinning: true,
@@ -101,11 +103,11 @@ fn each_setting_is_read_from_its_environment_variable() {
         }),
         ("CPU_REQUESTS", "-5", |s| s.cpu_requests == -5),
         ("LOG_LEVEL", "debug", |s| s.log_level == LogLevel::Debug),
-        ("LOG_OUTPUT_PATHS", "/tmp/a", |s| {
-            s.log_output_paths == "/tmp/a"
+        ("LOG_OUTPUT_PATHS", "stdout,/tmp/a", |s| {
+            s.log_output_paths == LogPaths(vec![LogPath::Stdout, LogPath::File("/tmp/a".into())])
         }),
         ("LOG_ERROR_OUTPUT_PATHS", "/tmp/b", |s| {
-            s.log_error_output_paths == "/tmp/b"
+            s.log_error_output_paths == LogPaths(vec![LogPath::File("/tmp/b".into())])
         }),
         ("BATCH_MAX_DURATION", "1m30s", |s| {
             s.batch_max_duration == Duration::from_secs(90)
@@ -120,6 +122,7 @@ fn each_setting_is_read_from_its_environment_variable() {
             s.min_values_policy == MinValuesPolicy::BestEffort
         }),
         ("IGNORE_DRA_REQUESTS", "false", |s| !s.ignore_dra_requests),
+        ("LEGACY_NODE_REPAIR", "true", |s| s.legacy_node_repair),
         ("FEATURE_GATES", "NodeRepair=true", |s| {
             s.feature_gates.node_repair
         }),
@@ -161,8 +164,11 @@ fn each_setting_is_read_from_its_environment_variable() {
         ("SUBNET_REFRESH_INTERVAL", "2m", |s| {
             s.subnet_refresh_interval == Duration::from_secs(120)
         }),
+        ("SECURITY_GROUP_REFRESH_INTERVAL", "3m", |s| {
+            s.security_group_refresh_interval == Duration::from_secs(180)
+        }),
         ("AWS_FEATURE_GATES", "NodeClassCEL=true", |s| {
-            s.aws_feature_gates == "NodeClassCEL=true"
+            s.aws_feature_gates.node_class_cel
         }),
     ];
     for (env, value, check) in cases {
@@ -259,7 +265,7 @@ fn a_bad_value_names_the_flag_the_env_and_what_is_allowed() {
         (
             &[],
             &[("FEATURE_GATES", "Drift=true")],
-            "for --feature-gates (env FEATURE_GATES): unknown feature gate \"Drift\"; known gates: NodeRepair",
+            "for --feature-gates (env FEATURE_GATES): unknown feature gate \"Drift\"; known feature gates: NodeRepair",
         ),
         (
             &[],
@@ -309,6 +315,11 @@ fn a_bad_value_names_the_flag_the_env_and_what_is_allowed() {
         ),
         (
             &[],
+            &[("SECURITY_GROUP_REFRESH_INTERVAL", "59s")],
+            "for --security-group-refresh-interval (env SECURITY_GROUP_REFRESH_INTERVAL): \"59s\" is too short",
+        ),
+        (
+            &[],
             &[("AWS_FEATURE_GATES", "Turbo=true")],
             "unknown AWS feature gate \"Turbo\"",
         ),
@@ -316,6 +327,16 @@ fn a_bad_value_names_the_flag_the_env_and_what_is_allowed() {
             &[],
             &[("RESERVED_ENIS", "-1")],
             "for --reserved-enis (env RESERVED_ENIS)",
+        ),
+        (
+            &[],
+            &[("LOG_OUTPUT_PATHS", "http://logs")],
+            "for --log-output-paths (env LOG_OUTPUT_PATHS): \"http://logs\": no log sink for the URL scheme \"http\"",
+        ),
+        (
+            &["--log-error-output-paths="],
+            &[],
+            "for --log-error-output-paths (env LOG_ERROR_OUTPUT_PATHS): an empty path",
         ),
     ];
     for (args, env, expected) in cases {
@@ -342,4 +363,200 @@ fn an_unknown_flag_is_a_command_line_error() {
 fn unrelated_environment_variables_are_ignored() {
     let settings = parse(&[], &[("PATH", "/bin"), ("HOME", "/root")]).expect("valid");
     assert_eq!(settings.metrics_port, 8080);
+}
+
+#[test]
+fn upstreams_default_settings_start() {
+    let settings = parse(&[], &[]).expect("defaults parse");
+    assert_eq!(settings.refusals(), []);
+    assert_eq!(settings.validate(), Ok(()));
+}
+
+#[test]
+fn upstream_v1_15_charts_rendered_defaults_parse_and_start() {
+    // The environment upstream's chart (aws/karpenter-provider-aws v1.15.1) renders with its
+    // default values, less what the cluster fills in (names, ports, resource fields).
+    let env = [
+        ("LOG_LEVEL", "info"),
+        ("LOG_OUTPUT_PATHS", "stdout"),
+        ("LOG_ERROR_OUTPUT_PATHS", "stderr"),
+        ("CPU_REQUESTS", "1000"),
+        ("MEMORY_LIMIT", "1073741824"),
+        (
+            "FEATURE_GATES",
+            "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false",
+        ),
+        (
+            "AWS_FEATURE_GATES",
+            "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false",
+        ),
+        ("BATCH_MAX_DURATION", "10s"),
+        ("BATCH_IDLE_DURATION", "1s"),
+        ("PREFERENCE_POLICY", "Respect"),
+        ("MIN_VALUES_POLICY", "Strict"),
+        ("CLUSTER_NAME", "demo"),
+        ("VM_MEMORY_OVERHEAD_PERCENT", "0.075"),
+        ("RESERVED_ENIS", "0"),
+        ("AMI_REFRESH_INTERVAL", "1m"),
+        ("SUBNET_REFRESH_INTERVAL", "1m"),
+        ("SECURITY_GROUP_REFRESH_INTERVAL", "1m"),
+    ];
+    let settings = parse(&[], &env).expect("upstream's rendered defaults parse");
+    assert_eq!(settings.feature_gates, FeatureGates::default());
+    assert_eq!(settings.validate(), Ok(()));
+}
+
+#[test]
+fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "FEATURE_GATES",
+            "NodeRepair=true",
+            "NodeRepair=true in FEATURE_GATES (--feature-gates): node repair is not implemented yet",
+        ),
+        (
+            "FEATURE_GATES",
+            "NodeOverlay=true",
+            "NodeOverlay=true in FEATURE_GATES (--feature-gates): NodeOverlay objects are not implemented yet",
+        ),
+        (
+            "FEATURE_GATES",
+            "StaticCapacity=true",
+            "StaticCapacity=true in FEATURE_GATES (--feature-gates): static NodePools",
+        ),
+        (
+            "FEATURE_GATES",
+            "CapacityBuffer=true",
+            "CapacityBuffer=true in FEATURE_GATES (--feature-gates): CapacityBuffer objects are not implemented yet",
+        ),
+        (
+            "FEATURE_GATES",
+            "TerminateFirstDrift=true",
+            "TerminateFirstDrift=true in FEATURE_GATES (--feature-gates): terminating a drifted node",
+        ),
+        (
+            "FEATURE_GATES",
+            "TerminateFirstRepair=true",
+            "TerminateFirstRepair=true in FEATURE_GATES (--feature-gates): node repair",
+        ),
+        (
+            "FEATURE_GATES",
+            "PodDeletionCostManagement=true",
+            "PodDeletionCostManagement=true in FEATURE_GATES (--feature-gates): managing pod-deletion-cost",
+        ),
+        (
+            "LEGACY_NODE_REPAIR",
+            "true",
+            "LEGACY_NODE_REPAIR=true (--legacy-node-repair): node repair (legacy or not) is not implemented yet",
+        ),
+        (
+            "ENABLE_PROFILING",
+            "true",
+            "ENABLE_PROFILING=true (--enable-profiling): karpenter-rs serves no Go pprof endpoints; unset it",
+        ),
+        (
+            "EKS_CONTROL_PLANE",
+            "1",
+            "EKS_CONTROL_PLANE=true (--eks-control-plane): karpenter-rs reads the Kubernetes version from the API server",
+        ),
+        (
+            "ENABLE_ZONAL_SHIFT",
+            "True",
+            "ENABLE_ZONAL_SHIFT=true (--enable-zonal-shift): following ARC zonal shifts is not implemented yet",
+        ),
+        (
+            "AWS_FEATURE_GATES",
+            "NodeClassCEL=true",
+            "NodeClassCEL=true in AWS_FEATURE_GATES (--aws-feature-gates): CEL expressions",
+        ),
+        (
+            "AWS_FEATURE_GATES",
+            "DRANVIDIAGPU=true",
+            "DRANVIDIAGPU=true in AWS_FEATURE_GATES (--aws-feature-gates): dynamic resource allocation",
+        ),
+        (
+            "AWS_FEATURE_GATES",
+            "DRAEFA=true",
+            "DRAEFA=true in AWS_FEATURE_GATES (--aws-feature-gates): dynamic resource allocation",
+        ),
+        (
+            "AWS_FEATURE_GATES",
+            "RebootForRepair=true",
+            "RebootForRepair=true in AWS_FEATURE_GATES (--aws-feature-gates): node repair",
+        ),
+    ];
+    for (env, value, expected) in cases {
+        let settings = parse(&[], &[(env, value)]).unwrap_or_else(|e| panic!("{env}={value}: {e}"));
+        let err = settings
+            .validate()
+            .expect_err(&format!("{env}={value} is refused"));
+        assert_eq!(err.0.len(), 1, "{env}={value}: {err}");
+        assert_eq!(
+            err.to_string(),
+            format!("refusing to start: {}", err.0[0]),
+            "{env}={value}"
+        );
+        assert!(
+            err.to_string().contains(expected),
+            "{env}={value}:\n  got  {err}\n  want {expected}"
+        );
+    }
+}
+
+#[test]
+fn the_feature_gates_karpenter_rs_implements_or_accepts_are_not_refused_either_way() {
+    for value in [
+        "SpotToSpotConsolidation=true",
+        "SpotToSpotConsolidation=false",
+        "ReservedCapacity=true",
+        "ReservedCapacity=false",
+    ] {
+        let settings = parse(&[], &[("FEATURE_GATES", value)]).expect(value);
+        assert_eq!(settings.validate(), Ok(()), "{value}");
+    }
+    for (env, value) in [
+        ("DISABLE_DRY_RUN", "true"),
+        ("DISABLE_CONTROLLER_WARMUP", "false"),
+        ("DISABLE_CLUSTER_STATE_OBSERVABILITY", "true"),
+        ("MEMORY_LIMIT", "536870912"),
+        ("CPU_REQUESTS", "4000"),
+    ] {
+        let settings = parse(&[], &[(env, value)]).expect(value);
+        assert_eq!(settings.validate(), Ok(()), "{env}={value}");
+    }
+}
+
+#[test]
+fn every_refused_value_is_listed_at_once_one_per_line() {
+    let settings = parse(
+        &["--enable-profiling"],
+        &[
+            ("FEATURE_GATES", "NodeRepair=true,NodeOverlay=true"),
+            ("ENABLE_ZONAL_SHIFT", "true"),
+        ],
+    )
+    .expect("valid");
+    let err = settings.validate().expect_err("refused");
+    let settings_named: Vec<String> = err
+        .0
+        .iter()
+        .map(|r| r.gate.unwrap_or(r.env).to_string())
+        .collect();
+    assert_eq!(
+        settings_named,
+        [
+            "NodeRepair",
+            "NodeOverlay",
+            "ENABLE_PROFILING",
+            "ENABLE_ZONAL_SHIFT"
+        ]
+    );
+    let message = err.to_string();
+    assert!(
+        message.starts_with(
+            "refusing to start: 4 settings ask for what karpenter-rs does not do:\n  - NodeRepair=true in FEATURE_GATES"
+        ),
+        "{message}"
+    );
+    assert_eq!(message.lines().count(), 5, "{message}");
 }

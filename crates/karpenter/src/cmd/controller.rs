@@ -35,6 +35,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    // Before anything starts or connects: a value karpenter-rs cannot honour stops here.
+    if let Err(refused) = settings.validate() {
+        eprintln!("{refused}");
+        return Ok(ExitCode::from(2));
+    }
     // One thread for the async work: watches, API calls and the executors are I/O-bound, and
     // the CPU-heavy solves run on the blocking pool. Every worker thread of a multi-threaded
     // runtime gets its own malloc arena, and objects decoded on two threads fragment two heaps

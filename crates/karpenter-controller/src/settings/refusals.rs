@@ -1,0 +1,217 @@
+//! The setting values karpenter-rs refuses to start with: upstream features it does not
+//! implement (yet, or by design), each with why and what to do instead.
+//!
+//! One table, [`RULES`], checked once at start by [`Settings::validate`] (the binary calls it
+//! before it builds its runtime or connects to anything; [`crate::run()`] calls it again).
+//! Every refusal is reported at once. When a later change implements a feature, it deletes the
+//! feature's row here (and a test of `tests.rs` that names it). Defaults never appear here: an
+//! upstream chart's default values must start.
+
+use std::fmt;
+
+use super::Settings;
+
+/// One refused value: the setting, the value and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The environment variable (`FEATURE_GATES` for a gate).
+    pub env: &'static str,
+    /// The flag (`--feature-gates` for a gate).
+    pub flag: &'static str,
+    /// The gate, when the refused value is one gate of `env`.
+    pub gate: Option<&'static str>,
+    /// Why karpenter-rs refuses it, and what to do instead.
+    pub reason: &'static str,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.gate {
+            Some(gate) => write!(
+                f,
+                "{gate}=true in {} ({}): {}",
+                self.env, self.flag, self.reason
+            ),
+            None => write!(f, "{}=true ({}): {}", self.env, self.flag, self.reason),
+        }
+    }
+}
+
+/// The settings ask for what karpenter-rs does not do; every such value is listed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct Refused(pub Vec<Refusal>);
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.as_slice() {
+            [one] => write!(f, "refusing to start: {one}"),
+            all => {
+                write!(
+                    f,
+                    "refusing to start: {} settings ask for what karpenter-rs does not do:",
+                    all.len()
+                )?;
+                for refusal in all {
+                    write!(f, "\n  - {refusal}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One row: a boolean setting (or gate) that is refused when true.
+struct Rule {
+    env: &'static str,
+    flag: &'static str,
+    gate: Option<&'static str>,
+    /// Whether the settings set it to true.
+    set: fn(&Settings) -> bool,
+    reason: &'static str,
+}
+
+const fn gate(name: &'static str, set: fn(&Settings) -> bool, reason: &'static str) -> Rule {
+    Rule {
+        env: "FEATURE_GATES",
+        flag: "--feature-gates",
+        gate: Some(name),
+        set,
+        reason,
+    }
+}
+
+const fn aws_gate(name: &'static str, set: fn(&Settings) -> bool, reason: &'static str) -> Rule {
+    Rule {
+        env: "AWS_FEATURE_GATES",
+        flag: "--aws-feature-gates",
+        gate: Some(name),
+        set,
+        reason,
+    }
+}
+
+const fn setting(
+    env: &'static str,
+    flag: &'static str,
+    set: fn(&Settings) -> bool,
+    reason: &'static str,
+) -> Rule {
+    Rule {
+        env,
+        flag,
+        gate: None,
+        set,
+        reason,
+    }
+}
+
+/// Every refused value. `SpotToSpotConsolidation` is implemented and `ReservedCapacity` is
+/// accepted both ways (an EC2NodeClass selecting capacity reservations is not Ready with
+/// `CapacityReservationsUnsupported`), so neither is here.
+const RULES: &[Rule] = &[
+    gate(
+        "NodeRepair",
+        |s| s.feature_gates.node_repair,
+        "node repair is not implemented yet in karpenter-rs; set NodeRepair=false",
+    ),
+    gate(
+        "NodeOverlay",
+        |s| s.feature_gates.node_overlay,
+        "NodeOverlay objects are not implemented yet in karpenter-rs; set NodeOverlay=false",
+    ),
+    gate(
+        "StaticCapacity",
+        |s| s.feature_gates.static_capacity,
+        "static NodePools (spec.replicas) are not implemented yet in karpenter-rs; set StaticCapacity=false",
+    ),
+    gate(
+        "CapacityBuffer",
+        |s| s.feature_gates.capacity_buffer,
+        "CapacityBuffer objects are not implemented yet in karpenter-rs; set CapacityBuffer=false",
+    ),
+    gate(
+        "TerminateFirstDrift",
+        |s| s.feature_gates.terminate_first_drift,
+        "terminating a drifted node before its replacement launches is not implemented yet in karpenter-rs; set TerminateFirstDrift=false",
+    ),
+    gate(
+        "TerminateFirstRepair",
+        |s| s.feature_gates.terminate_first_repair,
+        "node repair (and so terminate-first repair) is not implemented yet in karpenter-rs; set TerminateFirstRepair=false",
+    ),
+    gate(
+        "PodDeletionCostManagement",
+        |s| s.feature_gates.pod_deletion_cost_management,
+        "managing pod-deletion-cost annotations is not implemented yet in karpenter-rs; set PodDeletionCostManagement=false",
+    ),
+    setting(
+        "LEGACY_NODE_REPAIR",
+        "--legacy-node-repair",
+        |s| s.legacy_node_repair,
+        "node repair (legacy or not) is not implemented yet in karpenter-rs; unset it",
+    ),
+    setting(
+        "ENABLE_PROFILING",
+        "--enable-profiling",
+        |s| s.enable_profiling,
+        "karpenter-rs serves no Go pprof endpoints; unset it",
+    ),
+    setting(
+        "EKS_CONTROL_PLANE",
+        "--eks-control-plane",
+        |s| s.eks_control_plane,
+        "karpenter-rs reads the Kubernetes version from the API server, not from eks:DescribeCluster; unset it",
+    ),
+    setting(
+        "ENABLE_ZONAL_SHIFT",
+        "--enable-zonal-shift",
+        |s| s.enable_zonal_shift,
+        "following ARC zonal shifts is not implemented yet in karpenter-rs; unset it",
+    ),
+    aws_gate(
+        "NodeClassCEL",
+        |s| s.aws_feature_gates.node_class_cel,
+        "CEL expressions in an EC2NodeClass's kubelet are not implemented yet in karpenter-rs (with the gate off, a class using one is not Ready, as upstream); set NodeClassCEL=false",
+    ),
+    aws_gate(
+        "DRANVIDIAGPU",
+        |s| s.aws_feature_gates.dra_nvidia_gpu,
+        "dynamic resource allocation (DRA) devices are not modelled yet in karpenter-rs; set DRANVIDIAGPU=false",
+    ),
+    aws_gate(
+        "DRAEFA",
+        |s| s.aws_feature_gates.dra_efa,
+        "dynamic resource allocation (DRA) devices are not modelled yet in karpenter-rs; set DRAEFA=false",
+    ),
+    aws_gate(
+        "RebootForRepair",
+        |s| s.aws_feature_gates.reboot_for_repair,
+        "node repair (and so rebooting for repair) is not implemented yet in karpenter-rs; set RebootForRepair=false",
+    ),
+];
+
+impl Settings {
+    /// Every value of these settings that karpenter-rs refuses, in table order.
+    pub fn refusals(&self) -> Vec<Refusal> {
+        RULES
+            .iter()
+            .filter(|rule| (rule.set)(self))
+            .map(|rule| Refusal {
+                env: rule.env,
+                flag: rule.flag,
+                gate: rule.gate,
+                reason: rule.reason,
+            })
+            .collect()
+    }
+
+    /// `Ok` when karpenter-rs can honour every setting; else every refused value at once.
+    pub fn validate(&self) -> Result<(), Refused> {
+        let refusals = self.refusals();
+        if refusals.is_empty() {
+            Ok(())
+        } else {
+            Err(Refused(refusals))
+        }
+    }
+}
