@@ -457,6 +457,7 @@ mod tests {
             settings: Arc::new(settings),
             catalogs: Catalogs::default(),
             fence: Fence::closed(),
+            registrations: crate::reconcile::context::Registrations::default(),
         }
     }
 

@@ -20,6 +20,8 @@ pub struct Refusal {
     pub flag: &'static str,
     /// The gate, when the refused value is one gate of `env`.
     pub gate: Option<&'static str>,
+    /// The refused value (`true` for all but `IGNORE_DRA_REQUESTS`).
+    pub value: &'static str,
     /// Why karpenter-rs refuses it, and what to do instead.
     pub reason: &'static str,
 }
@@ -29,10 +31,14 @@ impl fmt::Display for Refusal {
         match self.gate {
             Some(gate) => write!(
                 f,
-                "{gate}=true in {} ({}): {}",
-                self.env, self.flag, self.reason
+                "{gate}={} in {} ({}): {}",
+                self.value, self.env, self.flag, self.reason
             ),
-            None => write!(f, "{}=true ({}): {}", self.env, self.flag, self.reason),
+            None => write!(
+                f,
+                "{}={} ({}): {}",
+                self.env, self.value, self.flag, self.reason
+            ),
         }
     }
 }
@@ -60,12 +66,13 @@ impl fmt::Display for Refused {
     }
 }
 
-/// One row: a boolean setting (or gate) that is refused when true.
+/// One row: a boolean setting (or gate) that is refused when it has `value`.
 struct Rule {
     env: &'static str,
     flag: &'static str,
     gate: Option<&'static str>,
-    /// Whether the settings set it to true.
+    value: &'static str,
+    /// Whether the settings set it to `value`.
     set: fn(&Settings) -> bool,
     reason: &'static str,
 }
@@ -75,6 +82,7 @@ const fn gate(name: &'static str, set: fn(&Settings) -> bool, reason: &'static s
         env: "FEATURE_GATES",
         flag: "--feature-gates",
         gate: Some(name),
+        value: "true",
         set,
         reason,
     }
@@ -85,6 +93,7 @@ const fn aws_gate(name: &'static str, set: fn(&Settings) -> bool, reason: &'stat
         env: "AWS_FEATURE_GATES",
         flag: "--aws-feature-gates",
         gate: Some(name),
+        value: "true",
         set,
         reason,
     }
@@ -100,6 +109,7 @@ const fn setting(
         env,
         flag,
         gate: None,
+        value: "true",
         set,
         reason,
     }
@@ -168,6 +178,14 @@ const RULES: &[Rule] = &[
         |s| s.enable_zonal_shift,
         "following ARC zonal shifts is not implemented yet in karpenter-rs; unset it",
     ),
+    Rule {
+        env: "IGNORE_DRA_REQUESTS",
+        flag: "--ignore-dra-requests",
+        gate: None,
+        value: "false",
+        set: |s| !s.ignore_dra_requests,
+        reason: "simulating dynamic resource allocation (DRA) is not implemented yet in karpenter-rs: with true (upstream's default) pods with resource claims are told so and not provisioned for; unset it",
+    },
     aws_gate(
         "NodeClassCEL",
         |s| s.aws_feature_gates.node_class_cel,
@@ -200,6 +218,7 @@ impl Settings {
                 env: rule.env,
                 flag: rule.flag,
                 gate: rule.gate,
+                value: rule.value,
                 reason: rule.reason,
             })
             .collect()

@@ -445,6 +445,11 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
             "PodDeletionCostManagement=true in FEATURE_GATES (--feature-gates): managing pod-deletion-cost",
         ),
         (
+            "IGNORE_DRA_REQUESTS",
+            "false",
+            "IGNORE_DRA_REQUESTS=false (--ignore-dra-requests): simulating dynamic resource allocation (DRA) is not implemented yet",
+        ),
+        (
             "LEGACY_NODE_REPAIR",
             "true",
             "LEGACY_NODE_REPAIR=true (--legacy-node-repair): node repair (legacy or not) is not implemented yet",

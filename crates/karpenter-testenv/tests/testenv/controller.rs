@@ -791,11 +791,7 @@ async fn a_pod_with_a_dra_resource_claim_is_told_why_and_gets_no_node_claim() {
     .await
     .expect("creating the ResourceClaim");
     let mut deployment = h.deployment("dra", 1, "500m");
-    if let Some(spec) = deployment
-        .spec
-        .as_mut()
-        .and_then(|s| s.template.spec.as_mut())
-    {
+    if let Some(spec) = deployment.spec.template.spec.as_mut() {
         spec.resource_claims = Some(vec![k8s_openapi::api::core::v1::PodResourceClaim {
             name: "gpu".to_owned(),
             resource_claim_name: Some("gpu-claim".to_owned()),
