@@ -1147,6 +1147,27 @@ async fn calls_denied_while_resolving_a_node_class_are_named_in_its_conditions_a
     .await
     .expect("the class has an event naming the denied calls");
     assert_eq!(event.type_.as_deref(), Some("Warning"));
+    // A NodePool of the class is not Ready and says why, as the class does.
+    h.node_pool(None, requirements()).await;
+    let class = api
+        .get(&h.node_class)
+        .await
+        .expect("reading the EC2NodeClass");
+    let class_ready = condition(
+        class.status.as_ref().and_then(|s| s.conditions.as_deref()),
+        "Ready",
+    )
+    .cloned()
+    .expect("the class reports Ready");
+    let expected = if class_ready.status == "False" {
+        class_ready.reason.clone()
+    } else {
+        "NodeClassReadinessUnknown".to_owned()
+    };
+    h.wait_pool_condition(&h.pool, "NodeClassReady", "False", Some(&expected))
+        .await;
+    h.wait_pool_condition(&h.pool, "Ready", "False", Some("UnhealthyDependents"))
+        .await;
     // The whole policy again, so the class can be finalized (its finalizer must read the
     // instance profile it may have made).
     let policy = karpenter_aws::iam::generate::controller_policy(&scope(&cloud, aws.region()));
