@@ -254,13 +254,6 @@ fn finalize(claim: &NodeClaim, node: Option<&Node>) -> Step {
     }
 }
 
-/// Taints a node carries while it starts up, whoever set them (upstream's ephemeral taints).
-pub const EPHEMERAL_TAINTS: &[&str] = &[
-    labels::NOT_READY_TAINT_KEY,
-    labels::UNREACHABLE_TAINT_KEY,
-    labels::UNINITIALIZED_TAINT_KEY,
-];
-
 const BASE_RESOURCES: &[&str] = &[
     labels::RESOURCE_CPU,
     labels::RESOURCE_MEMORY,
@@ -294,9 +287,11 @@ pub fn initialization_blocker(claim: &NodeClaim, node: &Node) -> Option<String> 
     }) {
         return Some(format!("startup taint {} is still on the node", t.key));
     }
+    // Upstream's known ephemeral taints (not-ready, unreachable, uninitialized, unregistered,
+    // the Node Readiness Controller's `readiness.k8s.io/*`), one definition with the solver's.
     if let Some(t) = taints
         .iter()
-        .find(|t| EPHEMERAL_TAINTS.contains(&t.key.as_str()))
+        .find(|t| karpenter_scheduling::taints::is_ephemeral(t))
     {
         return Some(format!("taint {} is still on the node", t.key));
     }

@@ -231,6 +231,16 @@ fn the_step_table() {
             },
         ),
         (
+            "a Node Readiness Controller taint holds initialization",
+            registered.clone(),
+            Some(node(true, &["readiness.k8s.io/network"], "1")),
+            at(40),
+            Step::AwaitInitialization {
+                node: "general-x1".into(),
+                waiting_for: "taint readiness.k8s.io/network is still on the node".into(),
+            },
+        ),
+        (
             "an ephemeral taint holds initialization",
             registered.clone(),
             Some(node(true, &["node.kubernetes.io/not-ready"], "1")),

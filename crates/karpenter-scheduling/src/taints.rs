@@ -44,7 +44,13 @@ pub fn describe(taint: &Taint) -> String {
     }
 }
 
-/// Taints present on new nodes only until they are initialized (ignored on uninitialized nodes).
+/// Key prefixes of taint families a controller sets and removes while a node starts (upstream
+/// `KnownEphemeralTaintKeyPrefixes`: the Node Readiness Controller's `readiness.k8s.io/<rule>`).
+pub const EPHEMERAL_TAINT_KEY_PREFIXES: &[&str] = &["readiness.k8s.io/"];
+
+/// Taints present on new nodes only until they are initialized (upstream
+/// `IsKnownEphemeralTaint`): a node is not initialized while it has one, and the solver ignores
+/// them on an uninitialized managed node.
 pub fn is_ephemeral(taint: &Taint) -> bool {
     use karpenter_api::labels as l;
     matches!(
@@ -53,7 +59,9 @@ pub fn is_ephemeral(taint: &Taint) -> bool {
             | (l::UNREACHABLE_TAINT_KEY, "NoSchedule")
             | (l::UNINITIALIZED_TAINT_KEY, "NoSchedule")
             | (l::UNREGISTERED_TAINT_KEY, "NoExecute")
-    )
+    ) || EPHEMERAL_TAINT_KEY_PREFIXES
+        .iter()
+        .any(|prefix| taint.key.starts_with(prefix))
 }
 
 /// A toleration for every `PreferNoSchedule` taint (the last preference relaxation step).
@@ -68,6 +76,33 @@ pub fn prefer_no_schedule_toleration() -> Toleration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_readiness_controller_taints_are_ephemeral_whatever_their_rule_and_effect() {
+        let taint = |key: &str, effect: &str| Taint {
+            key: key.to_owned(),
+            effect: effect.to_owned(),
+            value: None,
+            time_added: None,
+        };
+        assert!(is_ephemeral(&taint(
+            "readiness.k8s.io/network-ready",
+            "NoSchedule"
+        )));
+        assert!(is_ephemeral(&taint("readiness.k8s.io/gpu", "NoExecute")));
+        assert!(is_ephemeral(&taint(
+            "node.kubernetes.io/not-ready",
+            "NoSchedule"
+        )));
+        assert!(!is_ephemeral(&taint(
+            "example.com/readiness.k8s.io",
+            "NoSchedule"
+        )));
+        assert!(!is_ephemeral(&taint(
+            "node.kubernetes.io/unreachable",
+            "NoExecute"
+        )));
+    }
 
     fn taint(key: &str, value: Option<&str>, effect: &str) -> Taint {
         Taint {
