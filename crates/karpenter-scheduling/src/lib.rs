@@ -32,6 +32,7 @@
 //! - `builders` and `fixtures` (feature `test-support`): test objects and upstream's
 //!   benchmark workloads.
 
+pub mod default_spread;
 pub mod input;
 pub mod output;
 pub mod quantity;

@@ -22,6 +22,7 @@ mod duration;
 mod feature_gates;
 mod log_paths;
 mod refusals;
+mod scheduler_config;
 mod values;
 
 use std::collections::HashMap;
@@ -39,6 +40,7 @@ pub use feature_gates::{
 };
 pub use log_paths::{LogPath, LogPaths, parse_log_paths};
 pub use refusals::{Refusal, Refused};
+pub use scheduler_config::{PodTopologySpreadConfig, SchedulerConfig, parse_scheduler_config};
 pub use values::{CloudProviderKind, LogLevel, MinValuesPolicy, PreferencePolicy, parse_go_bool};
 
 /// Why the settings could not be read.
@@ -185,10 +187,10 @@ pub struct Settings {
     #[arg(long, env = "FEATURE_GATES", default_value = DEFAULT_FEATURE_GATES, value_parser = parse_feature_gates)]
     pub feature_gates: FeatureGates,
 
-    /// kube-scheduler configuration (for default topology spread constraints); empty: none
-    /// (accepted, not acted on yet).
-    #[arg(long, env = "SCHEDULER_CONFIG", default_value = "", value_parser = parse_optional_path)]
-    pub scheduler_config: ::std::option::Option<PathBuf>,
+    /// The parts of the cluster's kube-scheduler configuration the simulation mirrors, as an
+    /// inline YAML/JSON document (today `podTopologySpread.defaultConstraints`); empty: none.
+    #[arg(long, env = "SCHEDULER_CONFIG", default_value = "", value_parser = parse_scheduler_config)]
+    pub scheduler_config: ::std::option::Option<SchedulerConfig>,
 
     /// karpenter-rs only: the cloud provider, kwok or aws.
     #[arg(long, env = "CLOUD_PROVIDER", default_value = "kwok", value_parser = str::parse::<CloudProviderKind>)]

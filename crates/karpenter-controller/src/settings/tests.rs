@@ -126,9 +126,15 @@ fn each_setting_is_read_from_its_environment_variable() {
         ("FEATURE_GATES", "NodeRepair=true", |s| {
             s.feature_gates.node_repair
         }),
-        ("SCHEDULER_CONFIG", "/etc/sched.yaml", |s| {
-            s.scheduler_config == Some("/etc/sched.yaml".into())
-        }),
+        (
+            "SCHEDULER_CONFIG",
+            "podTopologySpread: {defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}]}",
+            |s| {
+                s.scheduler_config
+                    .as_ref()
+                    .is_some_and(|c| c.default_constraints().len() == 1)
+            },
+        ),
         ("CLOUD_PROVIDER", "aws", |s| {
             s.cloud_provider == CloudProviderKind::Aws
         }),
