@@ -162,18 +162,6 @@ fn align_with_upstream(mut crd: CustomResourceDefinition) -> CustomResourceDefin
                 let labels = ["spec", "template", "metadata", "labels", "{}"];
                 set(&mut schema, &labels, "pattern", LABEL_VALUE_PATTERN.into());
                 set(&mut schema, &labels, "maxLength", 63.into());
-                // `disruption` defaults as a whole; a given `disruption` must say consolidateAfter.
-                remove(
-                    &mut schema,
-                    &["spec", "disruption", "consolidateAfter"],
-                    "default",
-                );
-                set(
-                    &mut schema,
-                    &["spec", "disruption"],
-                    "required",
-                    serde_json::json!(["consolidateAfter"]),
-                );
             }
             "NodeClaim" => {
                 align_requirements(&mut schema, &["spec", "requirements"], true);
@@ -275,6 +263,32 @@ mod tests {
         assert_eq!(
             spec["properties"]["weight"]["maximum"].as_f64(),
             Some(100.0)
+        );
+    }
+
+    #[test]
+    fn nodepool_consolidate_after_defaults_to_zero_and_is_optional() {
+        let s = schema(&all()[0].crd);
+        let disruption = &s["openAPIV3Schema"]["properties"]["spec"]["properties"]["disruption"];
+        assert_eq!(
+            disruption["properties"]["consolidateAfter"]["default"],
+            "0s"
+        );
+        assert!(
+            disruption.get("required").is_none(),
+            "disruption requires {}",
+            disruption["required"]
+        );
+    }
+
+    #[test]
+    fn nodepool_budget_reasons_include_unhealthy() {
+        let s = schema(&all()[0].crd);
+        let reasons = &s["openAPIV3Schema"]["properties"]["spec"]["properties"]["disruption"]["properties"]
+            ["budgets"]["items"]["properties"]["reasons"]["items"]["enum"];
+        assert_eq!(
+            reasons,
+            &serde_json::json!(["Underutilized", "Empty", "Drifted", "Unhealthy"])
         );
     }
 

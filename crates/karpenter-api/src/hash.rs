@@ -380,4 +380,25 @@ spec:
             "a CA rotation drifts"
         );
     }
+
+    #[test]
+    fn enabling_nitro_enclaves_changes_the_node_class_hash() {
+        let base = node_class_hash(&class(CLASS), Some("Q0E="));
+        let enclaves = format!("{CLASS}  enclaveOptions: {{enabled: true}}\n");
+        assert_ne!(node_class_hash(&class(&enclaves), Some("Q0E=")), base);
+    }
+
+    #[test]
+    fn a_passed_through_kubelet_field_changes_the_node_class_hash() {
+        let with = |value: &str| {
+            let yaml = format!("{CLASS}  kubelet: {{maxPods: 58, shutdownGracePeriod: {value}}}\n");
+            node_class_hash(&class(&yaml), Some("Q0E="))
+        };
+        assert_ne!(with("30s"), with("45s"));
+        let typed_only = format!("{CLASS}  kubelet: {{maxPods: 58}}\n");
+        assert_ne!(
+            with("30s"),
+            node_class_hash(&class(&typed_only), Some("Q0E="))
+        );
+    }
 }

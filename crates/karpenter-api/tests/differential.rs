@@ -62,6 +62,52 @@ fn validate_agrees_with_upstreams_crds_except_where_allowlisted() {
     );
 }
 
+/// Our types default what the CRDs default: an accepted case read into the typed object and
+/// written back contains its `defaulted` expectation (the integration test checks the same
+/// expectation against both API servers).
+#[test]
+fn typed_objects_carry_the_defaults_the_corpus_expects() {
+    let cases = corpus::load().expect("loading the corpus");
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for case in cases.iter().filter(|c| c.defaulted.is_some()) {
+        let typed = match case.object["kind"].as_str() {
+            Some("NodePool") => {
+                karpenter_api::yaml::from_value::<karpenter_api::v1::NodePool>(&case.object)
+                    .map(|o| serde_json::to_value(o).expect("serializes"))
+            }
+            Some("NodeClaim") => {
+                karpenter_api::yaml::from_value::<karpenter_api::v1::NodeClaim>(&case.object)
+                    .map(|o| serde_json::to_value(o).expect("serializes"))
+            }
+            _ => karpenter_api::yaml::from_value::<karpenter_api::v1::EC2NodeClass>(&case.object)
+                .map(|o| serde_json::to_value(o).expect("serializes")),
+        };
+        let typed = typed.unwrap_or_else(|e| panic!("{}: {}", case.id, e.message));
+        if let Some(problem) = corpus::missing_from(case.defaulted.as_ref().unwrap(), &typed) {
+            failures.push(format!("{}: {problem}", case.id));
+        }
+        checked += 1;
+    }
+    assert!(checked >= 4, "only {checked} cases say what is defaulted");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn subset_comparison_names_the_first_missing_value() {
+    let actual = serde_json::json!({"spec": {"a": "0s", "b": [{"n": 1}, {"n": 2}]}});
+    assert_eq!(
+        corpus::missing_from(&serde_json::json!({"spec": {"b": [{}, {"n": 2}]}}), &actual),
+        None
+    );
+    assert_eq!(
+        corpus::missing_from(&serde_json::json!({"spec": {"a": "1s"}}), &actual).as_deref(),
+        Some(r#".spec.a: expected "1s", found "0s""#)
+    );
+    assert!(corpus::missing_from(&serde_json::json!({"spec": {"c": 1}}), &actual).is_some());
+    assert!(corpus::missing_from(&serde_json::json!({"spec": {"b": [{}]}}), &actual).is_some());
+}
+
 #[test]
 fn merge_patches_follow_rfc_7386() {
     let mut target = serde_json::json!({"a": {"b": 1, "c": 2}, "d": [1]});

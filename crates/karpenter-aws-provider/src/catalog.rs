@@ -147,6 +147,7 @@ pub fn convert(sdk: &SdkType) -> Option<Ec2InstanceType> {
             .iter()
             .map(|v| v.as_str().to_owned())
             .collect(),
+        nitro_enclaves_support: sdk.nitro_enclaves_support().map(|n| n.as_str().to_owned()),
         ebs_info: sdk.ebs_info().map(|e| EbsInfo {
             ebs_optimized_support: e.ebs_optimized_support().map(|s| s.as_str().to_owned()),
             ebs_optimized_info: e.ebs_optimized_info().map(|o| EbsOptimizedInfo {

@@ -92,7 +92,7 @@ impl NodeClassResolver {
         } else {
             Outcome::Ready(())
         };
-        let validation = validate(class);
+        let validation = karpenter_aws::nodeclass::status::validate(class);
         (
             Resolution {
                 subnets,
@@ -508,24 +508,4 @@ impl NodeClassResolver {
             }
         }
     }
-}
-
-/// Checks of the spec the API server's validation does not make (upstream's validation
-/// controller, without its dry runs).
-fn validate(class: &EC2NodeClass) -> Outcome<()> {
-    const RESERVED: &[&str] = &[
-        "eks:eks-cluster-name",
-        "karpenter.sh/nodepool",
-        "karpenter.sh/nodeclaim",
-        "karpenter.k8s.aws/ec2nodeclass",
-    ];
-    for key in class.spec.tags.iter().flatten().map(|(k, _)| k) {
-        if RESERVED.contains(&key.as_str()) || key.starts_with("kubernetes.io/cluster/") {
-            return Outcome::not_ready(
-                "TagValidationFailed",
-                format!("spec.tags: {key:?} is set by Karpenter and may not be given"),
-            );
-        }
-    }
-    Outcome::Ready(())
 }

@@ -263,11 +263,24 @@ impl<L: NodeClasses> AwsCloud<L> {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
+        // The class's own restrictions first (enclaveOptions: Nitro Enclaves support).
+        let (compatible, left_out) = karpenter_aws::instance_types::compatible_with_node_class(
+            &catalog.instance_types,
+            &class.spec,
+        );
+        if let Some(first) = left_out.first() {
+            tracing::debug!(
+                node_class = %key.class,
+                left_out = left_out.len(),
+                example = %format!("{}: {}", first.instance_type, first.reason),
+                "instance types the EC2NodeClass cannot launch"
+            );
+        }
         let resolved = self
             .prices
             .with(|prices| {
                 karpenter_aws::instance_types::resolve(
-                    &catalog.instance_types,
+                    &compatible,
                     &catalog.zones_by_type,
                     prices,
                     &options,

@@ -21,8 +21,10 @@
 //! No EC2 calls, no pagination, no caching (the async shell's job); no panics on EC2 data:
 //! a type that cannot be converted is reported in [`Resolved::skipped`].
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 
+use karpenter_api::v1::EC2NodeClassSpec;
 use karpenter_cloud::capacity;
 use karpenter_cloud::{
     Accelerator, Architecture, CatalogOptions, Gpu, InstanceShape, InstanceStore, InstanceTypeInfo,
@@ -63,6 +65,51 @@ pub struct Ec2InstanceType {
     pub supported_virtualization_types: Vec<String>,
     #[serde(default)]
     pub ebs_info: Option<EbsInfo>,
+    /// `supported` or `unsupported`; absent when EC2 did not say.
+    #[serde(default)]
+    pub nitro_enclaves_support: Option<String>,
+}
+
+impl Ec2InstanceType {
+    /// EC2 says the type supports AWS Nitro Enclaves (`NitroEnclavesSupport: supported`).
+    pub fn supports_nitro_enclaves(&self) -> bool {
+        self.nitro_enclaves_support.as_deref() == Some("supported")
+    }
+
+    /// Upstream's per-EC2NodeClass compatibility checks that karpenter-rs applies to described
+    /// types (`compatibility.IsCompatibleWithNodeClass`): with `enclaveOptions.enabled`, only
+    /// types that support Nitro Enclaves. `Err` says why the type is left out.
+    pub fn compatible_with(&self, class: &EC2NodeClassSpec) -> Result<(), String> {
+        if class.enclaves_enabled() && !self.supports_nitro_enclaves() {
+            return Err(format!(
+                "does not support Nitro Enclaves (NitroEnclavesSupport: {}), which enclaveOptions.enabled asks for",
+                self.nitro_enclaves_support
+                    .as_deref()
+                    .unwrap_or("not given")
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The described types an EC2NodeClass can launch (see [`Ec2InstanceType::compatible_with`]),
+/// and the others with the reason they are left out.
+pub fn compatible_with_node_class<'a>(
+    described: &'a [Ec2InstanceType],
+    class: &EC2NodeClassSpec,
+) -> (Vec<&'a Ec2InstanceType>, Vec<SkippedType>) {
+    let mut compatible = Vec::new();
+    let mut skipped = Vec::new();
+    for ec2 in described {
+        match ec2.compatible_with(class) {
+            Ok(()) => compatible.push(ec2),
+            Err(reason) => skipped.push(SkippedType {
+                instance_type: ec2.instance_type.clone(),
+                reason,
+            }),
+        }
+    }
+    (compatible, skipped)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -402,8 +449,8 @@ pub struct Resolved {
 /// EC2NodeClass subnets' zones; empty means the region's default zones). A type's offerings are
 /// made in the zones it is offered in that `options` allows; a type with no such zone, no price
 /// or an AMI family that cannot run it is skipped.
-pub fn resolve(
-    described: &[Ec2InstanceType],
+pub fn resolve<T: Borrow<Ec2InstanceType>>(
+    described: &[T],
     zones_by_type: &BTreeMap<String, BTreeSet<String>>,
     prices: &Prices,
     options: &CatalogOptions,
@@ -419,6 +466,7 @@ pub fn resolve(
     };
     let mut infos = Vec::new();
     for ec2 in described {
+        let ec2: &Ec2InstanceType = ec2.borrow();
         let name = ec2.instance_type.as_str();
         let shape = match ec2.to_shape() {
             Ok(Some(shape)) => shape,

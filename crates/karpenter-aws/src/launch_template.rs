@@ -40,8 +40,6 @@ use crate::userdata::{self, BootstrapInput, ClusterFacts, UserDataError};
 
 /// Prefix of every launch template name Karpenter creates.
 pub const NAME_PREFIX: &str = "karpenter.k8s.aws";
-/// The NodeClaim resource request that enables Nitro Enclaves.
-pub const RESOURCE_NITRO_SANDBOX: &str = "eks.amazonaws.com/nitro-sandbox";
 /// Regions whose IMDS does not accept `HttpProtocolIpv6`.
 pub const IPV6_IMDS_UNSUPPORTED_REGIONS: &[&str] = &[
     "us-iso-east-1",
@@ -103,6 +101,7 @@ pub struct LaunchTemplateData {
     pub placement_tenancy: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_nested_virtualization: Option<String>,
+    /// `EnclaveOptions.Enabled`: the EC2NodeClass's `enclaveOptions.enabled`.
     pub enclave_enabled: bool,
 }
 
@@ -323,7 +322,6 @@ pub fn build(request: &LaunchTemplateRequest<'_>) -> Result<LaunchTemplate, Laun
                 reason: format!("{:?} is not a whole number of interfaces", quantity.0),
             })?,
     };
-    let enclave_enabled = requests.is_some_and(|r| r.contains_key(RESOURCE_NITRO_SANDBOX));
     let network_interfaces =
         network_interfaces(request.node_class, &security_groups, ipv6, efa_count);
     let metadata = spec.metadata_options.clone().unwrap_or_default();
@@ -351,7 +349,9 @@ pub fn build(request: &LaunchTemplateRequest<'_>) -> Result<LaunchTemplate, Laun
             .as_ref()
             .and_then(|c| c.nested_virtualization)
             .map(|n| enabled_disabled(n).to_string()),
-        enclave_enabled,
+        // Upstream v1.15: from the EC2NodeClass's enclaveOptions (the instance types were
+        // narrowed to those supporting Nitro Enclaves when the class asked for them).
+        enclave_enabled: spec.enclaves_enabled(),
     };
     let tags = launch_tags(
         request.node_class,

@@ -186,3 +186,76 @@ fn observed_spot_prices_reach_the_offerings() {
         Some((0.0351, false))
     );
 }
+
+fn node_class_spec(enclave_options: serde_json::Value) -> karpenter_api::v1::EC2NodeClassSpec {
+    serde_json::from_value(serde_json::json!({
+        "role": "KarpenterNodeRole-demo",
+        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+        "enclaveOptions": enclave_options,
+    }))
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn enclave_options_keep_only_types_ec2_says_support_nitro_enclaves() {
+    let mut types = described().instance_types;
+    assert!(
+        types
+            .iter()
+            .all(|t| t.nitro_enclaves_support.as_deref() == Some("unsupported")),
+        "the fixture reads NitroEnclavesSupport"
+    );
+    types[0].nitro_enclaves_support = Some("supported".into());
+    types[1].nitro_enclaves_support = None;
+    let names = |kept: &[&karpenter_aws::instance_types::Ec2InstanceType]| {
+        kept.iter()
+            .map(|t| t.instance_type.clone())
+            .collect::<Vec<_>>()
+    };
+    let (kept, skipped) = karpenter_aws::instance_types::compatible_with_node_class(
+        &types,
+        &node_class_spec(serde_json::json!({"enabled": true})),
+    );
+    assert_eq!(names(&kept), [types[0].instance_type.clone()]);
+    assert_eq!(skipped.len(), types.len() - 1);
+    assert!(
+        skipped[0]
+            .reason
+            .contains("does not support Nitro Enclaves"),
+        "{skipped:?}"
+    );
+    for off in [
+        serde_json::json!({"enabled": false}),
+        serde_json::Value::Null,
+    ] {
+        let (kept, skipped) = karpenter_aws::instance_types::compatible_with_node_class(
+            &types,
+            &node_class_spec(off),
+        );
+        assert_eq!(kept.len(), types.len());
+        assert!(skipped.is_empty());
+    }
+    // What is kept resolves as the full list does.
+    let (kept, _) = karpenter_aws::instance_types::compatible_with_node_class(
+        &types,
+        &node_class_spec(serde_json::json!({"enabled": true})),
+    );
+    let options = CatalogOptions::default();
+    let prices =
+        Prices::with_embedded_fallback(options.region.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let resolved = resolve(
+        &kept,
+        &offering_zones(&offerings().instance_type_offerings),
+        &prices,
+        &options,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let resolved: Vec<&str> = resolved
+        .instance_types
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(resolved, [types[0].instance_type.as_str()]);
+}

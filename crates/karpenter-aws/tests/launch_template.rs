@@ -214,6 +214,9 @@ fn any_field_change_changes_the_name() {
         ("nested virtualization", |i| {
             i.class["spec"]["cpuOptions"] = json!({"nestedVirtualization": "enabled"})
         }),
+        ("Nitro Enclaves", |i| {
+            i.class["spec"]["enclaveOptions"] = json!({"enabled": true})
+        }),
     ];
     let base = Inputs::new().built().name;
     for (what, edit) in edits {
@@ -221,6 +224,21 @@ fn any_field_change_changes_the_name() {
         edit(&mut changed);
         assert_ne!(changed.built().name, base, "changing the {what}");
     }
+}
+
+#[test]
+fn nitro_enclaves_are_enabled_by_the_node_class_enclave_options_only() {
+    assert!(!Inputs::new().built().data.enclave_enabled);
+    let mut enabled = Inputs::new();
+    enabled.class["spec"]["enclaveOptions"] = json!({"enabled": true});
+    assert!(enabled.built().data.enclave_enabled);
+    let mut disabled = Inputs::new();
+    disabled.class["spec"]["enclaveOptions"] = json!({"enabled": false});
+    assert!(!disabled.built().data.enclave_enabled);
+    // Before v1.15 a NodeClaim resource request turned them on; no request does now.
+    let mut requested = Inputs::new();
+    requested.claim["spec"]["resources"] = json!({"requests": {"eks.amazonaws.com/nitro-sandbox": "1", "eks.amazonaws.com/nip-slots": "1"}});
+    assert!(!requested.built().data.enclave_enabled);
 }
 
 #[test]

@@ -220,6 +220,35 @@ fn al2023_passes_the_raw_kubelet_map_through_with_raid0_storage() {
     assert_golden("al2023_kubelet_raid0", &rendered(&input));
 }
 
+/// Any field of the kubelet's KubeletConfiguration reaches nodeadm's
+/// `NodeConfig.spec.kubelet.config` unchanged, nested objects and lists included (upstream v1.15
+/// renders the raw map for AL2023).
+#[test]
+fn al2023_passes_any_kubelet_configuration_field_to_nodeadm_unchanged() {
+    let passed = json!({
+        "containerLogMaxSize": "50Mi",
+        "shutdownGracePeriod": "30s",
+        "featureGates": {"InPlacePodVerticalScaling": true},
+        "logging": {"format": "json", "vmodule": [{"filePattern": "pod*", "verbosity": 4}]},
+        "shutdownGracePeriodByPodPriority": [{"priority": 1000, "shutdownGracePeriodSeconds": 20}],
+        "memoryThrottlingFactor": 0.9
+    });
+    let input = input("al2023@latest", None, Some(passed.clone()));
+    let node_config = karpenter_aws::userdata::al2023::node_config(&input)
+        .unwrap_or_else(|e| panic!("node config: {e}"));
+    let documents = karpenter_api::yaml::parse_documents(&node_config)
+        .unwrap_or_else(|e| panic!("node config is YAML: {e}\n{node_config}"));
+    let config = &documents[0]["spec"]["kubelet"]["config"];
+    for (key, value) in passed.as_object().into_iter().flatten() {
+        assert_eq!(&config[key], value, "{key} in\n{node_config}");
+    }
+    assert_eq!(
+        config["maxPods"],
+        json!(110),
+        "Karpenter's own fields are kept"
+    );
+}
+
 #[test]
 fn al2023_without_a_service_cidr_is_not_ready() {
     let mut input = input("al2023@latest", None, None);

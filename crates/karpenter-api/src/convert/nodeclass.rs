@@ -263,6 +263,7 @@ pub(crate) fn to_v1(
         connection_tracking: None,
         context: spec.context.clone(),
         cpu_options: None,
+        enclave_options: None,
     };
     let mut out = EC2NodeClass::new(nc.name(), v1_spec);
     out.metadata = meta;

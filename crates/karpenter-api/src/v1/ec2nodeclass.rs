@@ -145,8 +145,12 @@ pub struct EC2NodeClassSpec {
         validation = Rule::new("self.all(k, k != 'karpenter.k8s.aws/ec2nodeclass')").message("tag contains a restricted tag matching karpenter.k8s.aws/ec2nodeclass"),
     )]
     pub tags: Option<BTreeMap<String, String>>,
-    /// Kubelet configuration (an open map of `KubeletConfiguration` fields, validated by the
-    /// controller and by `karpenter validate`, not by the API server).
+    /// Kubelet configuration: any field of the upstream kubelet `KubeletConfiguration`
+    /// (`kubelet.config.k8s.io/v1beta1`, k8s.io/kubelet v0.37). Karpenter reads maxPods,
+    /// podsPerCore, kubeReserved, systemReserved and evictionHard (and the other fields it maps
+    /// to bootstrap flags) and passes all others through to the user data unchanged. Field names
+    /// and types are validated by Karpenter, which reports a rejected configuration as
+    /// `ValidationSucceeded=False` on the class rather than failing the apply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "open_object_schema")]
     pub kubelet: Option<BTreeMap<String, serde_json::Value>>,
@@ -186,10 +190,28 @@ pub struct EC2NodeClassSpec {
     /// CPU options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_options: Option<CpuOptions>,
+    /// Whether instances are enabled for AWS Nitro Enclaves. When enabled, instance types are
+    /// restricted to those that support Nitro Enclaves. When omitted or `enabled` is false,
+    /// Nitro Enclaves are disabled. When given, `enabled` is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enclave_options: Option<EnclaveOptions>,
 }
 
+/// `spec.kubelet`: an object the API server keeps as given, at every depth (upstream's
+/// `+kubebuilder:pruning:PreserveUnknownFields` map of `apiextensionsv1.JSON`).
 fn open_object_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true })
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": { "x-kubernetes-preserve-unknown-fields": true },
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
+impl EC2NodeClassSpec {
+    /// `enclaveOptions.enabled`: Nitro Enclaves asked for.
+    pub fn enclaves_enabled(&self) -> bool {
+        self.enclave_options.as_ref().is_some_and(|e| e.enabled)
+    }
 }
 
 fn default_metadata_options_some() -> Option<MetadataOptions> {
@@ -499,6 +521,14 @@ pub struct ConnectionTracking {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 30, max = 60))]
     pub udp_timeout: Option<i32>,
+}
+
+/// Nitro Enclaves options (`spec.enclaveOptions`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnclaveOptions {
+    /// Whether the instance is enabled for AWS Nitro Enclaves.
+    pub enabled: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -191,6 +191,8 @@ pub enum DisruptionReason {
     Underutilized,
     Empty,
     Drifted,
+    /// Voluntary node repair (upstream v1.15 paces repair through the budgets).
+    Unhealthy,
 }
 
 impl DisruptionReason {
@@ -199,6 +201,7 @@ impl DisruptionReason {
             DisruptionReason::Underutilized => "Underutilized",
             DisruptionReason::Empty => "Empty",
             DisruptionReason::Drifted => "Drifted",
+            DisruptionReason::Unhealthy => "Unhealthy",
         }
     }
 }
@@ -208,7 +211,8 @@ impl DisruptionReason {
 #[serde(rename_all = "camelCase")]
 pub struct Disruption {
     /// How long after a pod was added to or removed from a node it may be consolidated;
-    /// `Never` disables consolidation.
+    /// `Never` disables consolidation. Defaults to `0s` (since upstream v1.15 it may be
+    /// omitted).
     #[serde(default = "default_consolidate_after")]
     pub consolidate_after: NillableDuration,
     /// Which nodes consolidation may act on.
@@ -252,7 +256,8 @@ pub const BUDGET_DURATION_PATTERN: &str = r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Budget {
-    /// Reasons this budget applies to; all reasons when unset.
+    /// Reasons this budget applies to (Underutilized, Empty, Drifted, Unhealthy); all reasons
+    /// when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 50))]
     #[schemars(extend("x-kubernetes-list-type" = "set"))]

@@ -155,12 +155,7 @@ pub fn validate_ec2nodeclass(nodeclass: &EC2NodeClass) -> Vec<FieldError> {
         }
     }
     if let Some(kubelet) = &spec.kubelet {
-        validate_kubelet(
-            kubelet,
-            spec.resolved_ami_family(),
-            &path.field("kubelet"),
-            &mut p,
-        );
+        validate_kubelet(kubelet, spec.resolved_ami_family(), &mut p);
     }
     p.into_vec()
 }

@@ -18,6 +18,10 @@ pub use type_meta::{GROUPS, TypeMeta, check_type_meta};
 use std::fmt;
 
 pub use ec2nodeclass::validate_ec2nodeclass;
+pub use kubelet::{
+    KubeletProblem, KubeletProblemKind, MANAGED_KUBELET_KEYS, kubelet_configuration_fields,
+    kubelet_problems,
+};
 pub use nodepool::{validate_nodeclaim, validate_nodepool};
 pub use rules::{is_qualified_name, is_valid_label_value, validate_requirement};
 

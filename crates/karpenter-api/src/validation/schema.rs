@@ -219,6 +219,7 @@ fn walk_object(
         at.pop();
     }
     let required = schema.get("required").and_then(Value::as_array);
+    let mut incomplete = false;
     for name in required.into_iter().flatten().filter_map(Value::as_str) {
         let present = map.get(name).is_some_and(|v| !v.is_null());
         let defaulted = properties
@@ -229,7 +230,13 @@ fn walk_object(
                 path: path.field(name).to_string(),
                 message: "required value".to_owned(),
             });
+            incomplete = true;
         }
+    }
+    // An object without a required field cannot be typed: drop it (when it is optional) so
+    // that the typed rules still check the rest of the document.
+    if incomplete && !at.is_empty() {
+        report.refused.push(at.clone());
     }
 }
 

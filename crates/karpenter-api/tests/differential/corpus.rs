@@ -9,7 +9,12 @@
 //!   - name: disruption-without-consolidate-after   # also the object's metadata.name
 //!     upstream: reject                              # accept | reject
 //!     patch: {spec: {disruption: {consolidateAfter: null}}}   # JSON merge patch (RFC 7386)
+//!     defaulted: {spec: {disruption: {consolidateAfter: 0s}}}  # optional, accepted cases only
 //! ```
+//!
+//! `defaulted`, on an accepted case, is what the stored object must contain after the API
+//! server applied the CRD's defaults (a subset: objects compare key by key, lists element by
+//! element); the integration test checks it on the answers of both API servers.
 //!
 //! `upstream` is recorded here so that `cargo test -p karpenter-api` compares
 //! `karpenter validate` against it offline; the integration test `crd_differential` (run by
@@ -67,6 +72,8 @@ pub struct Case {
     pub id: String,
     pub object: serde_json::Value,
     pub upstream: Verdict,
+    /// What the defaulted object must contain (see the module docs).
+    pub defaulted: Option<serde_json::Value>,
 }
 
 /// A disagreement kept on purpose.
@@ -175,14 +182,53 @@ pub fn load() -> Result<Vec<Case>, String> {
             if let Some(patch) = entry.get("patch") {
                 merge_patch(&mut object, patch);
             }
+            let defaulted = entry.get("defaulted").cloned();
+            if defaulted.is_some() && upstream != Verdict::Accept {
+                return Err(format!("{id}: `defaulted` needs `upstream: accept`"));
+            }
             cases.push(Case {
                 id,
                 object,
                 upstream,
+                defaulted,
             });
         }
     }
     Ok(cases)
+}
+
+/// Where `actual` lacks something `expected` has (objects key by key, lists of the same length
+/// element by element, anything else equal), as `path: expected X, found Y`; `None` when it
+/// contains it all.
+pub fn missing_from(expected: &serde_json::Value, actual: &serde_json::Value) -> Option<String> {
+    fn walk(
+        expected: &serde_json::Value,
+        actual: &serde_json::Value,
+        path: &str,
+    ) -> Option<String> {
+        match (expected, actual) {
+            (serde_json::Value::Object(want), serde_json::Value::Object(have)) => {
+                want.iter().find_map(|(key, value)| {
+                    walk(
+                        value,
+                        have.get(key).unwrap_or(&serde_json::Value::Null),
+                        &format!("{path}.{key}"),
+                    )
+                })
+            }
+            (serde_json::Value::Array(want), serde_json::Value::Array(have))
+                if want.len() == have.len() =>
+            {
+                want.iter()
+                    .zip(have)
+                    .enumerate()
+                    .find_map(|(i, (w, h))| walk(w, h, &format!("{path}[{i}]")))
+            }
+            _ if expected == actual => None,
+            _ => Some(format!("{path}: expected {expected}, found {actual}")),
+        }
+    }
+    walk(expected, actual, "")
 }
 
 /// The allowlist (`allowlist.yaml`): `- {case, checker: validate|our-crds, reason}`.

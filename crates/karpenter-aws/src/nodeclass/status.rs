@@ -9,8 +9,8 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karpenter_api::conditions;
-use karpenter_api::v1::EC2NodeClassStatus;
 use karpenter_api::v1::ec2nodeclass::{AmiStatus, SecurityGroupStatus, SubnetStatus};
+use karpenter_api::v1::{EC2NodeClass, EC2NodeClassStatus};
 
 pub use karpenter_api::v1::ec2nodeclass::conditions::{
     AMIS_READY, CAPACITY_RESERVATIONS_READY, INSTANCE_PROFILE_READY, READY, SECURITY_GROUPS_READY,
@@ -289,6 +289,46 @@ pub fn launchable(
     }
 }
 
+/// `ValidationSucceeded` over the spec: the checks the API server does not make (upstream's
+/// validation controller, without its dry runs), in its order:
+///
+/// 1. `spec.kubelet` (an open map since v1.15): every problem of the first kind found, as
+///    [`karpenter_api::validation::kubelet_problems`] classifies them — not a valid kubelet
+///    `KubeletConfiguration` or against upstream's rules (`InvalidKubeletConfiguration`), a CEL
+///    expression (`KubeletExpressionsDisabled`), fields the AMI family would drop
+///    (`UnsupportedKubeletConfiguration`);
+/// 2. tags Karpenter sets itself (`TagValidationFailed`).
+pub fn validate(class: &EC2NodeClass) -> Outcome<()> {
+    if let Some(kubelet) = &class.spec.kubelet {
+        let problems =
+            karpenter_api::validation::kubelet_problems(kubelet, class.spec.resolved_ami_family());
+        if let Some(kind) = problems.iter().map(|p| p.kind).min() {
+            let message = problems
+                .iter()
+                .filter(|p| p.kind == kind)
+                .map(|p| p.error.to_string())
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Outcome::not_ready(kind.reason(), message);
+        }
+    }
+    const RESERVED: &[&str] = &[
+        "eks:eks-cluster-name",
+        "karpenter.sh/nodepool",
+        "karpenter.sh/nodeclaim",
+        "karpenter.k8s.aws/ec2nodeclass",
+    ];
+    for key in class.spec.tags.iter().flatten().map(|(k, _)| k) {
+        if RESERVED.contains(&key.as_str()) || key.starts_with("kubernetes.io/cluster/") {
+            return Outcome::not_ready(
+                "TagValidationFailed",
+                format!("spec.tags: {key:?} is set by Karpenter and may not be given"),
+            );
+        }
+    }
+    Outcome::Ready(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,5 +448,62 @@ mod tests {
             "AMIsReady: AMIsResolutionFailed: ec2:DescribeImages: RequestLimitExceeded: slow down"
         );
         assert_eq!(ready().problems(), "");
+    }
+
+    fn class_with(kubelet: serde_json::Value, alias: &str) -> EC2NodeClass {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.k8s.aws/v1",
+            "kind": "EC2NodeClass",
+            "metadata": {"name": "default"},
+            "spec": {
+                "role": "KarpenterNodeRole-demo",
+                "amiSelectorTerms": [{"alias": alias}],
+                "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+                "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+                "kubelet": kubelet,
+                "tags": {"kubernetes.io/cluster/demo": "owned"},
+            }
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn not_ready(outcome: Outcome<()>) -> (String, String) {
+        match outcome {
+            Outcome::NotReady { reason, message } => (reason, message),
+            other => panic!("expected NotReady, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_kubelet_field_the_kubelet_does_not_have_fails_validation_not_the_apply() {
+        let (reason, message) = not_ready(validate(&class_with(
+            serde_json::json!({"maxPod": 10, "shutdownGracePeriod": 30}),
+            "al2023@latest",
+        )));
+        assert_eq!(reason, "InvalidKubeletConfiguration");
+        assert_eq!(
+            message,
+            "spec.kubelet: unknown field \"maxPod\" (did you mean \"maxPods\"?); spec.kubelet: json: cannot unmarshal number 30 into Go struct field KubeletConfiguration.shutdownGracePeriod of type v1.Duration"
+        );
+    }
+
+    #[test]
+    fn kubelet_problems_are_reported_before_tags_and_by_their_first_kind() {
+        let (reason, _) = not_ready(validate(&class_with(
+            serde_json::json!({"maxPods": "vcpus * 8", "containerLogMaxSize": "50Mi"}),
+            "bottlerocket@latest",
+        )));
+        assert_eq!(reason, "KubeletExpressionsDisabled");
+        let (reason, message) = not_ready(validate(&class_with(
+            serde_json::json!({"containerLogMaxSize": "50Mi"}),
+            "bottlerocket@latest",
+        )));
+        assert_eq!(reason, "UnsupportedKubeletConfiguration");
+        assert!(message.contains("containerLogMaxSize"), "{message}");
+        let (reason, _) = not_ready(validate(&class_with(
+            serde_json::json!({"containerLogMaxSize": "50Mi", "shutdownGracePeriod": "30s"}),
+            "al2023@latest",
+        )));
+        assert_eq!(reason, "TagValidationFailed", "valid kubelet, reserved tag");
     }
 }

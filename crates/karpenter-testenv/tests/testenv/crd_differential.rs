@@ -16,7 +16,9 @@
 //! with `TESTENV_STATE_DIR=<state>/upstream` and names through
 //! `KARPENTER_TESTENV_UPSTREAM_KUBECONFIG` and `KARPENTER_UPSTREAM_CRDS_DIR`.
 //! Every create is a server-side dry run with `fieldValidation=Strict` (what
-//! kubectl sends), so nothing is stored and the test needs no cleanup.
+//! kubectl sends), so nothing is stored and the test needs no cleanup. A case
+//! with `defaulted` is also checked against the object each API server answers
+//! with, i.e. after its CRD's defaults were applied.
 
 #[path = "../../../karpenter-api/tests/differential/corpus.rs"]
 mod corpus;
@@ -60,8 +62,12 @@ fn collection_path(object: &serde_json::Value) -> Result<String, String> {
     Ok(format!("/apis/{api_version}/{plural}"))
 }
 
-/// A strict, dry-run create: the API server's verdict and its message.
-async fn dry_run_create(client: &Client, case: &Case) -> Result<(Verdict, String), String> {
+/// A strict, dry-run create: the API server's verdict and its message (on acceptance, the
+/// object as it would be stored, defaults applied).
+async fn dry_run_create(
+    client: &Client,
+    case: &Case,
+) -> Result<(Verdict, String, Option<serde_json::Value>), String> {
     let path = collection_path(&case.object)?;
     let body = serde_json::to_vec(&case.object).map_err(|e| e.to_string())?;
     let request = kube::core::Request::new(path)
@@ -73,23 +79,35 @@ async fn dry_run_create(client: &Client, case: &Case) -> Result<(Verdict, String
         .parse()
         .map_err(|e| format!("{}: request URI {uri}: {e}", case.id))?;
     match client.request::<serde_json::Value>(request).await {
-        Ok(_) => Ok((Verdict::Accept, String::new())),
+        Ok(stored) => Ok((Verdict::Accept, String::new(), Some(stored))),
         Err(kube::Error::Api(status)) if (400..500).contains(&status.code) => {
-            Ok((Verdict::Reject, status.message))
+            Ok((Verdict::Reject, status.message, None))
         }
         Err(e) => Err(format!("{}: {e}", case.id)),
     }
 }
 
-async fn verdicts_of<'a>(client: &Client, cases: &'a [Case]) -> Vec<(&'a Case, Verdict, String)> {
+/// The verdicts, and the `defaulted` expectations the accepted objects do not meet.
+async fn verdicts_of<'a>(
+    client: &Client,
+    cases: &'a [Case],
+) -> (Vec<(&'a Case, Verdict, String)>, Vec<String>) {
     let mut out = Vec::new();
+    let mut defaults = Vec::new();
     for case in cases {
         match dry_run_create(client, case).await {
-            Ok((verdict, message)) => out.push((case, verdict, message)),
+            Ok((verdict, message, stored)) => {
+                if let (Some(expected), Some(stored)) = (&case.defaulted, &stored)
+                    && let Some(problem) = corpus::missing_from(expected, stored)
+                {
+                    defaults.push(format!("{}: defaulted object {problem}", case.id));
+                }
+                out.push((case, verdict, message));
+            }
             Err(e) => panic!("the API server did not answer: {e}"),
         }
     }
-    out
+    (out, defaults)
 }
 
 #[tokio::test]
@@ -122,7 +140,7 @@ async fn validate_and_our_crds_give_upstream_crds_verdicts_on_the_whole_corpus()
         .await
         .expect("applying upstream's CRDs");
     assert_eq!(names.len(), 3, "upstream CRDs applied: {names:?}");
-    let upstream_verdicts = verdicts_of(&upstream.client(), &cases).await;
+    let (upstream_verdicts, upstream_defaults) = verdicts_of(&upstream.client(), &cases).await;
     let wrong_records: Vec<String> = upstream_verdicts
         .iter()
         .filter(|(case, verdict, _)| *verdict != case.upstream)
@@ -163,11 +181,11 @@ async fn validate_and_our_crds_give_upstream_crds_verdicts_on_the_whole_corpus()
     // An updated CRD is Established at once, but the API server swaps in its new schema a
     // moment later: ask again until the verdicts agree or the deadline passes.
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-    let our_failures = loop {
-        let our_verdicts = verdicts_of(&ours.client(), &cases).await;
+    let (our_failures, our_defaults) = loop {
+        let (our_verdicts, defaults) = verdicts_of(&ours.client(), &cases).await;
         let failures = corpus::compare(Checker::OurCrds, &our_verdicts, &allowlist);
-        if failures.is_empty() || tokio::time::Instant::now() >= deadline {
-            break failures;
+        if (failures.is_empty() && defaults.is_empty()) || tokio::time::Instant::now() >= deadline {
+            break (failures, defaults);
         }
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     };
@@ -178,8 +196,13 @@ async fn validate_and_our_crds_give_upstream_crds_verdicts_on_the_whole_corpus()
             "corpus records that upstream's API server contradicts",
             &wrong_records,
         ),
+        (
+            "corpus defaults that upstream's API server does not apply",
+            &upstream_defaults,
+        ),
         ("karpenter validate disagrees", &validate_failures),
         ("our CRDs disagree", &our_failures),
+        ("corpus defaults that our CRDs do not apply", &our_defaults),
     ] {
         if !lines.is_empty() {
             report.push(format!(
