@@ -4,6 +4,7 @@
 //! and reports ready). Which loop does what, keyed and paced how: `docs/architecture.md`.
 
 pub mod claim_disruption;
+pub mod default_spread;
 pub mod disruption;
 pub mod garbage;
 pub mod gauges;

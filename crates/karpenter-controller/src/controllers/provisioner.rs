@@ -217,6 +217,28 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             .cloned()
             .collect();
         let by_name = &catalogs.by_name;
+        // `SCHEDULER_CONFIG`'s default spread constraints: the selectors are looked up before
+        // the one look at the index below (lookups wait on the API server).
+        let defaults = self
+            .ctx
+            .settings
+            .scheduler_config
+            .as_ref()
+            .map(|c| c.default_constraints())
+            .unwrap_or_default();
+        let selectors = if defaults.is_empty() {
+            Default::default()
+        } else {
+            let pending: Vec<Arc<PodRecord>> = self
+                .ctx
+                .cache
+                .lock()
+                .provisionable_pods()
+                .into_iter()
+                .cloned()
+                .collect();
+            super::default_spread::selectors(&self.ctx.client, &pending).await
+        };
         // Pending pods and nodes from one look at the index: a pod bound while the instance
         // types were fetched must not count both as pending and on its node (the solver would
         // see it twice and launch a NodeClaim for it).
@@ -227,6 +249,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                 .into_iter()
                 .cloned()
                 .partition(|p| self.ctx.settings.ignore_dra_requests && p.has_dra_requirements());
+            let pods = super::default_spread::apply(pods, defaults, &selectors);
             let input = cluster.solve_input(
                 pods,
                 solver_pools,

@@ -1219,6 +1219,39 @@ async fn of_two_replicas_one_leads_the_standby_is_ready_and_takes_over_when_the_
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn scheduler_config_default_spread_constraints_spread_pods_without_their_own() {
+    let config = r#"{"podTopologySpread":{"defaultConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}]}}"#;
+    let h = start(
+        "provision-default-spread",
+        &["--scheduler-config", config],
+        KwokOptions::default(),
+    )
+    .await;
+    // Three 500m pods fit one c5.large: only the default zone spread (its selector deduced
+    // from the pods' ReplicaSet) makes three NodeClaims, one per zone.
+    h.node_pool(None, only(&["c5.large"])).await;
+    h.create_deployment("spread", 3, "500m").await;
+    h.wait_running(3, Duration::from_secs(120)).await;
+    let claims = h.node_claims().await;
+    let zones: BTreeSet<String> = claims
+        .iter()
+        .map(|c| claim_label(c, "topology.kubernetes.io/zone"))
+        .collect();
+    assert_eq!(claims.len(), 3, "one NodeClaim per zone: {zones:?}");
+    assert_eq!(zones.len(), 3, "spread over three zones: {zones:?}");
+    let pods = h.pods().await;
+    assert!(
+        pods.iter().all(|p| p
+            .spec
+            .as_ref()
+            .is_some_and(|s| s.topology_spread_constraints.is_none())),
+        "the constraints exist only in the simulation, never on the pods"
+    );
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
 async fn a_zone_anti_affinity_group_gets_one_node_per_zone_in_one_batch() {
     use k8s_openapi::api::core::v1::{Affinity, PodAffinityTerm, PodAntiAffinity};
     let h = start("provision-zones", &[], KwokOptions::default()).await;
