@@ -135,13 +135,25 @@ impl Harness {
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
-async fn nodes_left_empty_by_a_scale_down_are_removed_after_consolidate_after() {
+async fn nodes_left_empty_by_a_scale_down_are_removed_at_once_when_consolidate_after_is_left_to_its_default()
+ {
     let h = start("disrupt-empty", &[], KwokOptions::default()).await;
+    // A v1.15 manifest: no consolidateAfter. It defaults to 0s (the API server's default is
+    // proven by the differential CRD test's `defaulted` cases).
     h.node_pool_disrupting(
-        serde_json::json!({"consolidateAfter": "5s", "consolidationPolicy": "WhenEmpty"}),
+        serde_json::json!({"consolidationPolicy": "WhenEmpty"}),
         only(&["c5.large"]),
     )
     .await;
+    let stored = Api::<NodePool>::all(h.client.clone())
+        .get(&h.pool)
+        .await
+        .expect("reading the NodePool");
+    assert_eq!(
+        serde_json::to_value(&stored.spec.disruption).expect("serializes")["consolidateAfter"],
+        "0s",
+        "consolidateAfter defaults to 0s"
+    );
     // c5.large: one 1500m pod per node.
     h.create_deployment("web", 3, "1500m").await;
     h.wait_running(3, Duration::from_secs(120)).await;
