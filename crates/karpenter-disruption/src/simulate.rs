@@ -141,7 +141,14 @@ impl Simulator {
         }
         let mut node_pools = Vec::with_capacity(snapshot.node_pools.len());
         let mut unconverted = Vec::new();
-        for pool in &snapshot.node_pools {
+        // Like upstream's scheduler, replacements only come from NodePools that are Ready (a
+        // pool whose status says otherwise: its class is missing or not ready, or it failed
+        // validation). A pool without conditions (a manifest, offline) counts as Ready.
+        for pool in snapshot
+            .node_pools
+            .iter()
+            .filter(|p| !pool::reported_not_ready(p))
+        {
             match karpenter_scheduling::v1::node_pool(pool) {
                 Ok(converted) => node_pools.push(converted),
                 Err(error) => unconverted.push((pool::name(pool).to_owned(), error.to_string())),
