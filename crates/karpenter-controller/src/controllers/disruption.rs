@@ -208,6 +208,15 @@ fn reason_label(reason: DisruptionReason) -> String {
     reason.as_str().to_lowercase()
 }
 
+/// Single- and multi-node consolidation (upstream publishes `ConsolidationCandidate` and, at
+/// validation, `ConsolidationRejected` for their commands only).
+fn is_consolidation(method: Method) -> bool {
+    matches!(
+        method,
+        Method::SingleNodeConsolidation | Method::MultiNodeConsolidation
+    )
+}
+
 fn decision_label(command: &Command) -> &'static str {
     if command.is_delete() {
         "delete"
@@ -287,6 +296,16 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                 "disruption decided: {}",
                 command.explanation
             );
+            if is_consolidation(command.method) {
+                let note = format!(
+                    "Consolidation candidate: {} (savings: ${:.2})",
+                    command.explanation, command.savings_per_hour
+                );
+                for candidate in &command.candidates {
+                    self.node_event(&candidate.node, "ConsolidationCandidate", &note)
+                        .await;
+                }
+            }
             let step = state.queue.submit(command, now);
             self.execute(&mut state.queue, step).await;
         }
@@ -361,6 +380,16 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                 self.ctx
                     .metrics
                     .disruption_failed_validation(consolidation_type(command.method));
+                if is_consolidation(command.method) {
+                    let note = format!(
+                        "Consolidation rejected: {}, reason: {rejection} (savings: ${:.2})",
+                        command.explanation, command.savings_per_hour
+                    );
+                    for candidate in &command.candidates {
+                        self.node_event(&candidate.node, "ConsolidationRejected", &note)
+                            .await;
+                    }
+                }
             }
         }
     }
@@ -739,5 +768,14 @@ mod tests {
             "single"
         );
         assert_eq!(consolidation_type(Method::Drift), "");
+    }
+
+    #[test]
+    fn only_consolidation_commands_are_told_as_consolidation_candidates() {
+        assert!(is_consolidation(Method::SingleNodeConsolidation));
+        assert!(is_consolidation(Method::MultiNodeConsolidation));
+        assert!(!is_consolidation(Method::Emptiness));
+        assert!(!is_consolidation(Method::Drift));
+        assert!(!is_consolidation(Method::StaticDrift));
     }
 }

@@ -309,6 +309,16 @@ async fn a_node_bigger_than_its_pods_need_is_replaced_by_a_cheaper_one() {
     )
     .await
     .expect("single-node consolidation replaces the node with a cheaper one");
+    let old_claim = before[0].metadata.name.clone().unwrap_or_default();
+    let told = h
+        .object_events("NodeClaim", &old_claim, "ConsolidationCandidate")
+        .await;
+    assert!(
+        told.iter().any(|e| e.message.as_deref().is_some_and(|m| m
+            .starts_with("Consolidation candidate: ")
+            && m.contains("(savings: $"))),
+        "the replaced NodeClaim was told it was a consolidation candidate: {told:?}"
+    );
     assert!(
         h.metric(
             "karpenter_voluntary_disruption_decisions_total",
