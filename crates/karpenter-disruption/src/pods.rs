@@ -8,17 +8,59 @@ use crate::cost::PodCostInput;
 
 /// `controller.kubernetes.io/pod-deletion-cost`.
 pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
+/// `karpenter.sh/disruption-cost` (upstream v1.15): the user-facing way to steer which pods
+/// consolidation prefers to evict, read before `pod-deletion-cost`.
+pub const DISRUPTION_COST: &str = "karpenter.sh/disruption-cost";
 
 pub fn started(pod: &PodRecord) -> Option<DateTime<Utc>> {
     let ts = pod.status.as_ref()?.start_time.as_ref()?;
     DateTime::from_timestamp(ts.0.as_second(), 0)
 }
 
+/// A pod's eviction-cost inputs (upstream `EvictionCost`, `PodDeletionCostManagement` off):
+/// `karpenter.sh/disruption-cost` when present, else `controller.kubernetes.io/pod-deletion-cost`;
+/// a value that is not a 32-bit integer counts as none (upstream logs it and skips it).
 pub fn cost_input(pod: &PodRecord) -> PodCostInput {
-    PodCostInput {
-        deletion_cost: pod
+    let deletion_cost = match pod.annotation(DISRUPTION_COST) {
+        Some(value) => value.parse().ok(),
+        None => pod
             .annotation(POD_DELETION_COST)
-            .and_then(|v| v.trim().parse().ok()),
+            .and_then(|v| v.parse().ok()),
+    };
+    PodCostInput {
+        deletion_cost,
         priority: pod.spec.as_ref().and_then(|s| s.priority),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use karpenter_scheduling::builders::PodBuilder;
+
+    fn annotated(pairs: &[(&str, &str)]) -> PodRecord {
+        let mut pod: PodRecord = PodBuilder::new("p").build().into();
+        pod.metadata.annotations = Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+        pod
+    }
+
+    #[test]
+    fn disruption_cost_is_read_before_pod_deletion_cost() {
+        let both = annotated(&[(DISRUPTION_COST, "-5"), (POD_DELETION_COST, "100")]);
+        assert_eq!(cost_input(&both).deletion_cost, Some(-5));
+        let legacy = annotated(&[(POD_DELETION_COST, "100")]);
+        assert_eq!(cost_input(&legacy).deletion_cost, Some(100));
+        let bad = annotated(&[(DISRUPTION_COST, "lots"), (POD_DELETION_COST, "100")]);
+        assert_eq!(
+            cost_input(&bad).deletion_cost,
+            None,
+            "an unparsable disruption-cost is skipped, not replaced by the legacy one"
+        );
+        assert_eq!(cost_input(&annotated(&[])).deletion_cost, None);
     }
 }
