@@ -81,6 +81,9 @@ pub struct Command {
     /// Candidate prices minus the replacements' cheapest prices.
     pub savings_per_hour: f64,
     pub explanation: String,
+    /// The scores of the Balanced pools that approved the move (empty for other policies).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub balanced: Vec<crate::methods::balanced::BalancedScore>,
 }
 
 impl Command {

@@ -301,6 +301,7 @@ mod tests {
             replacements: (0..replacements).map(|_| replacement()).collect(),
             savings_per_hour: 0.0,
             explanation: "test".into(),
+            balanced: Vec::new(),
         }
     }
 

@@ -269,6 +269,10 @@ struct Expect {
     reasons: BTreeMap<String, String>,
     #[serde(default)]
     explanation_contains: Option<String>,
+    /// The Balanced NodePools whose scores approved the command (upstream's
+    /// `ConsolidationApproved`).
+    #[serde(default)]
+    approved_by: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -603,6 +607,18 @@ fn check(sc: &Scenario, d: &Decision) -> Vec<String> {
         got.sort();
         if want != got {
             errs.push(format!("candidates: want {want:?}, got {got:?}"));
+        }
+    }
+    if let Some(want) = &e.approved_by {
+        let got: Vec<String> = cmd
+            .iter()
+            .flat_map(|c| c.balanced.iter().map(|b| b.node_pool.clone()))
+            .collect();
+        if *want != got {
+            errs.push(format!("approved by: want {want:?}, got {got:?}"));
+        }
+        if cmd.is_some_and(|c| c.balanced.iter().any(|b| b.score < 0.5)) {
+            errs.push("an approving score is below the threshold".to_owned());
         }
     }
     if let Some(n) = e.candidate_count {

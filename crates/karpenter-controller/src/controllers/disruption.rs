@@ -305,6 +305,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                     self.node_event(&candidate.node, "ConsolidationCandidate", &note)
                         .await;
                 }
+                self.tell_approved(&command).await;
             }
             let step = state.queue.submit(command, now);
             self.execute(&mut state.queue, step).await;
@@ -707,6 +708,32 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                 self.node_event(&considered.node, event, &note).await;
             }
             told.insert(considered.node.clone(), (text, Instant::now()));
+        }
+    }
+
+    /// `ConsolidationApproved` for the Balanced pools that approved `command`: on each candidate
+    /// of a single-node move, on the NodePool of a multi-node one (as upstream).
+    async fn tell_approved(&self, command: &Command) {
+        for verdict in &command.balanced {
+            let note = verdict.message();
+            if command.method == Method::SingleNodeConsolidation {
+                for candidate in command
+                    .candidates
+                    .iter()
+                    .filter(|c| c.node_pool == verdict.node_pool)
+                {
+                    self.node_event(&candidate.node, "ConsolidationApproved", &note)
+                        .await;
+                }
+            } else {
+                let pool = self.ctx.cache.lock().node_pool(&verdict.node_pool).cloned();
+                if let Some(pool) = pool {
+                    self.ctx
+                        .events
+                        .normal_node_pool(&pool, "ConsolidationApproved", &note)
+                        .await;
+                }
+            }
         }
     }
 

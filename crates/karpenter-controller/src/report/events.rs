@@ -209,6 +209,11 @@ impl Events {
             .await;
     }
 
+    pub async fn normal_node_pool(&self, pool: &NodePool, reason: &str, note: &str) {
+        self.publish(pool.object_ref(&()), NORMAL, reason, note)
+            .await;
+    }
+
     pub async fn warn_node_claim(&self, claim: &NodeClaim, reason: &str, note: &str) {
         self.publish(claim.object_ref(&()), WARNING, reason, note)
             .await;

@@ -20,13 +20,13 @@ use crate::reason::{Code, Reason};
 /// `BalancedK`.
 pub const K: f64 = 2.0;
 
-/// The score of a move for one pool.
-pub fn score(
+/// The score of a move for one pool with what it is made of.
+fn scored(
     pass: &Pass<'_>,
     pool_name: &str,
     candidates: &[&Candidate],
     replacement_cost: f64,
-) -> f64 {
+) -> BalancedScore {
     let snapshot = pass.snapshot;
     let total_candidate_cost: f64 = candidates.iter().map(|c| c.price).sum();
     let in_pool: Vec<&&Candidate> = candidates
@@ -54,24 +54,63 @@ pub fn score(
         0.0
     };
     let savings = pool_candidate_cost - replacement_cost * share;
-    if savings <= 0.0 || pool_cost <= 0.0 {
-        return 0.0;
-    }
-    let savings_fraction = savings / pool_cost;
     let disruption: f64 = in_pool.iter().map(|c| c.reschedule_disruption_cost).sum();
-    if pool_disruption <= 0.0 || disruption <= 0.0 {
-        return f64::INFINITY;
+    let disruption_fraction = if pool_disruption > 0.0 {
+        disruption / pool_disruption
+    } else {
+        0.0
+    };
+    let mut out = BalancedScore {
+        node_pool: pool_name.to_owned(),
+        score: 0.0,
+        savings_fraction: 0.0,
+        disruption_fraction,
+    };
+    if savings <= 0.0 || pool_cost <= 0.0 {
+        return out;
     }
-    savings_fraction / (disruption / pool_disruption)
+    out.savings_fraction = savings / pool_cost;
+    out.score = if pool_disruption <= 0.0 || disruption <= 0.0 {
+        f64::INFINITY
+    } else {
+        out.savings_fraction / disruption_fraction
+    };
+    out
 }
 
-/// `Ok` when every Balanced pool in the move approves it.
+/// A Balanced pool's verdict on an approved move (upstream's `ConsolidationApproved` event):
+/// the score, and the shares of the pool's cost saved and of its disruption cost spent.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BalancedScore {
+    pub node_pool: String,
+    pub score: f64,
+    pub savings_fraction: f64,
+    pub disruption_fraction: f64,
+}
+
+impl BalancedScore {
+    /// Upstream's message: `score 1.20 >= threshold 0.50 (k: 2, savings 12.0%, disruption 10.0%)`.
+    pub fn message(&self) -> String {
+        format!(
+            "score {:.2} >= threshold {:.2} (k: {}, savings {:.1}%, disruption {:.1}%)",
+            self.score,
+            1.0 / K,
+            K,
+            self.savings_fraction * 100.0,
+            self.disruption_fraction * 100.0
+        )
+    }
+}
+
+/// The Balanced pools' scores when every Balanced pool in the move approves it (none when no
+/// pool of the move is Balanced).
 pub fn approve(
     pass: &Pass<'_>,
     candidates: &[&Candidate],
     replacement_cost: f64,
-) -> Result<(), Reason> {
+) -> Result<Vec<BalancedScore>, Reason> {
     let pools: BTreeSet<&str> = candidates.iter().map(|c| c.node_pool.as_str()).collect();
+    let mut approved = Vec::new();
     for name in pools {
         let Some(p) = pass.snapshot.node_pool(name) else {
             continue;
@@ -79,7 +118,8 @@ pub fn approve(
         if pool::policy(p) != ConsolidationPolicy::Balanced {
             continue;
         }
-        let s = score(pass, name, candidates, replacement_cost);
+        let verdict = scored(pass, name, candidates, replacement_cost);
+        let s = verdict.score;
         if s < 1.0 / K {
             return Err(Reason::new(
                 Code::BalancedThreshold,
@@ -89,6 +129,26 @@ pub fn approve(
                 ),
             ));
         }
+        approved.push(verdict);
     }
-    Ok(())
+    Ok(approved)
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::*;
+
+    #[test]
+    fn an_approval_is_told_with_upstreams_message() {
+        let verdict = BalancedScore {
+            node_pool: "default".into(),
+            score: 1.2,
+            savings_fraction: 0.12,
+            disruption_fraction: 0.1,
+        };
+        assert_eq!(
+            verdict.message(),
+            "score 1.20 >= threshold 0.50 (k: 2, savings 12.0%, disruption 10.0%)"
+        );
+    }
 }

@@ -142,5 +142,6 @@ pub fn compute(
         replacements,
         savings_per_hour: savings,
         explanation,
+        balanced: Vec::new(),
     })
 }

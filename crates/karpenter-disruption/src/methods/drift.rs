@@ -73,6 +73,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             savings_per_hour: c.price - cost,
             candidates: vec![CommandCandidate::from(&c)],
             replacements,
+            balanced: Vec::new(),
         }];
     }
     Vec::new()

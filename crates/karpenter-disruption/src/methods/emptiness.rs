@@ -82,5 +82,6 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         candidates: chosen.iter().map(CommandCandidate::from).collect(),
         replacements: Vec::new(),
         savings_per_hour: savings,
+        balanced: Vec::new(),
     }]
 }

@@ -13,7 +13,7 @@
 //! and `balanced.rs` (the Balanced policy's approval). `expiration.rs` is the forceful,
 //! budget-free expiry of NodeClaims past `expireAfter`; it runs outside the pass.
 
-pub(crate) mod balanced;
+pub mod balanced;
 pub(crate) mod consolidation;
 pub(crate) mod drift;
 pub(crate) mod emptiness;

@@ -45,7 +45,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         let ok =
             consolidation::compute(pass, &batch, Method::MultiNodeConsolidation).and_then(|cmd| {
                 let cost: f64 = cmd.replacements.iter().map(|r| r.cheapest_price()).sum();
-                balanced::approve(pass, &batch, cost).map(|()| cmd)
+                balanced::approve(pass, &batch, cost).map(|balanced| Command { balanced, ..cmd })
             });
         match ok {
             Ok(cmd) => {

@@ -57,7 +57,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         let result =
             consolidation::compute(pass, &[c], Method::SingleNodeConsolidation).and_then(|cmd| {
                 let cost: f64 = cmd.replacements.iter().map(|r| r.cheapest_price()).sum();
-                balanced::approve(pass, &[c], cost).map(|()| cmd)
+                balanced::approve(pass, &[c], cost).map(|balanced| Command { balanced, ..cmd })
             });
         match result {
             Ok(cmd) => return vec![cmd],

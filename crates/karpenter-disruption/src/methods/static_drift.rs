@@ -130,6 +130,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
                 savings_per_hour: c.price - template.cheapest_price(),
                 candidates: vec![CommandCandidate::from(c)],
                 replacements: vec![template.clone()],
+                balanced: Vec::new(),
             });
         }
         for (c, mark) in drifted.iter().skip(taken) {
