@@ -324,6 +324,31 @@ fn an_ipv6_cluster_gets_a_primary_ipv6_address() {
 }
 
 #[test]
+fn an_ipv6_cluster_takes_ipv6_prefixes_and_no_ipv4_prefixes() {
+    let mut inputs = Inputs::new();
+    inputs.cluster.dns_ip = Some("fd00:10:96::a".into());
+    inputs.class["spec"]["ipPrefixCount"] = json!(2);
+    let interfaces = serde_json::to_value(&inputs.built().data.network_interfaces).unwrap();
+    assert_eq!(
+        interfaces,
+        json!([{"DeviceIndex": 0, "Groups": ["sg-0a", "sg-0b"], "Ipv6PrefixCount": 2,
+                "Ipv6AddressCount": 1, "PrimaryIpv6": true}])
+    );
+    let mut ipv4 = Inputs::new();
+    ipv4.class["spec"]["ipPrefixCount"] = json!(2);
+    let first = ipv4.built().data.network_interfaces[0].clone();
+    assert_eq!(
+        (
+            first.ipv4_prefix_count,
+            first.primary_ipv6,
+            first.ipv6_address_count
+        ),
+        (Some(2), None, None),
+        "an IPv4 cluster's interface has no IPv6 address"
+    );
+}
+
+#[test]
 fn efa_requests_get_one_efa_interface_per_card() {
     let mut inputs = Inputs::new();
     inputs.claim["spec"]["resources"] = json!({"requests": {"vpc.amazonaws.com/efa": "2"}});

@@ -9,6 +9,7 @@ pub mod garbage;
 pub mod gauges;
 pub mod instance_types;
 pub mod interruption;
+pub mod kube_dns;
 pub mod kwok_registration;
 pub mod lifecycle;
 pub mod nodeclass;
@@ -123,7 +124,7 @@ pub async fn run_aws(
         isolated_vpc: settings.isolated_vpc,
         vm_memory_overhead_percent: settings.vm_memory_overhead_percent,
         reserved_enis: settings.reserved_enis,
-        kube_dns_ip: None,
+        kube_dns_ip: kube_dns::discover(&ctx.clients.main).await,
     };
     let k8s_version = ctx
         .clients
