@@ -63,6 +63,16 @@ pub struct Ec2InstanceType {
     pub supported_virtualization_types: Vec<String>,
     #[serde(default)]
     pub ebs_info: Option<EbsInfo>,
+    /// The placement group strategies the type supports (`cluster`, `partition`, `spread`).
+    #[serde(default)]
+    pub placement_group_info: Option<PlacementGroupInfo>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct PlacementGroupInfo {
+    #[serde(default)]
+    pub supported_strategies: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

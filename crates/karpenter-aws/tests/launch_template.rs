@@ -12,6 +12,7 @@ use karpenter_aws::launch_template::{
     LaunchTemplate, LaunchTemplateError, LaunchTemplateRequest, build,
     default_block_device_mappings,
 };
+use karpenter_aws::placement_group::Placement;
 use karpenter_aws::userdata::ClusterFacts;
 use karpenter_cloud::{Catalog, CatalogOptions, InstanceTypeInfo};
 use pretty_assertions::assert_eq;
@@ -90,6 +91,8 @@ struct Inputs {
     types: Vec<&'static str>,
     capacity_type: &'static str,
     region: &'static str,
+    tenancy: &'static str,
+    placement: Option<Placement>,
 }
 
 impl Inputs {
@@ -102,6 +105,8 @@ impl Inputs {
             types: vec!["m5.large"],
             capacity_type: "on-demand",
             region: "us-west-2",
+            tenancy: "default",
+            placement: None,
         }
     }
 
@@ -117,7 +122,8 @@ impl Inputs {
             image_id: self.image,
             instance_types: &types,
             capacity_type: self.capacity_type,
-            tenancy: "default",
+            tenancy: self.tenancy,
+            placement: self.placement.as_ref(),
         })
     }
 
@@ -213,6 +219,13 @@ fn any_field_change_changes_the_name() {
         ("region without IMDS IPv6", |i| i.region = "us-iso-east-1"),
         ("nested virtualization", |i| {
             i.class["spec"]["cpuOptions"] = json!({"nestedVirtualization": "enabled"})
+        }),
+        ("tenancy", |i| i.tenancy = "dedicated"),
+        ("placement group", |i| {
+            i.placement = Some(Placement {
+                group_id: "pg-0123".into(),
+                partition_number: None,
+            })
         }),
     ];
     let base = Inputs::new().built().name;
@@ -345,6 +358,25 @@ fn an_ipv6_cluster_takes_ipv6_prefixes_and_no_ipv4_prefixes() {
         ),
         (Some(2), None, None),
         "an IPv4 cluster's interface has no IPv6 address"
+    );
+}
+
+#[test]
+fn the_placement_carries_the_tenancy_the_group_and_the_targeted_partition() {
+    let mut inputs = Inputs::new();
+    inputs.tenancy = "dedicated";
+    inputs.placement = Some(Placement {
+        group_id: "pg-0123".into(),
+        partition_number: Some(2),
+    });
+    let data = inputs.built().data;
+    assert_eq!(data.placement_tenancy, "dedicated");
+    assert_eq!(data.placement_group_id.as_deref(), Some("pg-0123"));
+    assert_eq!(data.placement_partition_number, Some(2));
+    let plain = Inputs::new().built().data;
+    assert_eq!(
+        (plain.placement_group_id, plain.placement_partition_number),
+        (None, None)
     );
 }
 

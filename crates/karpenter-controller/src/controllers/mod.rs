@@ -148,6 +148,7 @@ pub async fn run_aws(
         .min(settings.subnet_refresh_interval)
         .min(settings.security_group_refresh_interval);
     let extra_cloud = cloud.clone();
+    let placement_groups = cloud.placement_groups();
     let extra: Extra<karpenter_aws_provider::AwsCloud<nodeclass::CachedClasses>> =
         Box::new(move |tasks, context, ctx| {
             let cancel = &ctx.cancel;
@@ -173,7 +174,8 @@ pub async fn run_aws(
                     resolver: karpenter_aws_provider::nodeclass::NodeClassResolver::new(
                         clients,
                         ctx.settings.cluster_name.clone(),
-                    ),
+                    )
+                    .with_placement_groups(placement_groups),
                     k8s_version,
                     ca_bundle,
                     refresh,
