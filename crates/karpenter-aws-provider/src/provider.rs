@@ -28,6 +28,7 @@ use aws_sdk_ec2::types::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use karpenter_api::labels;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodeClaimStatus, NodePool};
+use karpenter_aws::discovered_capacity::{DiscoveredMemory, NodeReport};
 use karpenter_aws::launch::fleet::{self, FleetError, FleetInstance, FleetOutcome, FleetRequest};
 use karpenter_aws::launch::plan::{self, LaunchPlan, PlanError};
 use karpenter_aws::launch::tenancy;
@@ -87,6 +88,8 @@ struct ResolvedKey {
     prices: u64,
     /// The class's placement group id.
     placement_group: Option<String>,
+    /// The learned memory's version.
+    discovered: u64,
 }
 
 /// The EC2 cloud provider.
@@ -107,6 +110,8 @@ pub struct AwsCloud<L> {
     /// Offerings found without capacity inside a placement group, by group id (upstream
     /// scopes them so: the same offering outside the group stays available).
     group_unavailable: Mutex<HashMap<String, Arc<UnavailableOfferings>>>,
+    /// Instance memory learned from registered nodes.
+    discovered: DiscoveredMemory<Instant>,
 }
 
 /// The cluster's instances by id, as last listed.
@@ -173,6 +178,7 @@ impl<L: NodeClasses> AwsCloud<L> {
             instances: Mutex::new(None),
             placement_groups: Arc::new(PlacementGroups::new()),
             group_unavailable: Mutex::new(HashMap::new()),
+            discovered: DiscoveredMemory::new(),
         })
     }
 
@@ -191,6 +197,44 @@ impl<L: NodeClasses> AwsCloud<L> {
     /// The classes' placement groups (the EC2NodeClass controller resolves into them).
     pub fn placement_groups(&self) -> Arc<PlacementGroups> {
         self.placement_groups.clone()
+    }
+
+    /// Learns an instance type's memory from a registered node of `class` (its labels, its
+    /// `status.capacity.memory` in bytes, its NodeClaim's image): upstream's discovered
+    /// capacity. Returns whether what instance types say changed.
+    pub fn learn_node_memory(
+        &self,
+        class: &EC2NodeClass,
+        labels: &BTreeMap<String, String>,
+        memory_bytes: i64,
+        image_id: &str,
+    ) -> bool {
+        let amis = class
+            .status
+            .as_ref()
+            .and_then(|s| s.amis.as_deref())
+            .unwrap_or_default();
+        let learned = self.discovered.learn(
+            amis,
+            NodeReport {
+                labels,
+                memory_bytes,
+                image_id,
+            },
+            Instant::now(),
+        );
+        if learned {
+            tracing::debug!(
+                ec2nodeclass = class.metadata.name.as_deref().unwrap_or_default(),
+                instance_type = labels
+                    .get(labels::INSTANCE_TYPE)
+                    .map(String::as_str)
+                    .unwrap_or_default(),
+                memory_bytes,
+                "updating discovered capacity cache"
+            );
+        }
+        learned
     }
 
     /// The class's placement group: `None` without a selector; a selector that matches no
@@ -295,7 +339,8 @@ impl<L: NodeClasses> AwsCloud<L> {
     }
 
     /// Every type the class can launch (no NodePool narrowing, no unavailability), shared:
-    /// with the tenancy choice and the class's placement group (`group`).
+    /// with the tenancy choice, the class's placement group (`group`) and the memory learned
+    /// from registered nodes.
     fn resolved(
         &self,
         pool: &NodePool,
@@ -308,6 +353,7 @@ impl<L: NodeClasses> AwsCloud<L> {
             catalog: self.catalog_seq.load(Ordering::Relaxed),
             prices: self.prices.version(),
             placement_group: group.map(|g| g.id.clone()),
+            discovered: self.discovered.version(),
         };
         if let Some(found) = lock(&self.resolved).get(&key) {
             return Ok(found.clone());
@@ -367,6 +413,7 @@ impl<L: NodeClasses> AwsCloud<L> {
             };
             placement_group::apply(&mut infos, group, &strategies);
         }
+        self.discovered.apply(&mut infos, amis, Instant::now());
         let infos = Arc::new(infos);
         let mut cache = lock(&self.resolved);
         // Keys of other resource versions of the class are stale now.
@@ -1111,6 +1158,7 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
             .wrapping_add(self.prices.version().wrapping_mul(7_919))
             .wrapping_add(self.classes.version().wrapping_mul(104_729))
             .wrapping_add(self.placement_groups.version().wrapping_mul(1_299_709))
+            .wrapping_add(self.discovered.version().wrapping_mul(15_485_863))
             .wrapping_add(
                 lock(&self.group_unavailable)
                     .values()

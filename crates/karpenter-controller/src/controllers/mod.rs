@@ -4,6 +4,7 @@
 //! and reports ready). Which loop does what, keyed and paced how: `docs/architecture.md`.
 
 pub mod claim_disruption;
+pub mod discovered_capacity;
 pub mod disruption;
 pub mod garbage;
 pub mod gauges;
@@ -189,6 +190,12 @@ pub async fn run_aws(
                 nodeclass::LaunchTemplateSweep {
                     ctx: context.clone(),
                 },
+                context,
+                cancel,
+            );
+            spawn(
+                tasks,
+                discovered_capacity::DiscoveredCapacity::new(context.clone()),
                 context,
                 cancel,
             );

@@ -1693,3 +1693,96 @@ async fn a_placement_group_that_does_not_exist_keeps_its_class_not_ready_naming_
     assert_eq!(ready.status, "False");
     finish_on_aws(h, &aws, &cloud).await;
 }
+
+/// Bytes of a memory quantity as the controller writes them (`<n>`, `<n>Ki`, `<n>Mi`, `<n>Gi`).
+fn memory_bytes(quantity: &str) -> i64 {
+    let (digits, unit) = quantity
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((quantity, ""), |at| quantity.split_at(at));
+    let n: i64 = digits.parse().unwrap_or_else(|e| panic!("{quantity}: {e}"));
+    n * match unit {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        other => panic!("{quantity}: unit {other}"),
+    }
+}
+
+fn claim_memory(claim: &NodeClaim) -> i64 {
+    let capacity = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.capacity.as_ref())
+        .and_then(|c| c.get("memory"))
+        .map(|q| q.0.clone())
+        .expect("a memory capacity");
+    memory_bytes(&capacity)
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK and the AWS emulator: run scripts/test-integration"]
+async fn the_memory_a_registered_node_reports_is_its_instance_types_memory_from_then_on() {
+    let _classes = crate::NODE_CLASSES.write().await;
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    let (h, cloud, recorder) = start_on_aws("aws-memory", &aws, &[]).await;
+    create_node_class(&h, &cloud, "al2023@latest").await;
+    wait_class_ready(&h).await;
+    // One instance type, and pods that need a node each.
+    h.node_pool(
+        None,
+        serde_json::json!([
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
+        ]),
+    )
+    .await;
+    h.create_deployment("web", 1, "1200m").await;
+    let first = wait_launched(&h).await;
+    let estimated = claim_memory(&first);
+    // Its kubelet reports 300 MiB less than the VM_MEMORY_OVERHEAD_PERCENT estimate.
+    let reported = estimated - (300 << 20);
+    let mut as_reported = first.clone();
+    if let Some(capacity) = as_reported
+        .status
+        .as_mut()
+        .and_then(|s| s.capacity.as_mut())
+    {
+        capacity.insert(
+            "memory".into(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity(format!(
+                "{}Ki",
+                reported >> 10
+            )),
+        );
+    }
+    register_node(&h, &as_reported).await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+    // The next m5.large is listed, and launched, with the memory the node reported.
+    h.scale("web", 2).await;
+    let first_name = first.metadata.name.clone().unwrap_or_default();
+    let second = wait_for(
+        "a second NodeClaim launched",
+        Duration::from_secs(120),
+        || async {
+            Ok(h.node_claims().await.into_iter().find(|c| {
+                c.metadata.name.as_deref() != Some(first_name.as_str())
+                    && provider_id(c).is_some_and(|p| p.starts_with("aws:///"))
+            }))
+        },
+    )
+    .await
+    .expect("the second pod gets its own instance");
+    assert_eq!(
+        super::claim_label(&second, "node.kubernetes.io/instance-type"),
+        "m5.large"
+    );
+    assert_eq!(
+        claim_memory(&second),
+        reported,
+        "learned from the registered node (estimate {estimated})"
+    );
+    h.scale("web", 0).await;
+    assert_inside_the_contract(&recorder, &cloud, aws.region());
+    finish_on_aws(h, &aws, &cloud).await;
+}
