@@ -111,8 +111,8 @@ default = render("default")
 expected = sorted([
     "ClusterRole/karpenter", "ClusterRole/karpenter-admin", "ClusterRole/karpenter-core",
     "ClusterRoleBinding/karpenter", "ClusterRoleBinding/karpenter-core",
-    "Deployment/karpenter", "PodDisruptionBudget/karpenter", "Role/karpenter",
-    "RoleBinding/karpenter", "Service/karpenter", "ServiceAccount/karpenter",
+    "Deployment/karpenter", "PodDisruptionBudget/karpenter", "Role/karpenter", "Role/karpenter-dns",
+    "RoleBinding/karpenter", "RoleBinding/karpenter-dns", "Service/karpenter", "ServiceAccount/karpenter",
 ])
 check(kinds(default) == expected, f"default render: objects {kinds(default)}, expected {expected}")
 for d in default:
@@ -191,10 +191,18 @@ cluster_rules = []
 for b in (d for d in default if d["kind"] == "ClusterRoleBinding"):
     check(subject in b["subjects"], f"ClusterRoleBinding {b['metadata']['name']} does not bind the ServiceAccount")
     cluster_rules += one(default, "ClusterRole", b["roleRef"]["name"])["rules"]
-rb = one(default, "RoleBinding")
+rb = one(default, "RoleBinding", "karpenter")
 check(subject in rb["subjects"], "RoleBinding does not bind the ServiceAccount")
 role = one(default, "Role", rb["roleRef"]["name"])
 ns_rules = role["rules"]
+# kube-system/kube-dns, read at start for the nodes' cluster DNS (controllers/kube_dns.rs).
+dns_rb = one(default, "RoleBinding", "karpenter-dns")
+check(subject in dns_rb.get("subjects", []), "RoleBinding karpenter-dns does not bind the ServiceAccount")
+check(dns_rb.get("metadata", {}).get("namespace") == "kube-system", "RoleBinding karpenter-dns not in kube-system")
+dns_role = one(default, "Role", dns_rb.get("roleRef", {}).get("name"))
+check(dns_role.get("metadata", {}).get("namespace") == "kube-system", "Role karpenter-dns not in kube-system")
+check(allowed(dns_role.get("rules", []), "", "services", "get", "kube-dns"), "RBAC: get kube-system/kube-dns")
+check(not allowed(dns_role.get("rules", []), "", "services", "get", "another-service"), "RBAC: get on any Service")
 for kind in WATCHED:
     if not check(kind in RESOURCES, f"WATCHED has {kind}: add it to RESOURCES here and to the ClusterRole"):
         continue
@@ -243,7 +251,8 @@ for d in fargate:
     for s in d.get("subjects", []):
         check(s == {"kind": "ServiceAccount", "name": "karpenter", "namespace": "karpenter"},
               f"fargate: {d['kind']} {d['metadata']['name']} binds {s}")
-check(one(fargate, "Role")["metadata"]["namespace"] == "karpenter", "fargate: Role namespace")
+check(one(fargate, "Role", "karpenter")["metadata"]["namespace"] == "karpenter", "fargate: Role namespace")
+check(one(fargate, "Role", "karpenter-dns")["metadata"]["namespace"] == "kube-system", "fargate: the kube-dns Role stays in kube-system")
 
 # ------------------------------------------------------------------ settings reach the env
 

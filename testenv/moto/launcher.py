@@ -33,6 +33,11 @@ Other keys are untouched, so tests sharing the server do not see the faults. `GE
 /testenv/faults?access_key_id=K` returns what the key's requests met: per action, the
 requests and the faults injected. `DELETE` clears a key.
 
+Placement groups (`install_placement_groups`): moto has no placement groups; the
+launcher adds CreatePlacementGroup, DescribePlacementGroups and DeletePlacementGroup, and
+gives instances launched by CreateFleet the Placement of their launch template (group,
+partition, tenancy). See the function's docstring and testenv/README.md.
+
 IAM enforcement uses moto's own switch: `settings.INITIAL_NO_AUTH_ACTION_COUNT`
 (0 = every request is authenticated and authorized, inf = none). It is set
 from --iam-enforcement at start and can be flipped at run time with
@@ -376,6 +381,148 @@ def install_faults() -> Faults:
     return faults
 
 
+def install_placement_groups() -> None:
+    """EC2 placement groups and launches into them (moto internals; moto 5.2.5 has neither).
+
+    * `CreatePlacementGroup` (GroupName, Strategy cluster|partition|spread, PartitionCount,
+      SpreadLevel, TagSpecifications) makes an available group with an id `pg-` + 17 hex
+      digits; `DeletePlacementGroup` (GroupName) removes it;
+    * `DescribePlacementGroups` answers by GroupIds or GroupNames (an unknown name is EC2's
+      `InvalidPlacementGroup.Unknown`, an unknown id `InvalidPlacementGroupId.NotFound`) or all
+      groups, filtered by `state`, `strategy`, `group-name` and `group-id`;
+    * an instance `CreateFleet` launches from a launch template whose data (or override) has a
+      `Placement` gets it: `GroupId`/`GroupName`, `Tenancy`, and `PartitionNumber` (in a
+      partition group without one, the next partition in turn, as EC2 spreads them), so
+      `DescribeInstances` shows `Placement.GroupId`, `GroupName`, `PartitionNumber` and
+      `Tenancy`. moto's fleets otherwise launch with no placement at all.
+
+    Groups live on each region's EC2 backend (`_testenv_placement_groups`), so a
+    `POST /moto-api/reset` drops them with the backend. Nothing checks instance types against
+    a strategy or enforces a spread group's seven instances per zone.
+    """
+    import secrets
+
+    from moto.core.responses import ActionResult
+    from moto.ec2.exceptions import EC2ClientError
+    from moto.ec2.models.fleets import Fleet
+    from moto.ec2.responses import EC2Response
+
+    def groups(backend):  # type: ignore[no-untyped-def]
+        if not hasattr(backend, "_testenv_placement_groups"):
+            backend._testenv_placement_groups = {}
+        return backend._testenv_placement_groups
+
+    def create_placement_group(self):  # type: ignore[no-untyped-def]
+        self.error_on_dryrun()
+        name = self._get_param("GroupName")
+        strategy = self._get_param("Strategy") or "cluster"
+        if not name:
+            raise EC2ClientError("MissingParameter", "The request must contain the parameter groupName")
+        if strategy not in ("cluster", "partition", "spread"):
+            raise EC2ClientError("InvalidParameterValue", f"Invalid strategy {strategy}")
+        existing = groups(self.ec2_backend)
+        if any(g["GroupName"] == name for g in existing.values()):
+            raise EC2ClientError("InvalidPlacementGroup.Duplicate", f"The Placement Group '{name}' already exists.")
+        group_id = "pg-" + secrets.token_hex(9)[:17]
+        group = {
+            "GroupName": name,
+            "GroupId": group_id,
+            "GroupArn": f"arn:aws:ec2:{self.region}:{self.current_account}:placement-group/{name}",
+            "State": "available",
+            "Strategy": strategy,
+            "Tags": [
+                {"Key": k, "Value": v}
+                for k, v in self._parse_tag_specification().get("placement-group", {}).items()
+            ],
+        }
+        if strategy == "partition":
+            group["PartitionCount"] = int(self._get_param("PartitionCount") or 2)
+        if strategy == "spread":
+            group["SpreadLevel"] = self._get_param("SpreadLevel") or "rack"
+        existing[group_id] = group
+        return ActionResult({"PlacementGroup": group})
+
+    def describe_placement_groups(self):  # type: ignore[no-untyped-def]
+        self.error_on_dryrun()
+        existing = groups(self.ec2_backend)
+        names = self._get_param("GroupNames", []) or []
+        ids = self._get_param("GroupIds", []) or []
+        found = list(existing.values())
+        if ids:
+            for group_id in ids:
+                if group_id not in existing:
+                    raise EC2ClientError(
+                        "InvalidPlacementGroupId.NotFound",
+                        f"The Placement Group ID '{group_id}' does not exist",
+                    )
+            found = [existing[i] for i in ids]
+        if names:
+            by_name = {g["GroupName"]: g for g in existing.values()}
+            for name in names:
+                if name not in by_name:
+                    raise EC2ClientError("InvalidPlacementGroup.Unknown", f"The Placement Group '{name}' is unknown.")
+            found = [g for g in found if g["GroupName"] in names]
+        keys = {"state": "State", "strategy": "Strategy", "group-name": "GroupName", "group-id": "GroupId"}
+        for name, values in self._filters_from_querystring().items():
+            if name in keys:
+                found = [g for g in found if g.get(keys[name]) in values]
+        return ActionResult({"PlacementGroups": found})
+
+    def delete_placement_group(self):  # type: ignore[no-untyped-def]
+        self.error_on_dryrun()
+        name = self._get_param("GroupName")
+        existing = groups(self.ec2_backend)
+        for group_id, group in list(existing.items()):
+            if group["GroupName"] == name:
+                del existing[group_id]
+                return ActionResult({})
+        raise EC2ClientError("InvalidPlacementGroup.Unknown", f"The Placement Group '{name}' is unknown.")
+
+    EC2Response.create_placement_group = create_placement_group  # type: ignore[attr-defined]
+    EC2Response.describe_placement_groups = describe_placement_groups  # type: ignore[attr-defined]
+    EC2Response.delete_placement_group = delete_placement_group  # type: ignore[attr-defined]
+
+    original_init = Fleet.__init__
+
+    def place(fleet, instance, launch_spec) -> None:  # type: ignore[no-untyped-def]
+        spec = getattr(launch_spec, "launch_template_spec", None) or {}
+        if "LaunchTemplateId" not in spec:
+            return
+        template = fleet.ec2_backend.get_launch_template(spec["LaunchTemplateId"])
+        version = spec.get("Version") or template.default_version_number
+        data = template.get_version(version).data or {}
+        placement = dict(data.get("Placement") or {})
+        placement.update((getattr(launch_spec, "overrides", None) or {}).get("Placement") or {})
+        if not placement:
+            return
+        if placement.get("Tenancy"):
+            instance.placement.tenancy = placement["Tenancy"]
+        existing = groups(fleet.ec2_backend)
+        group = existing.get(placement.get("GroupId") or "") or next(
+            (g for g in existing.values() if g["GroupName"] == placement.get("GroupName")), None
+        )
+        if group is None:
+            return
+        instance.placement.group_name = group["GroupName"]
+        instance.placement.group_id = group["GroupId"]
+        if group["Strategy"] == "partition":
+            partition = placement.get("PartitionNumber")
+            if not partition:
+                group["_next_partition"] = group.get("_next_partition", 0) % group["PartitionCount"] + 1
+                partition = group["_next_partition"]
+            instance.placement.partition_number = int(partition)
+
+    def fleet_init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        original_init(self, *args, **kwargs)
+        for item in self.on_demand_instances:
+            place(self, item["instance"], item.get("launch_spec"))
+        for request in self.spot_requests:
+            if getattr(request, "instance", None) is not None:
+                place(self, request.instance, request.launch_spec)
+
+    Fleet.__init__ = fleet_init  # type: ignore[method-assign]
+
+
 def set_iam_enforcement(enabled: bool) -> None:
     from moto import settings
     from moto.core.authorization import ActionAuthenticatorMixin
@@ -412,6 +559,7 @@ def main() -> int:
     counts = seed(DEFAULT_ACCOUNT_ID, regions, k8s_versions)
     install_reset_hook(DEFAULT_ACCOUNT_ID, regions, k8s_versions)
     sign_what_was_sent()
+    install_placement_groups()
     install_faults()
     set_iam_enforcement(args.iam_enforcement == "on")
 

@@ -111,6 +111,14 @@ pub const CAPACITY_RESERVATION_INTERRUPTIBLE: &str =
     "karpenter.k8s.aws/capacity-reservation-interruptible";
 /// Zone ID (e.g. `use1-az1`), a stable name for a zone across accounts.
 pub const ZONE_ID: &str = "topology.k8s.aws/zone-id";
+/// `default` or `dedicated`: the tenancy an instance was launched with.
+pub const INSTANCE_TENANCY: &str = "karpenter.k8s.aws/instance-tenancy";
+/// The values [`INSTANCE_TENANCY`] may take (upstream's `WellKnownValuesForRequirements`).
+pub const INSTANCE_TENANCY_VALUES: &[&str] = &["default", "dedicated"];
+/// The id (`pg-...`) of the placement group an instance was launched into.
+pub const PLACEMENT_GROUP_ID: &str = "karpenter.k8s.aws/placement-group-id";
+/// The partition (`1`..`7`) of a partition placement group an instance was launched into.
+pub const PLACEMENT_GROUP_PARTITION: &str = "karpenter.k8s.aws/placement-group-partition";
 
 /// Labels every provider understands; requirements on them are never "undefined custom keys".
 pub const WELL_KNOWN_LABELS: &[&str] = &[
@@ -152,6 +160,9 @@ pub const AWS_WELL_KNOWN_LABELS: &[&str] = &[
     CAPACITY_RESERVATION_TYPE,
     CAPACITY_RESERVATION_INTERRUPTIBLE,
     ZONE_ID,
+    INSTANCE_TENANCY,
+    PLACEMENT_GROUP_ID,
+    PLACEMENT_GROUP_PARTITION,
 ];
 
 /// True when `key` is well known to core or to the AWS provider (after alias normalization).
@@ -305,6 +316,10 @@ mod tests {
             ("kubernetes.io/hostname", true),
             ("karpenter.k8s.aws/instance-family", false),
             ("karpenter.k8s.aws/made-up", true),
+            // Upstream v1.15.1's well-known tenancy and placement group labels.
+            ("karpenter.k8s.aws/instance-tenancy", false),
+            ("karpenter.k8s.aws/placement-group-id", false),
+            ("karpenter.k8s.aws/placement-group-partition", false),
             ("topology.kubernetes.io/zone", false),
             ("failure-domain.beta.kubernetes.io/zone", false),
             ("example.com/team", false),

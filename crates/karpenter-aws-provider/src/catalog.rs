@@ -9,8 +9,8 @@ use aws_sdk_ec2::types::{Filter, InstanceTypeInfo as SdkType, LocationType};
 use karpenter_aws::instance_types::{
     AcceleratorDevice, EbsInfo, EbsOptimizedInfo, Ec2InstanceType, EfaInfo, GpuDevice, GpuInfo,
     GpuMemory, InferenceAcceleratorInfo, InstanceStorageInfo, InstanceTypeOffering, MemoryInfo,
-    NetworkCard, NetworkInfo, NeuronCoreInfo, NeuronDeviceInfo, NeuronInfo, ProcessorInfo,
-    VCpuInfo, offering_zones,
+    NetworkCard, NetworkInfo, NeuronCoreInfo, NeuronDeviceInfo, NeuronInfo, PlacementGroupInfo,
+    ProcessorInfo, VCpuInfo, offering_zones,
 };
 
 use crate::clients::AwsClients;
@@ -155,6 +155,13 @@ pub fn convert(sdk: &SdkType) -> Option<Ec2InstanceType> {
                     .maximum_bandwidth_in_mbps()
                     .and_then(|v| u64::try_from(v).ok()),
             }),
+        }),
+        placement_group_info: sdk.placement_group_info().map(|p| PlacementGroupInfo {
+            supported_strategies: p
+                .supported_strategies()
+                .iter()
+                .map(|s| s.as_str().to_owned())
+                .collect(),
         }),
     })
 }

@@ -27,6 +27,12 @@ pub struct Instance {
     pub security_group_ids: BTreeSet<String>,
     pub tags: BTreeMap<String, String>,
     pub launch_time: Option<DateTime<Utc>>,
+    /// `Placement.Tenancy` (`default` when EC2 leaves it out, as upstream reads it).
+    pub tenancy: String,
+    /// `Placement.GroupId`, when launched into a placement group.
+    pub placement_group_id: Option<String>,
+    /// `Placement.PartitionNumber`, in a partition placement group.
+    pub partition_number: Option<u32>,
 }
 
 impl Instance {
@@ -80,6 +86,22 @@ fn convert(instance: &aws_sdk_ec2::types::Instance) -> Option<Instance> {
         launch_time: instance
             .launch_time()
             .and_then(|t| DateTime::from_timestamp(t.secs(), t.subsec_nanos())),
+        tenancy: instance
+            .placement()
+            .and_then(|p| p.tenancy())
+            .map(|t| t.as_str().to_owned())
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| karpenter_aws::launch::tenancy::DEFAULT.to_owned()),
+        placement_group_id: instance
+            .placement()
+            .and_then(|p| p.group_id())
+            .filter(|g| !g.is_empty())
+            .map(str::to_owned),
+        partition_number: instance
+            .placement()
+            .and_then(|p| p.partition_number())
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| *n > 0),
     })
 }
 

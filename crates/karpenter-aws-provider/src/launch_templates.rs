@@ -116,6 +116,11 @@ pub fn request_data(template: &LaunchTemplate) -> RequestLaunchTemplateData {
         .placement(
             LaunchTemplatePlacementRequest::builder()
                 .tenancy(data.placement_tenancy.as_str().into())
+                .set_group_id(data.placement_group_id.clone())
+                .set_partition_number(
+                    data.placement_partition_number
+                        .and_then(|n| i32::try_from(n).ok()),
+                )
                 .build(),
         )
         .set_tag_specifications(Some(

@@ -21,6 +21,7 @@ pub mod error;
 pub mod instances;
 pub mod launch_templates;
 pub mod nodeclass;
+pub mod placement_groups;
 pub mod pricing;
 pub mod provider;
 pub mod sqs;

@@ -7,6 +7,7 @@
 //! decides what the answers mean.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use aws_sdk_ec2::types::Filter as Ec2Filter;
 use chrono::{DateTime, Utc};
@@ -16,15 +17,18 @@ use karpenter_aws::nodeclass::amis::{self, Alias, Candidate, Image};
 use karpenter_aws::nodeclass::instance_profile;
 use karpenter_aws::nodeclass::selectors::{self, Query, Subnet};
 use karpenter_aws::nodeclass::status::{Outcome, Resolution};
+use karpenter_aws::placement_group;
 
 use crate::clients::AwsClients;
 use crate::error::AwsError;
+use crate::placement_groups::PlacementGroups;
 
 /// Asks AWS what an EC2NodeClass selects.
 #[derive(Debug, Clone)]
 pub struct NodeClassResolver {
     clients: AwsClients,
     cluster: String,
+    placement_groups: Arc<PlacementGroups>,
 }
 
 fn filters(query: &Query) -> Vec<Ec2Filter> {
@@ -61,7 +65,15 @@ impl NodeClassResolver {
         NodeClassResolver {
             clients,
             cluster: cluster.into(),
+            placement_groups: Arc::new(PlacementGroups::new()),
         }
+    }
+
+    /// Resolves placement groups into `groups` (the provider's, so launches see what the
+    /// class's condition says).
+    pub fn with_placement_groups(mut self, groups: Arc<PlacementGroups>) -> Self {
+        self.placement_groups = groups;
+        self
     }
 
     pub fn clients(&self) -> &AwsClients {
@@ -93,6 +105,7 @@ impl NodeClassResolver {
             Outcome::Ready(())
         };
         let validation = karpenter_aws::nodeclass::status::validate(class);
+        let placement_group = self.placement_group(class).await;
         (
             Resolution {
                 subnets,
@@ -101,9 +114,38 @@ impl NodeClassResolver {
                 instance_profile,
                 capacity_reservations,
                 validation,
+                placement_group,
             },
             ips,
         )
+    }
+
+    /// The class's placement group (`DescribePlacementGroups`), as its `PlacementGroupReady`
+    /// outcome: ready without a selector or when an available group matched.
+    pub async fn placement_group(&self, class: &EC2NodeClass) -> Outcome<()> {
+        let Some(selector) = placement_group::selector(class) else {
+            return Outcome::Ready(());
+        };
+        let found = match self
+            .placement_groups
+            .describe(&self.clients, selector)
+            .await
+        {
+            Ok(found) => found,
+            Err(error) => {
+                return Outcome::failed(placement_group::RESOLUTION_FAILED, error.to_string());
+            }
+        };
+        match placement_group::outcome(Some(selector), found) {
+            Outcome::Ready(group) => {
+                if let Some(group) = group {
+                    tracing::debug!(ec2nodeclass = class.metadata.name.as_deref().unwrap_or_default(), id = %group.id, name = %group.name, strategy = group.strategy.as_str(), "resolved the placement group");
+                }
+                Outcome::Ready(())
+            }
+            Outcome::NotReady { reason, message } => Outcome::NotReady { reason, message },
+            Outcome::Failed { reason, message } => Outcome::Failed { reason, message },
+        }
     }
 
     /// The class's subnets, with their free addresses.

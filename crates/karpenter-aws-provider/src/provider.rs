@@ -28,15 +28,18 @@ use aws_sdk_ec2::types::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use karpenter_api::labels;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodeClaimStatus, NodePool};
+use karpenter_aws::discovered_capacity::{DiscoveredMemory, NodeReport};
 use karpenter_aws::launch::fleet::{self, FleetError, FleetInstance, FleetOutcome, FleetRequest};
 use karpenter_aws::launch::plan::{self, LaunchPlan, PlanError};
+use karpenter_aws::launch::tenancy;
 use karpenter_aws::launch_template::{self, LaunchTemplateRequest};
 use karpenter_aws::nodeclass::status::launchable;
+use karpenter_aws::placement_group::{self, Placement, PlacementGroup};
 use karpenter_aws::userdata::ClusterFacts;
 use karpenter_cloud::pool_types::{PricingOptions, narrow, options_for};
 use karpenter_cloud::{
     CapacityType, CloudError, CloudProvider, DriftReason, InstanceTypeInfo, OfferingRef,
-    UnavailableOfferings,
+    Registration, UnavailableOfferings,
 };
 use karpenter_scheduling::{InstanceType, RequirementSpec};
 
@@ -45,6 +48,7 @@ use crate::clients::AwsClients;
 use crate::error::AwsError;
 use crate::instances::{self, Instance};
 use crate::launch_templates::LaunchTemplates;
+use crate::placement_groups::PlacementGroups;
 use crate::pricing::PriceBook;
 
 /// How old the instance list drift reads may be.
@@ -82,6 +86,10 @@ struct ResolvedKey {
     resource_version: Option<String>,
     catalog: u64,
     prices: u64,
+    /// The class's placement group id.
+    placement_group: Option<String>,
+    /// The learned memory's version.
+    discovered: u64,
 }
 
 /// The EC2 cloud provider.
@@ -97,6 +105,13 @@ pub struct AwsCloud<L> {
     templates: LaunchTemplates,
     cluster: tokio::sync::Mutex<Option<ClusterFacts>>,
     instances: Mutex<Option<(Instant, InstanceMap)>>,
+    /// The classes' placement groups, shared with the EC2NodeClass controller.
+    placement_groups: Arc<PlacementGroups>,
+    /// Offerings found without capacity inside a placement group, by group id (upstream
+    /// scopes them so: the same offering outside the group stays available).
+    group_unavailable: Mutex<HashMap<String, Arc<UnavailableOfferings>>>,
+    /// Instance memory learned from registered nodes.
+    discovered: DiscoveredMemory<Instant>,
 }
 
 /// The cluster's instances by id, as last listed.
@@ -161,6 +176,9 @@ impl<L: NodeClasses> AwsCloud<L> {
             templates: LaunchTemplates::default(),
             cluster: tokio::sync::Mutex::new(None),
             instances: Mutex::new(None),
+            placement_groups: Arc::new(PlacementGroups::new()),
+            group_unavailable: Mutex::new(HashMap::new()),
+            discovered: DiscoveredMemory::new(),
         })
     }
 
@@ -174,6 +192,97 @@ impl<L: NodeClasses> AwsCloud<L> {
 
     pub fn launch_templates(&self) -> &LaunchTemplates {
         &self.templates
+    }
+
+    /// The classes' placement groups (the EC2NodeClass controller resolves into them).
+    pub fn placement_groups(&self) -> Arc<PlacementGroups> {
+        self.placement_groups.clone()
+    }
+
+    /// Learns an instance type's memory from a registered node of `class` (its labels, its
+    /// `status.capacity.memory` in bytes, its NodeClaim's image): upstream's discovered
+    /// capacity. Returns whether what instance types say changed.
+    pub fn learn_node_memory(
+        &self,
+        class: &EC2NodeClass,
+        labels: &BTreeMap<String, String>,
+        memory_bytes: i64,
+        image_id: &str,
+    ) -> bool {
+        let amis = class
+            .status
+            .as_ref()
+            .and_then(|s| s.amis.as_deref())
+            .unwrap_or_default();
+        let learned = self.discovered.learn(
+            amis,
+            NodeReport {
+                labels,
+                memory_bytes,
+                image_id,
+            },
+            Instant::now(),
+        );
+        if learned {
+            tracing::debug!(
+                ec2nodeclass = class.metadata.name.as_deref().unwrap_or_default(),
+                instance_type = labels
+                    .get(labels::INSTANCE_TYPE)
+                    .map(String::as_str)
+                    .unwrap_or_default(),
+                memory_bytes,
+                "updating discovered capacity cache"
+            );
+        }
+        learned
+    }
+
+    /// The class's placement group: `None` without a selector; a selector that matches no
+    /// available group makes the class not ready (its `PlacementGroupReady` says so too).
+    async fn placement_group(
+        &self,
+        class: &EC2NodeClass,
+    ) -> Result<Option<PlacementGroup>, CloudError> {
+        let Some(selector) = placement_group::selector(class) else {
+            return Ok(None);
+        };
+        match self.placement_groups.get(&self.clients, selector).await {
+            Ok(Some(group)) => Ok(Some(group)),
+            Ok(None) => Err(CloudError::NodeClassNotReady {
+                node_class: class.metadata.name.clone().unwrap_or_default(),
+                reason: format!(
+                    "spec.placementGroupSelector: Placement group {:?} not found",
+                    placement_group::describe(selector)
+                ),
+            }),
+            Err(error) => Err(error.into_cloud()),
+        }
+    }
+
+    /// The marks of offerings found without capacity inside `group`.
+    fn group_marks(&self, group: &PlacementGroup) -> Arc<UnavailableOfferings> {
+        lock(&self.group_unavailable)
+            .entry(group.id.clone())
+            .or_default()
+            .clone()
+    }
+
+    /// Marks offerings unavailable, inside `group` only when there is one.
+    fn mark(&self, group: Option<&PlacementGroup>, offerings: &[OfferingRef]) {
+        match group {
+            Some(group) => self.group_marks(group).mark(offerings, Instant::now()),
+            None => self.unavailable.mark(offerings, Instant::now()),
+        }
+    }
+
+    /// The offerings unavailable now, for a class launching into `group`.
+    fn unavailable_now(&self, group: Option<&PlacementGroup>) -> Vec<karpenter_cloud::Unavailable> {
+        let now = Instant::now();
+        let mut out = vec![self.unavailable.at(now)];
+        if let Some(group) = group {
+            out.push(self.group_marks(group).at(now));
+        }
+        out
     }
 
     /// Lists the instance types again (upstream: every 12 hours).
@@ -229,17 +338,22 @@ impl<L: NodeClasses> AwsCloud<L> {
         Ok(class)
     }
 
-    /// Every type the class can launch (no NodePool narrowing, no unavailability), shared.
+    /// Every type the class can launch (no NodePool narrowing, no unavailability), shared:
+    /// with the tenancy choice, the class's placement group (`group`) and the memory learned
+    /// from registered nodes.
     fn resolved(
         &self,
         pool: &NodePool,
         class: &EC2NodeClass,
+        group: Option<&PlacementGroup>,
     ) -> Result<Arc<Vec<InstanceTypeInfo>>, CloudError> {
         let key = ResolvedKey {
             class: class.metadata.name.clone().unwrap_or_default(),
             resource_version: class.metadata.resource_version.clone(),
             catalog: self.catalog_seq.load(Ordering::Relaxed),
             prices: self.prices.version(),
+            placement_group: group.map(|g| g.id.clone()),
+            discovered: self.discovered.version(),
         };
         if let Some(found) = lock(&self.resolved).get(&key) {
             return Ok(found.clone());
@@ -295,11 +409,24 @@ impl<L: NodeClasses> AwsCloud<L> {
             .as_ref()
             .and_then(|s| s.amis.as_deref())
             .unwrap_or_default();
-        let infos: Vec<InstanceTypeInfo> = resolved
+        let mut infos: Vec<InstanceTypeInfo> = resolved
             .instance_types
             .into_iter()
             .filter(|info| karpenter_aws::nodeclass::amis::ami_for(amis, &info.labels).is_some())
             .collect();
+        tenancy::offer(&mut infos);
+        if let Some(group) = group {
+            let strategies = |name: &str| {
+                catalog
+                    .instance_types
+                    .binary_search_by(|t| t.instance_type.as_str().cmp(name))
+                    .ok()
+                    .and_then(|i| catalog.instance_types[i].placement_group_info.as_ref())
+                    .map(|p| p.supported_strategies.clone())
+            };
+            placement_group::apply(&mut infos, group, &strategies);
+        }
+        self.discovered.apply(&mut infos, amis, Instant::now());
         let infos = Arc::new(infos);
         let mut cache = lock(&self.resolved);
         // Keys of other resource versions of the class are stale now.
@@ -372,6 +499,7 @@ impl<L: NodeClasses> AwsCloud<L> {
         claim: &NodeClaim,
         class: &EC2NodeClass,
         pool: Option<&NodePool>,
+        group: Option<&PlacementGroup>,
     ) -> Option<BTreeMap<String, String>> {
         let name = claim
             .metadata
@@ -380,7 +508,7 @@ impl<L: NodeClasses> AwsCloud<L> {
             .get(labels::INSTANCE_TYPE)?
             .clone();
         let pool = pool?;
-        let infos = self.resolved(pool, class).ok()?;
+        let infos = self.resolved(pool, class, group).ok()?;
         infos
             .iter()
             .find(|i| i.name == name)
@@ -410,12 +538,16 @@ impl<L: NodeClasses> AwsCloud<L> {
         pool: &NodePool,
     ) -> Result<NodeClaim, CloudError> {
         let name = claim.metadata.name.clone().unwrap_or_default();
-        let infos = self.resolved(pool, class)?;
+        let group = self.placement_group(class).await?;
+        let infos = self.resolved(pool, class, group.as_ref())?;
         let by_name: HashMap<&str, &InstanceTypeInfo> =
             infos.iter().map(|i| (i.name.as_str(), i)).collect();
-        let unavailable = self.unavailable.at(Instant::now());
-        let is_unavailable =
-            |instance_type: &str, offering: &_| unavailable.contains(instance_type, offering);
+        let unavailable = self.unavailable_now(group.as_ref());
+        let is_unavailable = |instance_type: &str, offering: &_| {
+            unavailable
+                .iter()
+                .any(|marks| marks.contains(instance_type, offering))
+        };
         let plan = plan::plan(claim, class, &|n| by_name.get(n).copied(), &is_unavailable)
             .map_err(|error| match error {
                 PlanError::NoOffering { .. } => CloudError::InsufficientCapacity {
@@ -434,7 +566,8 @@ impl<L: NodeClasses> AwsCloud<L> {
         let facts = self
             .cluster_facts(family == Some(karpenter_api::v1::AmiFamily::AL2023))
             .await?;
-        let tenancy = "default";
+        let tenancy = tenancy::for_claim(claim);
+        let placement = group.as_ref().map(|g| Placement::for_claim(claim, g));
         let mut names = Vec::new();
         for group in &plan.groups {
             let group_infos: Vec<InstanceTypeInfo> = group
@@ -451,6 +584,7 @@ impl<L: NodeClasses> AwsCloud<L> {
                 instance_types: &group_infos,
                 capacity_type: plan.capacity_type.as_str(),
                 tenancy,
+                placement: placement.as_ref(),
             })
             .map_err(|e| CloudError::InvalidNodeClaim {
                 node_claim: name.clone(),
@@ -464,7 +598,27 @@ impl<L: NodeClasses> AwsCloud<L> {
         }
         let tags = launch_template::launch_tags(class, claim, &self.settings.cluster_name);
         let request = fleet::request(&plan, &names, tags, class.spec.context.clone());
-        let mut outcome = self.create_fleet(&request, &plan).await?;
+        let (mut outcome, errors) = self.create_fleet(&request, &plan).await?;
+        if let Some(group) = group.as_ref() {
+            // A spread group's seven instances per zone: every type of that zone is out of the
+            // group until the mark expires (upstream's IsSpreadPlacementGroupLimitError).
+            let full: Vec<OfferingRef> = errors
+                .iter()
+                .filter(|e| placement_group::is_spread_limit(&e.message))
+                .filter_map(|e| e.zone.as_deref())
+                .flat_map(|zone| {
+                    plan.groups
+                        .iter()
+                        .flat_map(|g| &g.instance_types)
+                        .map(|t| OfferingRef {
+                            instance_type: t.clone(),
+                            zone: zone.to_owned(),
+                            capacity_type: plan.capacity_type,
+                        })
+                })
+                .collect();
+            self.mark(Some(group), &full);
+        }
         if let FleetOutcome::Failed { code, .. } = &outcome
             && code.starts_with("InvalidLaunchTemplateName")
         {
@@ -491,7 +645,7 @@ impl<L: NodeClasses> AwsCloud<L> {
                 instance,
                 unavailable,
             } => {
-                self.mark_unavailable(&unavailable);
+                self.mark(group.as_ref(), &unavailable);
                 let info = by_name.get(instance.instance_type.as_str()).copied();
                 let image = plan
                     .overrides()
@@ -501,22 +655,35 @@ impl<L: NodeClasses> AwsCloud<L> {
                             .find(|o| o.instance_type == instance.instance_type)
                     })
                     .map(|o| o.image_id.clone());
-                tracing::info!(nodeclaim = %name, instance = %instance.instance_id, instance_type = %instance.instance_type, zone = %instance.zone, capacity_type = instance.capacity_type.as_str(), "launched an EC2 instance");
-                Ok(self.launched_view(claim, class, &instance, info, image))
+                tracing::info!(nodeclaim = %name, instance = %instance.instance_id, instance_type = %instance.instance_type, zone = %instance.zone, capacity_type = instance.capacity_type.as_str(), tenancy, "launched an EC2 instance");
+                let mut placed =
+                    BTreeMap::from([(labels::INSTANCE_TENANCY.to_owned(), tenancy.to_owned())]);
+                if let Some(group) = group.as_ref() {
+                    // An untargeted partition is EC2's choice: the label stays empty until the
+                    // registration hook reads it (upstream's sentinel).
+                    let partition = placement.as_ref().and_then(|p| p.partition_number);
+                    placed.extend(placement_group::node_labels(claim, group, partition));
+                }
+                Ok(self.launched_view(claim, class, &instance, info, image, placed))
             }
             FleetOutcome::InsufficientCapacity {
                 mut unavailable,
                 spot_role_missing,
                 message,
             } => {
+                self.mark(group.as_ref(), &unavailable);
                 if spot_role_missing {
-                    unavailable.extend(plan.overrides().map(|o| OfferingRef {
-                        instance_type: o.instance_type.clone(),
-                        zone: o.zone.clone(),
-                        capacity_type: CapacityType::Spot,
-                    }));
+                    let spot: Vec<OfferingRef> = plan
+                        .overrides()
+                        .map(|o| OfferingRef {
+                            instance_type: o.instance_type.clone(),
+                            zone: o.zone.clone(),
+                            capacity_type: CapacityType::Spot,
+                        })
+                        .collect();
+                    self.mark_unavailable(&spot);
+                    unavailable.extend(spot);
                 }
-                self.mark_unavailable(&unavailable);
                 Err(CloudError::InsufficientCapacity {
                     node_claim: name,
                     offerings: unavailable,
@@ -535,7 +702,7 @@ impl<L: NodeClasses> AwsCloud<L> {
         &self,
         request: &FleetRequest,
         plan: &LaunchPlan,
-    ) -> Result<FleetOutcome, CloudError> {
+    ) -> Result<(FleetOutcome, Vec<FleetError>), CloudError> {
         let configs = request
             .configs
             .iter()
@@ -667,7 +834,10 @@ impl<L: NodeClasses> AwsCloud<L> {
                 }
             })
             .collect();
-        Ok(fleet::outcome(request.capacity_type, launched, &errors))
+        Ok((
+            fleet::outcome(request.capacity_type, launched, &errors),
+            errors,
+        ))
     }
 
     fn zone_id(class: &EC2NodeClass, zone: &str) -> Option<String> {
@@ -688,10 +858,13 @@ impl<L: NodeClasses> AwsCloud<L> {
         instance: &FleetInstance,
         info: Option<&InstanceTypeInfo>,
         image: Option<String>,
+        placed: BTreeMap<String, String>,
     ) -> NodeClaim {
         let mut view = claim.clone();
         let mut node_labels: BTreeMap<String, String> =
             info.map(|i| i.labels.clone()).unwrap_or_default();
+        // Tenancy and placement group: what this launch chose among the type's choices.
+        node_labels.extend(placed);
         node_labels.insert(
             labels::INSTANCE_TYPE.to_owned(),
             instance.instance_type.clone(),
@@ -745,6 +918,10 @@ impl<L: NodeClasses> AwsCloud<L> {
         node_labels.insert(
             labels::CAPACITY_TYPE.to_owned(),
             instance.capacity_type.as_str().to_owned(),
+        );
+        node_labels.insert(
+            labels::INSTANCE_TENANCY.to_owned(),
+            instance.tenancy.clone(),
         );
         if let Some(pool) = instance.tags.get(labels::NODEPOOL) {
             node_labels.insert(labels::NODEPOOL.to_owned(), pool.clone());
@@ -901,9 +1078,12 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
     ) -> Result<Vec<InstanceTypeInfo>, CloudError> {
         let reference = &node_pool.spec.template.spec.node_class_ref;
         let class = self.class_of(&reference.name)?;
-        let resolved = self.resolved(node_pool, &class)?;
+        let group = self.placement_group(&class).await?;
+        let resolved = self.resolved(node_pool, &class, group.as_ref())?;
         let mut infos: Vec<InstanceTypeInfo> = resolved.as_ref().clone();
-        self.unavailable.at(Instant::now()).apply(&mut infos);
+        for marks in self.unavailable_now(group.as_ref()) {
+            marks.apply(&mut infos);
+        }
         let requirements: Vec<RequirementSpec> = karpenter_scheduling::v1::node_pool(node_pool)
             .map(|p| p.requirements)
             .unwrap_or_default();
@@ -932,15 +1112,52 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
             })
             .unwrap_or_default();
         let pool = pool_for(node_claim)?;
-        let type_labels = self.instance_type_labels(node_claim, &class, Some(&pool));
-        Ok(
-            karpenter_aws::drift::drift(node_claim, &class, type_labels.as_ref(), &facts)
-                .map(|reason| DriftReason(reason.to_owned())),
-        )
+        // A group that cannot be described now decides nothing (upstream would drift every
+        // node of the group on a failed lookup).
+        let group = self.placement_group(&class).await;
+        let type_labels = self.instance_type_labels(
+            node_claim,
+            &class,
+            Some(&pool),
+            group.as_ref().ok().and_then(Option::as_ref),
+        );
+        let reason = karpenter_aws::drift::drift(node_claim, &class, type_labels.as_ref(), &facts)
+            .or_else(|| match &group {
+                Ok(group) => placement_group::drifted(node_claim, group.as_ref()),
+                Err(_) => None,
+            });
+        Ok(reason.map(|reason| DriftReason(reason.to_owned())))
     }
 
     fn mark_unavailable(&self, offerings: &[OfferingRef]) {
         self.unavailable.mark(offerings, Instant::now());
+    }
+
+    /// Upstream's placement group registration hook: a NodeClaim in a partition group whose
+    /// partition EC2 chose registers once `DescribeInstances` says which partition it is.
+    async fn registration(&self, node_claim: &NodeClaim) -> Result<Registration, CloudError> {
+        if !placement_group::partition_pending(node_claim) {
+            return Ok(Registration::Proceed);
+        }
+        let Some(provider_id) = node_claim
+            .status
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+        else {
+            return Ok(Registration::Wait {
+                reason: "no provider id yet".into(),
+            });
+        };
+        let id = Self::instance_id(provider_id)?;
+        let described = instances::get(&self.clients, id)
+            .await
+            .map_err(AwsError::into_cloud)?;
+        Ok(match described.and_then(|i| i.partition_number) {
+            Some(partition) => Registration::Label(placement_group::partition_label(partition)),
+            None => Registration::Wait {
+                reason: format!("EC2 does not say yet which partition instance {id} is in"),
+            },
+        })
     }
 
     fn catalog_version(&self) -> u64 {
@@ -953,5 +1170,14 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
             )
             .wrapping_add(self.prices.version().wrapping_mul(7_919))
             .wrapping_add(self.classes.version().wrapping_mul(104_729))
+            .wrapping_add(self.placement_groups.version().wrapping_mul(1_299_709))
+            .wrapping_add(self.discovered.version().wrapping_mul(15_485_863))
+            .wrapping_add(
+                lock(&self.group_unavailable)
+                    .values()
+                    .map(|marks| marks.version(Instant::now()))
+                    .fold(0u64, u64::wrapping_add)
+                    .wrapping_mul(179_424_673),
+            )
     }
 }

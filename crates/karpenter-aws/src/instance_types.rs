@@ -68,6 +68,9 @@ pub struct Ec2InstanceType {
     /// `supported` or `unsupported`; absent when EC2 did not say.
     #[serde(default)]
     pub nitro_enclaves_support: Option<String>,
+    /// The placement group strategies the type supports (`cluster`, `partition`, `spread`).
+    #[serde(default)]
+    pub placement_group_info: Option<PlacementGroupInfo>,
 }
 
 impl Ec2InstanceType {
@@ -110,6 +113,13 @@ pub fn compatible_with_node_class<'a>(
         }
     }
     (compatible, skipped)
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct PlacementGroupInfo {
+    #[serde(default)]
+    pub supported_strategies: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

@@ -9,8 +9,9 @@
 //! (reference `karpenter-aws.md` 1.7, 1.8, 2.2, 2.4): image, user data ([`crate::userdata`]),
 //! block device mappings (the EC2NodeClass's, else the family default), metadata options
 //! (`InstanceMetadataTags` always disabled, no IPv6 option in the isolated regions), instance
-//! profile, monitoring, network interfaces carrying the security groups, tags, tenancy, CPU
-//! options and enclave options; and its name `karpenter.k8s.aws/<decimal hash>`.
+//! profile, monitoring, network interfaces carrying the security groups, tags, placement
+//! (tenancy, the class's placement group and the targeted partition), CPU options and enclave
+//! options; and its name `karpenter.k8s.aws/<decimal hash>`.
 //!
 //! The name is a hash of a canonical rendering of the contents (JSON with sorted maps and sorted
 //! security group ids, SHA-256, first 8 bytes as a decimal `u64`): equal contents give equal
@@ -21,7 +22,7 @@
 //!
 //! No EC2 call, no cache, no clock: creating, describing and deleting templates is the async
 //! shell's job. It does not group instance types (callers group by max pods first; a mixed
-//! group is an error) and does not model capacity reservations or placement groups yet.
+//! group is an error) and does not model capacity reservations yet.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -36,6 +37,7 @@ use karpenter_scheduling::Quantity;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::placement_group::Placement;
 use crate::userdata::{self, BootstrapInput, ClusterFacts, UserDataError};
 
 /// Prefix of every launch template name Karpenter creates.
@@ -65,6 +67,8 @@ pub struct LaunchTemplateRequest<'a> {
     pub capacity_type: &'a str,
     /// `default` or `dedicated`.
     pub tenancy: &'a str,
+    /// The class's placement group and the partition the claim targets, if any.
+    pub placement: Option<&'a Placement>,
 }
 
 /// The contents and name of one launch template.
@@ -99,6 +103,12 @@ pub struct LaunchTemplateData {
     /// spot), each with the launch template's tags.
     pub tag_resource_types: Vec<String>,
     pub placement_tenancy: String,
+    /// `Placement.GroupId`: the class's placement group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement_group_id: Option<String>,
+    /// `Placement.PartitionNumber`: the partition the NodeClaim targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement_partition_number: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_nested_virtualization: Option<String>,
     /// `EnclaveOptions.Enabled`: the EC2NodeClass's `enclaveOptions.enabled`.
@@ -344,6 +354,8 @@ pub fn build(request: &LaunchTemplateRequest<'_>) -> Result<LaunchTemplate, Laun
         metadata_options: metadata_options(&metadata, request.region),
         tag_resource_types,
         placement_tenancy: request.tenancy.to_string(),
+        placement_group_id: request.placement.map(|p| p.group_id.clone()),
+        placement_partition_number: request.placement.and_then(|p| p.partition_number),
         cpu_nested_virtualization: spec
             .cpu_options
             .as_ref()

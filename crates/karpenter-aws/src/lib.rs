@@ -30,8 +30,10 @@
 //!
 //! And, for the EC2 provider's controllers, [`nodeclass`] (selector terms into queries, AMI
 //! aliases into SSM parameters and the status AMIs, the managed instance profile, the status
-//! and its conditions), [`launch`] (a NodeClaim's launch plan and its `CreateFleet` request
-//! and answer) and [`drift`].
+//! and its conditions), [`placement_group`] (the class's placement group: its query, its
+//! condition, what it does to instance types, launches, labels and drift), [`launch`] (a
+//! NodeClaim's launch plan, tenancy and its `CreateFleet` request and answer),
+//! [`discovered_capacity`] (instance memory learned from registered nodes) and [`drift`].
 //!
 //! The EC2 `CloudProvider` that asks AWS and performs these decisions is the crate
 //! `karpenter-aws-provider`. It must stay inside the contract: every call it makes has an entry
@@ -41,6 +43,7 @@
 //! What no module here may do: talk to AWS, read the clock, or do any I/O (callers read policy
 //! files, receive SQS messages and print reports). No tokio and no AWS SDK in this crate.
 
+pub mod discovered_capacity;
 pub mod drift;
 pub mod iam;
 pub mod instance_types;
@@ -48,5 +51,6 @@ pub mod interruption;
 pub mod launch;
 pub mod launch_template;
 pub mod nodeclass;
+pub mod placement_group;
 pub mod pricing;
 pub mod userdata;

@@ -12,6 +12,7 @@ use karpenter_aws::launch_template::{
     LaunchTemplate, LaunchTemplateError, LaunchTemplateRequest, build,
     default_block_device_mappings,
 };
+use karpenter_aws::placement_group::Placement;
 use karpenter_aws::userdata::ClusterFacts;
 use karpenter_cloud::{Catalog, CatalogOptions, InstanceTypeInfo};
 use pretty_assertions::assert_eq;
@@ -90,6 +91,8 @@ struct Inputs {
     types: Vec<&'static str>,
     capacity_type: &'static str,
     region: &'static str,
+    tenancy: &'static str,
+    placement: Option<Placement>,
 }
 
 impl Inputs {
@@ -102,6 +105,8 @@ impl Inputs {
             types: vec!["m5.large"],
             capacity_type: "on-demand",
             region: "us-west-2",
+            tenancy: "default",
+            placement: None,
         }
     }
 
@@ -117,7 +122,8 @@ impl Inputs {
             image_id: self.image,
             instance_types: &types,
             capacity_type: self.capacity_type,
-            tenancy: "default",
+            tenancy: self.tenancy,
+            placement: self.placement.as_ref(),
         })
     }
 
@@ -216,6 +222,13 @@ fn any_field_change_changes_the_name() {
         }),
         ("Nitro Enclaves", |i| {
             i.class["spec"]["enclaveOptions"] = json!({"enabled": true})
+        }),
+        ("tenancy", |i| i.tenancy = "dedicated"),
+        ("placement group", |i| {
+            i.placement = Some(Placement {
+                group_id: "pg-0123".into(),
+                partition_number: None,
+            })
         }),
     ];
     let base = Inputs::new().built().name;
@@ -338,6 +351,50 @@ fn an_ipv6_cluster_gets_a_primary_ipv6_address() {
     assert_eq!(
         (first.primary_ipv6, first.ipv6_address_count),
         (Some(true), Some(1))
+    );
+}
+
+#[test]
+fn an_ipv6_cluster_takes_ipv6_prefixes_and_no_ipv4_prefixes() {
+    let mut inputs = Inputs::new();
+    inputs.cluster.dns_ip = Some("fd00:10:96::a".into());
+    inputs.class["spec"]["ipPrefixCount"] = json!(2);
+    let interfaces = serde_json::to_value(&inputs.built().data.network_interfaces).unwrap();
+    assert_eq!(
+        interfaces,
+        json!([{"DeviceIndex": 0, "Groups": ["sg-0a", "sg-0b"], "Ipv6PrefixCount": 2,
+                "Ipv6AddressCount": 1, "PrimaryIpv6": true}])
+    );
+    let mut ipv4 = Inputs::new();
+    ipv4.class["spec"]["ipPrefixCount"] = json!(2);
+    let first = ipv4.built().data.network_interfaces[0].clone();
+    assert_eq!(
+        (
+            first.ipv4_prefix_count,
+            first.primary_ipv6,
+            first.ipv6_address_count
+        ),
+        (Some(2), None, None),
+        "an IPv4 cluster's interface has no IPv6 address"
+    );
+}
+
+#[test]
+fn the_placement_carries_the_tenancy_the_group_and_the_targeted_partition() {
+    let mut inputs = Inputs::new();
+    inputs.tenancy = "dedicated";
+    inputs.placement = Some(Placement {
+        group_id: "pg-0123".into(),
+        partition_number: Some(2),
+    });
+    let data = inputs.built().data;
+    assert_eq!(data.placement_tenancy, "dedicated");
+    assert_eq!(data.placement_group_id.as_deref(), Some("pg-0123"));
+    assert_eq!(data.placement_partition_number, Some(2));
+    let plain = Inputs::new().built().data;
+    assert_eq!(
+        (plain.placement_group_id, plain.placement_partition_number),
+        (None, None)
     );
 }
 

@@ -184,6 +184,60 @@ fn al2_passes_ip_family_ipv6_when_the_cluster_dns_is_ipv6() {
 }
 
 #[test]
+fn every_family_gets_the_kube_dns_address_of_an_ipv6_cluster_as_its_cluster_dns() {
+    let ipv6 = |alias: &str| {
+        let mut facts = cluster();
+        facts.dns_ip = Some("fd00:10:96::a".into());
+        facts.service_cidr = Some("fd00:10:96::/108".into());
+        let input = BootstrapInput::for_node_claim(
+            facts,
+            &node_class(alias, None, None),
+            &node_claim(json!([])),
+            "on-demand",
+            None,
+        )
+        .unwrap();
+        render(&input).unwrap()
+    };
+    // AL2023: nodeadm's kubelet config, and the service CIDR nodeadm derives the family from.
+    let al2023 = ipv6("al2023@latest");
+    let dns = al2023
+        .split_once("clusterDNS:\n")
+        .and_then(|(_, rest)| rest.lines().next())
+        .unwrap_or_default();
+    assert!(
+        dns.trim_start().starts_with("- ") && dns.contains("fd00:10:96::a"),
+        "{al2023}"
+    );
+    assert!(al2023.contains("cidr: fd00:10:96::/108"), "{al2023}");
+    // Bottlerocket: settings.kubernetes.cluster-dns-ip.
+    let bottlerocket = ipv6("bottlerocket@latest");
+    assert!(
+        bottlerocket.contains("cluster-dns-ip = \"fd00:10:96::a\""),
+        "{bottlerocket}"
+    );
+    // Windows: -DNSClusterIP.
+    let windows = ipv6("windows2022@latest");
+    assert!(
+        windows.contains("-DNSClusterIP 'fd00:10:96::a'"),
+        "{windows}"
+    );
+    // Without a kube-dns address nothing is said: each bootstrap derives its default.
+    let mut facts = cluster();
+    facts.dns_ip = None;
+    let input = BootstrapInput::for_node_claim(
+        facts,
+        &node_class("al2@latest", None, None),
+        &node_claim(json!([])),
+        "on-demand",
+        None,
+    )
+    .unwrap();
+    let al2 = render(&input).unwrap();
+    assert!(!al2.contains("--dns-cluster-ip") && !al2.contains("--ip-family"));
+}
+
+#[test]
 fn al2023_keeps_the_users_mime_parts_and_appends_its_node_config() {
     let user = fixture("al2023_mime.input");
     assert_golden(

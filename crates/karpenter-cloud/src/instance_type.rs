@@ -23,6 +23,13 @@ pub struct InstanceTypeInfo {
     pub capacity: Resources,
     pub overhead: Overhead,
     pub offerings: Vec<Offering>,
+    /// Labels whose value is one of several, chosen when an instance launches (on EC2:
+    /// `karpenter.k8s.aws/instance-tenancy` is `default` or `dedicated`, a partition placement
+    /// group's `karpenter.k8s.aws/placement-group-partition` is `1`..`N`): upstream's
+    /// multi-valued instance-type requirements. The scheduler sees `key In [values]`; a node
+    /// carries the value its launch chose.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub label_choices: BTreeMap<String, Vec<String>>,
 }
 
 impl InstanceTypeInfo {
@@ -44,6 +51,7 @@ impl InstanceTypeInfo {
             capacity,
             overhead,
             offerings,
+            label_choices: BTreeMap::new(),
         })
     }
 

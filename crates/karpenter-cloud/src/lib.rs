@@ -94,7 +94,9 @@ pub use options::{
 };
 pub use overhead::Overhead;
 pub use pricing::PriceTable;
-pub use provider::{CloudError, CloudProvider, DriftReason, NodeClasses, OfferingRef};
+pub use provider::{
+    CloudError, CloudProvider, DriftReason, NodeClasses, OfferingRef, Registration,
+};
 pub use resources::Resources;
 pub use shape::{
     Accelerator, Architecture, Gpu, InstanceShape, InstanceStore, NeuronDevice, UsageClass,

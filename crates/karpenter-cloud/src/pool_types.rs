@@ -158,6 +158,9 @@ fn type_allows(info: &InstanceTypeInfo, requirement: &RequirementSpec) -> bool {
     if key == labels::ZONE || key == labels::CAPACITY_TYPE {
         return true;
     }
+    if let Some(values) = info.label_choices.get(key) {
+        return values.iter().any(|value| requirement.matches(Some(value)));
+    }
     match info.labels.get(key) {
         Some(value) => requirement.matches(Some(value)),
         None if INSTANCE_FACT_KEYS.contains(&key) => requirement.matches(None),
@@ -183,6 +186,35 @@ mod tests {
         let gte = RequirementSpec::new("g", Operator::Gte, &["2"]);
         assert!(gte.matches(Some("2")));
         assert!(!RequirementSpec::new("k", Operator::DoesNotExist, &[]).matches(Some("a")));
+    }
+
+    #[test]
+    fn a_type_with_a_label_choice_is_kept_when_one_of_its_values_is_allowed() {
+        let Ok(catalog) = Catalog::embedded() else {
+            panic!("embedded catalog")
+        };
+        let Ok(mut infos) = catalog.instance_types(&CatalogOptions::default()) else {
+            panic!("instance types")
+        };
+        infos.truncate(1);
+        let key = "karpenter.k8s.aws/instance-tenancy";
+        let dedicated = [RequirementSpec::new(key, Operator::In, &["dedicated"])];
+        infos[0]
+            .label_choices
+            .insert(key.into(), vec!["default".into()]);
+        assert!(narrow(&infos, &dedicated).infos.is_empty());
+        infos[0]
+            .label_choices
+            .insert(key.into(), vec!["default".into(), "dedicated".into()]);
+        assert_eq!(narrow(&infos, &dedicated).infos.len(), 1);
+        let neither = [RequirementSpec::new(
+            key,
+            Operator::NotIn,
+            &["default", "dedicated"],
+        )];
+        assert!(narrow(&infos, &neither).infos.is_empty());
+        let absent = [RequirementSpec::new(key, Operator::DoesNotExist, &[])];
+        assert!(narrow(&infos, &absent).infos.is_empty());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! not found means the instance is gone (termination is done, garbage collection may act); a
 //! node class that is not ready holds the launch.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 
@@ -101,6 +102,19 @@ impl fmt::Display for DriftReason {
     }
 }
 
+/// What a cloud says before a launched NodeClaim's Node is registered (upstream's
+/// `NodeLifecycleHook.Registered`): the Node loses its `karpenter.sh/unregistered` taint only
+/// once every label pods may select on is right.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Registration {
+    /// Register now.
+    Proceed,
+    /// Set these labels on the NodeClaim first (registration copies them to the Node).
+    Label(BTreeMap<String, String>),
+    /// Not yet (the cloud does not know something yet): look again shortly.
+    Wait { reason: String },
+}
+
 /// A cloud the controller launches nodes in.
 pub trait CloudProvider: Send + Sync {
     /// `kwok`, `aws`: for logs and metric labels.
@@ -140,6 +154,17 @@ pub trait CloudProvider: Send + Sync {
     /// Marks offerings unavailable for a while (insufficient capacity, a spot interruption):
     /// instance-type listings leave them out until then.
     fn mark_unavailable(&self, offerings: &[OfferingRef]);
+
+    /// Asked before a launched NodeClaim's Node is registered; [`Registration::Proceed`]
+    /// unless the cloud has a label to settle first (on EC2: the partition of a partition
+    /// placement group, known only once the instance runs).
+    fn registration(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> impl Future<Output = Result<Registration, CloudError>> + Send {
+        let _ = node_claim;
+        std::future::ready(Ok(Registration::Proceed))
+    }
 
     /// A number that changes whenever [`CloudProvider::instance_types`] may answer differently
     /// for an unchanged NodePool: offerings marked unavailable or available again, prices or
@@ -287,6 +312,15 @@ mod tests {
             Ok(claim) => claim,
             Err(e) => panic!("test NodeClaim parses: {e}"),
         }
+    }
+
+    #[test]
+    fn a_provider_without_a_registration_hook_lets_every_node_register() {
+        let cloud = OneTypeCloud::default();
+        assert_eq!(
+            ready(cloud.registration(&claim("a", "on-demand"))),
+            Ok(Registration::Proceed)
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Conversion into the scheduling solver's input type, [`karpenter_scheduling::InstanceType`].
 //!
-//! Requirements follow upstream's `computeRequirements`: every label becomes `key In [value]`;
+//! Requirements follow upstream's `computeRequirements`: every label becomes `key In [value]`,
+//! every label choice `key In [values]`;
 //! zone and capacity type are `In` the offerings' values; the AWS instance-fact keys a type does
 //! not have (no GPU, no local NVMe, ...) are `DoesNotExist`, so a NodePool that requires, say,
 //! `karpenter.k8s.aws/instance-gpu-count Exists` does not match a type without GPUs; and
@@ -91,6 +92,10 @@ fn requirements(info: &InstanceTypeInfo) -> Vec<RequirementSpec> {
         .iter()
         .map(|(key, value)| RequirementSpec::is_in(key.clone(), &[value.as_str()]))
         .collect();
+    for (key, values) in &info.label_choices {
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        out.push(RequirementSpec::is_in(key.clone(), &values));
+    }
     let zones: BTreeSet<&str> = info.offerings.iter().map(|o| o.zone.as_str()).collect();
     let capacity_types: BTreeSet<&str> = info
         .offerings
@@ -240,5 +245,27 @@ mod tests {
         // Every key appears once.
         let keys: BTreeSet<&str> = it.requirements.iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys.len(), it.requirements.len());
+    }
+
+    #[test]
+    fn a_label_choice_is_a_requirement_on_all_of_its_values() {
+        let mut info = m5_large_info();
+        info.label_choices.insert(
+            "karpenter.k8s.aws/instance-tenancy".into(),
+            vec!["default".into(), "dedicated".into()],
+        );
+        let it = InstanceType::from(&info);
+        let tenancy = it
+            .requirements
+            .iter()
+            .find(|r| r.key == "karpenter.k8s.aws/instance-tenancy")
+            .cloned();
+        assert_eq!(
+            tenancy,
+            Some(RequirementSpec::is_in(
+                "karpenter.k8s.aws/instance-tenancy",
+                &["default", "dedicated"]
+            ))
+        );
     }
 }

@@ -191,6 +191,7 @@ mod tests {
             labels: Default::default(),
             capacity: Default::default(),
             overhead: Default::default(),
+            label_choices: Default::default(),
         }];
         cache.at(now).apply(&mut infos);
         let available: Vec<bool> = infos[0].offerings.iter().map(|o| o.available).collect();

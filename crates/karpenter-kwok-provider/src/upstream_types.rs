@@ -195,6 +195,7 @@ fn convert(origin: &str, entry: Entry) -> Result<InstanceTypeInfo, KwokTypesErro
             ..Overhead::default()
         },
         offerings,
+        label_choices: BTreeMap::new(),
     })
 }
 

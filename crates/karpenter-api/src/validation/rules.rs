@@ -240,21 +240,24 @@ pub fn validate_requirement(
             ));
         }
     }
-    if key == labels::CAPACITY_TYPE && r.operator == Operator::In {
+    // Upstream's WellKnownValuesForRequirements: capacity types (core) and tenancies (AWS).
+    for (known_key, known_values) in [
+        (labels::CAPACITY_TYPE, labels::CAPACITY_TYPES),
+        (labels::INSTANCE_TENANCY, labels::INSTANCE_TENANCY_VALUES),
+    ] {
+        if key != known_key || r.operator != Operator::In {
+            continue;
+        }
         let known: HashSet<&str> = r
             .values
             .iter()
             .map(String::as_str)
-            .filter(|v| labels::CAPACITY_TYPES.contains(v))
+            .filter(|v| known_values.contains(v))
             .collect();
         if known.is_empty() && !r.values.is_empty() {
             out.push((
                 "values",
-                format!(
-                    "{} must include at least one of {:?}",
-                    labels::CAPACITY_TYPE,
-                    labels::CAPACITY_TYPES
-                ),
+                format!("{known_key} must include at least one of {known_values:?}"),
             ));
         } else if let Some(min) = r.min_values
             && (known.len() as i64) < i64::from(min)
@@ -262,7 +265,7 @@ pub fn validate_requirement(
             out.push((
                 "minValues",
                 format!(
-                    "only {} known capacity types are listed, fewer than minValues {min}",
+                    "only {} known values of {known_key} are listed, fewer than minValues {min}",
                     known.len()
                 ),
             ));
@@ -458,6 +461,28 @@ mod tests {
                     Some(2),
                 ),
                 Some("fewer than minValues"),
+            ),
+            (
+                req(
+                    "karpenter.k8s.aws/instance-tenancy",
+                    In,
+                    &["dedicated"],
+                    None,
+                ),
+                None,
+            ),
+            (
+                req("karpenter.k8s.aws/instance-tenancy", In, &["host"], None),
+                Some("must include at least one of"),
+            ),
+            (
+                req(
+                    "karpenter.k8s.aws/placement-group-partition",
+                    In,
+                    &["2"],
+                    None,
+                ),
+                None,
             ),
             (
                 req("Bad Key", In, &["x"], None),

@@ -287,6 +287,7 @@ mod tests {
                     price_is_estimate: false,
                 })
                 .collect(),
+            label_choices: BTreeMap::new(),
         }
     }
 

@@ -13,8 +13,8 @@ use karpenter_api::v1::ec2nodeclass::{AmiStatus, SecurityGroupStatus, SubnetStat
 use karpenter_api::v1::{EC2NodeClass, EC2NodeClassStatus};
 
 pub use karpenter_api::v1::ec2nodeclass::conditions::{
-    AMIS_READY, CAPACITY_RESERVATIONS_READY, INSTANCE_PROFILE_READY, READY, SECURITY_GROUPS_READY,
-    SUBNETS_READY, VALIDATION_SUCCEEDED,
+    AMIS_READY, CAPACITY_RESERVATIONS_READY, INSTANCE_PROFILE_READY, PLACEMENT_GROUP_READY, READY,
+    SECURITY_GROUPS_READY, SUBNETS_READY, VALIDATION_SUCCEEDED,
 };
 
 /// The dependencies the root `Ready` condition is the AND of, in the order upstream lists them.
@@ -25,6 +25,7 @@ pub const DEPENDENCIES: &[&str] = &[
     INSTANCE_PROFILE_READY,
     CAPACITY_RESERVATIONS_READY,
     VALIDATION_SUCCEEDED,
+    PLACEMENT_GROUP_READY,
 ];
 
 /// What resolving one dependency gave.
@@ -67,6 +68,9 @@ pub struct Resolution {
     pub capacity_reservations: Outcome<()>,
     /// Checks over the spec and the cluster facts (tags, AL2023's cluster CIDR, ...).
     pub validation: Outcome<()>,
+    /// `spec.placementGroupSelector`: `Ready(())` without one or when it matched an available
+    /// group (kept in memory by the provider, as upstream: the status has no field for it).
+    pub placement_group: Outcome<()>,
 }
 
 impl Resolution {
@@ -90,6 +94,7 @@ impl Resolution {
             one(INSTANCE_PROFILE_READY, &self.instance_profile),
             one(CAPACITY_RESERVATIONS_READY, &self.capacity_reservations),
             one(VALIDATION_SUCCEEDED, &self.validation),
+            one(PLACEMENT_GROUP_READY, &self.placement_group),
         ]
         .into_iter()
         .flatten()
@@ -207,6 +212,15 @@ pub fn status(
         &mut none,
         &resolution.validation,
         VALIDATION_SUCCEEDED,
+        &mut list,
+        generation,
+        &at,
+    );
+    let mut none: Option<()> = None;
+    apply(
+        &mut none,
+        &resolution.placement_group,
+        PLACEMENT_GROUP_READY,
         &mut list,
         generation,
         &at,
@@ -353,6 +367,7 @@ mod tests {
             instance_profile: Outcome::Ready("demo_1".into()),
             capacity_reservations: Outcome::Ready(()),
             validation: Outcome::Ready(()),
+            placement_group: Outcome::Ready(()),
         }
     }
 
@@ -373,7 +388,29 @@ mod tests {
             launchable(Some(&status), Some(4)).is_err(),
             "a newer generation is not observed yet"
         );
-        assert_eq!(status.conditions.as_ref().unwrap().len(), 7);
+        assert_eq!(status.conditions.as_ref().unwrap().len(), 8);
+        assert_eq!(condition(&status, PLACEMENT_GROUP_READY).status, "True");
+    }
+
+    #[test]
+    fn a_placement_group_not_found_makes_the_class_not_ready_naming_it() {
+        let mut missing = ready();
+        missing.placement_group = Outcome::not_ready(
+            "PlacementGroupNotFound",
+            "Placement group \"kafka\" not found",
+        );
+        let status = status(None, Some(1), &missing, t(1));
+        let pg = condition(&status, PLACEMENT_GROUP_READY);
+        assert_eq!(
+            (pg.status.as_str(), pg.reason.as_str()),
+            ("False", "PlacementGroupNotFound")
+        );
+        assert_eq!(condition(&status, READY).status, "False");
+        assert!(
+            launchable(Some(&status), Some(1))
+                .unwrap_err()
+                .contains("Placement group \"kafka\" not found")
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Node;
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_api::v1::nodeclaim::conditions;
-use karpenter_cloud::{CloudError, CloudProvider};
+use karpenter_cloud::{CloudError, CloudProvider, Registration};
 use karpenter_lifecycle::lifecycle::{
     initialized_claim, initialized_node, launched, registered_claim, registered_node, set_condition,
 };
@@ -263,6 +263,38 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
             }
             Step::Register { node: node_name } => {
                 let Some(node) = node else { return Ok(()) };
+                // The cloud's registration hook: labels pods may select on are settled first.
+                let labelled;
+                let claim = match self.ctx.cloud.registration(claim).await {
+                    Ok(Registration::Proceed) => claim,
+                    Ok(Registration::Wait { reason }) => {
+                        tracing::debug!(nodeclaim = %name, node = %node_name, %reason, "registration waits for the cloud");
+                        return Ok(());
+                    }
+                    Ok(Registration::Label(wanted)) => {
+                        match writer
+                            .merge_metadata::<NodeClaim>(
+                                &name,
+                                json!({"labels": wanted}),
+                                "labelling before registration",
+                            )
+                            .await?
+                        {
+                            Some(patched) => {
+                                labelled = patched;
+                                &labelled
+                            }
+                            None => return Ok(()),
+                        }
+                    }
+                    Err(source) => {
+                        return Err(StepError::Cloud {
+                            step: "registration hook",
+                            claim: name,
+                            source,
+                        });
+                    }
+                };
                 if unregistered_taint_missing(node) {
                     tracing::error!(nodeclaim = %name, node = %node_name, taint = labels::UNREGISTERED_TAINT_KEY, "node registered without the taint that prevents registration races");
                     self.ctx

@@ -5,11 +5,13 @@
 
 pub mod claim_disruption;
 pub mod default_spread;
+pub mod discovered_capacity;
 pub mod disruption;
 pub mod garbage;
 pub mod gauges;
 pub mod instance_types;
 pub mod interruption;
+pub mod kube_dns;
 pub mod kwok_registration;
 pub mod lifecycle;
 pub mod nodeclass;
@@ -124,7 +126,7 @@ pub async fn run_aws(
         isolated_vpc: settings.isolated_vpc,
         vm_memory_overhead_percent: settings.vm_memory_overhead_percent,
         reserved_enis: settings.reserved_enis,
-        kube_dns_ip: None,
+        kube_dns_ip: kube_dns::discover(&ctx.clients.main).await,
     };
     let k8s_version = ctx
         .clients
@@ -148,6 +150,7 @@ pub async fn run_aws(
         .min(settings.subnet_refresh_interval)
         .min(settings.security_group_refresh_interval);
     let extra_cloud = cloud.clone();
+    let placement_groups = cloud.placement_groups();
     let extra: Extra<karpenter_aws_provider::AwsCloud<nodeclass::CachedClasses>> =
         Box::new(move |tasks, context, ctx| {
             let cancel = &ctx.cancel;
@@ -173,7 +176,8 @@ pub async fn run_aws(
                     resolver: karpenter_aws_provider::nodeclass::NodeClassResolver::new(
                         clients,
                         ctx.settings.cluster_name.clone(),
-                    ),
+                    )
+                    .with_placement_groups(placement_groups),
                     k8s_version,
                     ca_bundle,
                     refresh,
@@ -187,6 +191,12 @@ pub async fn run_aws(
                 nodeclass::LaunchTemplateSweep {
                     ctx: context.clone(),
                 },
+                context,
+                cancel,
+            );
+            spawn(
+                tasks,
+                discovered_capacity::DiscoveredCapacity::new(context.clone()),
                 context,
                 cancel,
             );

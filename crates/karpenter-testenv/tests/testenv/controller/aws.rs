@@ -357,17 +357,26 @@ async fn start_on_aws_faulty(
 }
 
 async fn create_node_class(h: &Harness, cloud: &Cloud, alias: &str) {
+    create_node_class_with(h, cloud, alias, serde_json::json!({})).await;
+}
+
+/// [`create_node_class`] with `extra` fields in its spec.
+async fn create_node_class_with(h: &Harness, cloud: &Cloud, alias: &str, extra: serde_json::Value) {
+    let mut spec = serde_json::json!({
+        "role": cloud.role,
+        "amiSelectorTerms": [{"alias": alias}],
+        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cloud.cluster}}],
+        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": cloud.cluster}}],
+        "tags": {"team": "testenv"}
+    });
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
     let class: EC2NodeClass = serde_json::from_value(serde_json::json!({
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
         "metadata": {"name": h.node_class, "labels": h.scope.labels()},
-        "spec": {
-            "role": cloud.role,
-            "amiSelectorTerms": [{"alias": alias}],
-            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cloud.cluster}}],
-            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": cloud.cluster}}],
-            "tags": {"team": "testenv"}
-        }
+        "spec": spec
     }))
     .expect("the test EC2NodeClass parses");
     Api::<EC2NodeClass>::all(h.client.clone())
@@ -1438,6 +1447,342 @@ async fn a_spot_interruption_of_an_ec2_instance_replaces_it_and_terminates_it() 
         "the interrupted offering is avoided for a while"
     );
     kubelets.abort();
+    assert_inside_the_contract(&recorder, &cloud, aws.region());
+    finish_on_aws(h, &aws, &cloud).await;
+}
+
+/// The `kube-system/kube-dns` Service (made when the control plane has none, as the test
+/// environment runs no cluster DNS): its cluster IP, and whether this test made it.
+async fn ensure_kube_dns(client: &kube::Client) -> (String, bool) {
+    let services =
+        Api::<k8s_openapi::api::core::v1::Service>::namespaced(client.clone(), "kube-system");
+    let existing = services
+        .get_opt("kube-dns")
+        .await
+        .expect("reading kube-system/kube-dns");
+    let (service, made) = match existing {
+        Some(service) => (service, false),
+        None => {
+            let service: k8s_openapi::api::core::v1::Service =
+                serde_json::from_value(serde_json::json!({
+                    "apiVersion": "v1", "kind": "Service",
+                    "metadata": {"name": "kube-dns", "namespace": "kube-system",
+                                 "labels": {"k8s-app": "kube-dns"}},
+                    "spec": {"selector": {"k8s-app": "kube-dns"},
+                             "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]}
+                }))
+                .expect("the kube-dns Service parses");
+            (
+                services
+                    .create(&PostParams::default(), &service)
+                    .await
+                    .expect("creating kube-system/kube-dns"),
+                true,
+            )
+        }
+    };
+    let ip = service
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .expect("the API server gives kube-dns a cluster IP");
+    (ip, made)
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK and the AWS emulator: run scripts/test-integration"]
+async fn a_class_with_a_placement_group_launches_dedicated_into_it_with_the_kube_dns_address() {
+    let _classes = crate::NODE_CLASSES.write().await;
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    // The controller reads kube-dns once, at start: it must exist first.
+    let env = karpenter_testenv::KubeEnv::connect()
+        .await
+        .expect("connecting to the test environment");
+    let (dns_ip, made_dns) = ensure_kube_dns(&env.client()).await;
+    let (h, cloud, recorder) = start_on_aws("aws-placement", &aws, &[]).await;
+    // A partition placement group (the emulator's extension: testenv/README.md).
+    let group_name = format!("{}-pg", cloud.cluster);
+    aws.ec2()
+        .create_placement_group()
+        .group_name(&group_name)
+        .strategy(aws_sdk_ec2::types::PlacementStrategy::Partition)
+        .partition_count(3)
+        .send()
+        .await
+        .expect("creating the placement group");
+    let group_id = aws
+        .ec2()
+        .describe_placement_groups()
+        .group_names(&group_name)
+        .send()
+        .await
+        .expect("describing the placement group")
+        .placement_groups()
+        .first()
+        .and_then(|g| g.group_id().map(str::to_owned))
+        .expect("a placement group id");
+    create_node_class_with(
+        &h,
+        &cloud,
+        "al2023@latest",
+        serde_json::json!({"placementGroupSelector": {"name": group_name}}),
+    )
+    .await;
+    let class = wait_class_ready(&h).await;
+    let pg_ready = condition(
+        class.status.as_ref().and_then(|s| s.conditions.as_deref()),
+        "PlacementGroupReady",
+    )
+    .cloned()
+    .expect("a PlacementGroupReady condition");
+    assert_eq!(pg_ready.status, "True", "{pg_ready:?}");
+    // Dedicated tenancy, required by the pool (a well-known label since upstream v1.15).
+    let mut wanted = requirements();
+    if let Some(list) = wanted.as_array_mut() {
+        list.push(serde_json::json!(
+            {"key": "karpenter.k8s.aws/instance-tenancy", "operator": "In", "values": ["dedicated"]}
+        ));
+    }
+    h.node_pool(None, wanted).await;
+    h.create_deployment("web", 1, "500m").await;
+    let claim = wait_launched(&h).await;
+    let label = |key: &str| super::claim_label(&claim, key);
+    assert_eq!(label("karpenter.k8s.aws/placement-group-id"), group_id);
+    assert_eq!(label("karpenter.k8s.aws/instance-tenancy"), "dedicated");
+    assert_eq!(
+        label("karpenter.k8s.aws/placement-group-partition"),
+        "",
+        "EC2 chooses the partition: upstream's sentinel until registration"
+    );
+
+    // CreateFleet launched from a template that carries the group, the tenancy and the
+    // cluster DNS.
+    let calls = recorder.calls();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.operation == "DescribePlacementGroups" && c.succeeded),
+        "the class's placement group was described"
+    );
+    let fleet_templates: Vec<String> = calls
+        .iter()
+        .filter(|c| c.operation == "CreateFleet" && c.succeeded)
+        .flat_map(|c| c.ids.launch_template_names.clone())
+        .collect();
+    assert!(
+        !fleet_templates.is_empty(),
+        "a CreateFleet named its templates"
+    );
+    for name in &fleet_templates {
+        let versions = aws
+            .ec2()
+            .describe_launch_template_versions()
+            .launch_template_name(name)
+            .versions("$Latest")
+            .send()
+            .await
+            .expect("describing the launch template");
+        let data = versions
+            .launch_template_versions()
+            .first()
+            .and_then(|v| v.launch_template_data())
+            .cloned()
+            .expect("launch template data");
+        let placement = data.placement().cloned().expect("a placement");
+        assert_eq!(placement.group_id(), Some(group_id.as_str()), "{name}");
+        assert_eq!(placement.tenancy().map(|t| t.as_str()), Some("dedicated"));
+        let user_data = aws_smithy_types::base64::decode(data.user_data().unwrap_or_default())
+            .expect("base64 user data");
+        let user_data = String::from_utf8_lossy(&user_data);
+        assert!(
+            user_data.contains("clusterDNS:") && user_data.contains(&dns_ip),
+            "the kube-dns address {dns_ip} is the nodes' cluster DNS:\n{user_data}"
+        );
+    }
+    // The instance is in the group, dedicated; registration labels its NodeClaim and Node with
+    // the partition EC2 chose (upstream's registration hook).
+    let provider = provider_id(&claim).expect("launched");
+    let id = provider.rsplit('/').next().unwrap_or_default().to_owned();
+    let launched = instance(&aws, &id).await.expect("the instance exists");
+    let placement = launched.placement().cloned().expect("a placement");
+    assert_eq!(placement.group_id(), Some(group_id.as_str()));
+    assert_eq!(placement.tenancy().map(|t| t.as_str()), Some("dedicated"));
+    let partition = placement
+        .partition_number()
+        .map(|p| p.to_string())
+        .expect("a partition");
+    let node_name = register_node(&h, &claim).await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+    let name = claim.metadata.name.clone().unwrap_or_default();
+    let registered = Api::<NodeClaim>::all(h.client.clone())
+        .get(&name)
+        .await
+        .expect("the NodeClaim");
+    assert_eq!(
+        super::claim_label(&registered, "karpenter.k8s.aws/placement-group-partition"),
+        partition
+    );
+    let node = Api::<Node>::all(h.client.clone())
+        .get(&node_name)
+        .await
+        .expect("the Node");
+    assert_eq!(
+        node.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("karpenter.k8s.aws/placement-group-partition"))
+            .cloned(),
+        Some(partition),
+        "the Node carries the partition"
+    );
+    assert_inside_the_contract(&recorder, &cloud, aws.region());
+    finish_on_aws(h, &aws, &cloud).await;
+    let _ = aws
+        .ec2()
+        .delete_placement_group()
+        .group_name(&group_name)
+        .send()
+        .await;
+    if made_dns {
+        let _ = Api::<k8s_openapi::api::core::v1::Service>::namespaced(env.client(), "kube-system")
+            .delete("kube-dns", &DeleteParams::default())
+            .await;
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK and the AWS emulator: run scripts/test-integration"]
+async fn a_placement_group_that_does_not_exist_keeps_its_class_not_ready_naming_it() {
+    let _classes = crate::NODE_CLASSES.write().await;
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    let (h, cloud, _recorder) = start_on_aws("aws-placement-missing", &aws, &[]).await;
+    create_node_class_with(
+        &h,
+        &cloud,
+        "al2023@latest",
+        serde_json::json!({"placementGroupSelector": {"name": "no-such-group"}}),
+    )
+    .await;
+    let api = Api::<EC2NodeClass>::all(h.client.clone());
+    let pg = wait_for(
+        "PlacementGroupReady=False",
+        Duration::from_secs(90),
+        || async {
+            let class = api
+                .get(&h.node_class)
+                .await
+                .map_err(kube_error("reading the EC2NodeClass"))?;
+            Ok(condition(
+                class.status.as_ref().and_then(|s| s.conditions.as_deref()),
+                "PlacementGroupReady",
+            )
+            .filter(|c| c.status == "False")
+            .cloned())
+        },
+    )
+    .await
+    .expect("the missing group is reported");
+    assert_eq!(pg.reason, "PlacementGroupNotFound");
+    assert_eq!(pg.message, "Placement group \"no-such-group\" not found");
+    let class = api.get(&h.node_class).await.expect("the class");
+    let ready = condition(
+        class.status.as_ref().and_then(|s| s.conditions.as_deref()),
+        "Ready",
+    )
+    .cloned()
+    .expect("a Ready condition");
+    assert_eq!(ready.status, "False");
+    finish_on_aws(h, &aws, &cloud).await;
+}
+
+/// Bytes of a memory quantity as the controller writes them (`<n>`, `<n>Ki`, `<n>Mi`, `<n>Gi`).
+fn memory_bytes(quantity: &str) -> i64 {
+    let (digits, unit) = quantity
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((quantity, ""), |at| quantity.split_at(at));
+    let n: i64 = digits.parse().unwrap_or_else(|e| panic!("{quantity}: {e}"));
+    n * match unit {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        other => panic!("{quantity}: unit {other}"),
+    }
+}
+
+fn claim_memory(claim: &NodeClaim) -> i64 {
+    let capacity = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.capacity.as_ref())
+        .and_then(|c| c.get("memory"))
+        .map(|q| q.0.clone())
+        .expect("a memory capacity");
+    memory_bytes(&capacity)
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK and the AWS emulator: run scripts/test-integration"]
+async fn the_memory_a_registered_node_reports_is_its_instance_types_memory_from_then_on() {
+    let _classes = crate::NODE_CLASSES.write().await;
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    let (h, cloud, recorder) = start_on_aws("aws-memory", &aws, &[]).await;
+    create_node_class(&h, &cloud, "al2023@latest").await;
+    wait_class_ready(&h).await;
+    // One instance type, and pods that need a node each.
+    h.node_pool(
+        None,
+        serde_json::json!([
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
+        ]),
+    )
+    .await;
+    h.create_deployment("web", 1, "1200m").await;
+    let first = wait_launched(&h).await;
+    let estimated = claim_memory(&first);
+    // Its kubelet reports 300 MiB less than the VM_MEMORY_OVERHEAD_PERCENT estimate.
+    let reported = estimated - (300 << 20);
+    let mut as_reported = first.clone();
+    if let Some(capacity) = as_reported
+        .status
+        .as_mut()
+        .and_then(|s| s.capacity.as_mut())
+    {
+        capacity.insert(
+            "memory".into(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity(format!(
+                "{}Ki",
+                reported >> 10
+            )),
+        );
+    }
+    register_node(&h, &as_reported).await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+    // The next m5.large is listed, and launched, with the memory the node reported.
+    h.scale("web", 2).await;
+    let first_name = first.metadata.name.clone().unwrap_or_default();
+    let second = wait_for(
+        "a second NodeClaim launched",
+        Duration::from_secs(120),
+        || async {
+            Ok(h.node_claims().await.into_iter().find(|c| {
+                c.metadata.name.as_deref() != Some(first_name.as_str())
+                    && provider_id(c).is_some_and(|p| p.starts_with("aws:///"))
+            }))
+        },
+    )
+    .await
+    .expect("the second pod gets its own instance");
+    assert_eq!(
+        super::claim_label(&second, "node.kubernetes.io/instance-type"),
+        "m5.large"
+    );
+    assert_eq!(
+        claim_memory(&second),
+        reported,
+        "learned from the registered node (estimate {estimated})"
+    );
+    h.scale("web", 0).await;
     assert_inside_the_contract(&recorder, &cloud, aws.region());
     finish_on_aws(h, &aws, &cloud).await;
 }
