@@ -401,7 +401,7 @@ impl StateMetrics {
 
     /// One pass of `metrics.node` and `metrics.pod` over the index.
     #[cfg(test)]
-    fn update(&mut self, cache: &ClusterCache) {
+    pub(crate) fn update(&mut self, cache: &ClusterCache) {
         let cluster = cache.lock();
         let nodes = collect_nodes(&cluster);
         self.apply_nodes(nodes);

@@ -24,6 +24,7 @@ use serde_json::json;
 use crate::cluster::writes::WriteError;
 use crate::leader::Fenced;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
+use crate::report::metrics::Disrupted;
 
 /// Changes are looked at at most this often.
 const SCAN_INTERVAL: Duration = Duration::from_millis(50);
@@ -300,7 +301,7 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                 .await?;
                 self.ctx
                     .metrics
-                    .node_created(label(claim, labels::NODEPOOL));
+                    .node_created(label(claim, labels::NODEPOOL), label(claim, labels::ZONE));
                 self.record(claim, Outcome::Registered);
                 tracing::info!(nodeclaim = %name, node = %node_name, "registered");
                 Ok(())
@@ -347,11 +348,9 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                         &format!("deleting: {}", reason.as_str()),
                     )
                     .await;
-                self.ctx.metrics.nodeclaim_disrupted(
-                    reason.as_str(),
-                    label(claim, labels::NODEPOOL),
-                    label(claim, labels::CAPACITY_TYPE),
-                );
+                self.ctx
+                    .metrics
+                    .nodeclaim_disrupted(&Disrupted::of(reason.as_str(), Some(claim)));
                 writer.delete::<NodeClaim>(&name, "deleting").await?;
                 self.record(claim, liveness_failure(claim));
                 Ok(())
@@ -469,7 +468,7 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                     .await;
                 self.ctx
                     .metrics
-                    .nodeclaim_disrupted(metric, label(claim, labels::NODEPOOL), "");
+                    .nodeclaim_disrupted(&Disrupted::of(metric, Some(claim)));
                 self.ctx
                     .writer()
                     .delete::<NodeClaim>(&name, "deleting")

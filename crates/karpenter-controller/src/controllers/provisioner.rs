@@ -272,8 +272,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         let pods = input.pods;
         self.ctx
             .metrics
-            .scheduling_duration
-            .observe(started.elapsed().as_secs_f64());
+            .scheduling_duration(Self::NAME, started.elapsed().as_secs_f64());
         let mut outcome = BatchOutcome {
             pods: pods.len() + dra.len(),
             unschedulable: dra.len(),
@@ -340,8 +339,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         }
         self.ctx
             .metrics
-            .unschedulable_pods
-            .set(i64::try_from(outcome.unschedulable).unwrap_or(i64::MAX));
+            .unschedulable_pods(Self::NAME, outcome.unschedulable);
         Ok(outcome)
     }
 

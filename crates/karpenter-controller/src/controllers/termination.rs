@@ -354,7 +354,10 @@ impl<C: CloudProvider + 'static> Termination<C> {
             .unwrap_or_default();
         let metrics = &self.ctx.metrics;
         metrics.node_drained(&pool);
-        metrics.node_terminated(&pool);
+        metrics.node_terminated(
+            &pool,
+            node.labels().get(labels::ZONE).map_or("", String::as_str),
+        );
         if let Some(since) = node
             .metadata
             .deletion_timestamp

@@ -6,10 +6,11 @@
 
 use std::sync::atomic::AtomicU64;
 
+use karpenter_api::v1::{ConsolidationPolicy, NodeClaim};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::histogram::Histogram;
 
 use crate::http::{Metrics, Summary};
 
@@ -23,6 +24,14 @@ const RECONCILE_BUCKETS: [f64; 40] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
     1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
     25.0, 30.0, 40.0, 50.0, 60.0,
+];
+
+/// Upstream's `metrics.DurationBuckets()`: controller-runtime's, and longer ones for loops
+/// without a timeout.
+pub const DURATION_BUCKETS: [f64; 45] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
+    25.0, 30.0, 40.0, 50.0, 60.0, 120.0, 150.0, 300.0, 450.0, 600.0,
 ];
 
 fn reconcile_histogram() -> Histogram {
@@ -60,6 +69,69 @@ impl Reconciled {
     }
 }
 
+/// The labels of a disruption (`karpenter_nodeclaims_disrupted_total`,
+/// `karpenter_pods_disruption_initiated_total`).
+#[derive(Debug, Clone, Copy)]
+pub struct Disrupted<'a> {
+    /// Upstream's reason (`underutilized`, `expired`, `garbage_collected`, a message kind...).
+    pub reason: &'a str,
+    pub nodepool: &'a str,
+    pub capacity_type: &'a str,
+    /// The NodePool's policy in snake case for a consolidation, empty otherwise.
+    pub consolidation_policy: &'a str,
+    /// `graceful`, `eventual` or `forceful` ([`termination_mode`]).
+    pub termination_mode: &'static str,
+}
+
+impl<'a> Disrupted<'a> {
+    /// A disruption of `claim` for `reason` outside consolidation (no policy), its pool and
+    /// capacity type from the NodeClaim's labels, as upstream reads them.
+    pub fn of(reason: &'a str, claim: Option<&'a NodeClaim>) -> Self {
+        let label = |key: &str| {
+            claim
+                .and_then(|c| c.metadata.labels.as_ref())
+                .and_then(|l| l.get(key))
+                .map_or("", String::as_str)
+        };
+        Disrupted {
+            reason,
+            nodepool: label(karpenter_api::labels::NODEPOOL),
+            capacity_type: label(karpenter_api::labels::CAPACITY_TYPE),
+            consolidation_policy: "",
+            termination_mode: termination_mode(claim),
+        }
+    }
+
+    fn labels(&self) -> Labels {
+        vec![
+            ("reason", self.reason.to_owned()),
+            ("nodepool", self.nodepool.to_owned()),
+            ("capacity_type", self.capacity_type.to_owned()),
+            ("consolidation_policy", self.consolidation_policy.to_owned()),
+            ("termination_mode", self.termination_mode.to_owned()),
+        ]
+    }
+}
+
+/// Upstream's `DisruptionTerminationMode`: `graceful` without a `terminationGracePeriod`,
+/// `forceful` with a zero one, `eventual` otherwise.
+pub fn termination_mode(claim: Option<&NodeClaim>) -> &'static str {
+    match claim.and_then(|c| c.spec.termination_grace_period.as_ref()) {
+        None => "graceful",
+        Some(period) if period.as_duration().is_zero() => "forceful",
+        Some(_) => "eventual",
+    }
+}
+
+/// A consolidation policy as upstream's `consolidation_policy` label writes it (snake case).
+pub fn consolidation_policy(policy: ConsolidationPolicy) -> &'static str {
+    match policy {
+        ConsolidationPolicy::WhenEmpty => "when_empty",
+        ConsolidationPolicy::WhenEmptyOrUnderutilized => "when_empty_or_underutilized",
+        ConsolidationPolicy::Balanced => "balanced",
+    }
+}
+
 /// Handles to every metric the controllers update.
 #[derive(Debug, Clone)]
 pub struct ControllerMetrics {
@@ -70,8 +142,8 @@ pub struct ControllerMetrics {
     nodes_drained: Family<Labels, Counter>,
     nodes_terminated: Family<Labels, Counter>,
     eviction_requests: Family<Labels, Counter>,
-    pub scheduling_duration: Histogram,
-    pub unschedulable_pods: Gauge,
+    scheduling_duration: Family<Labels, Histogram, fn() -> Histogram>,
+    unschedulable_pods: Family<Labels, Gauge>,
     nodepool_usage: Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     nodepool_limit: Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     pub cluster_state_synced: Gauge,
@@ -98,8 +170,8 @@ pub struct ControllerMetrics {
     pub(crate) pods_state: Family<Labels, Gauge>,
 }
 
-fn evaluation_histogram() -> Histogram {
-    Histogram::new(exponential_buckets(0.01, 2.0, 12))
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
 }
 
 impl ControllerMetrics {
@@ -113,13 +185,13 @@ impl ControllerMetrics {
             nodes_drained: Family::default(),
             nodes_terminated: Family::default(),
             eviction_requests: Family::default(),
-            scheduling_duration: Histogram::new(exponential_buckets(0.005, 2.0, 14)),
-            unschedulable_pods: Gauge::default(),
+            scheduling_duration: Family::new_with_constructor(duration_histogram),
+            unschedulable_pods: Family::default(),
             nodepool_usage: Family::default(),
             nodepool_limit: Family::default(),
             cluster_state_synced: Gauge::default(),
             cluster_state_node_count: Gauge::default(),
-            disruption_evaluation: Family::new_with_constructor(evaluation_histogram),
+            disruption_evaluation: Family::new_with_constructor(duration_histogram),
             disruption_decisions: Family::default(),
             disruption_failed_validations: Family::default(),
             disruption_queue_failures: Family::default(),
@@ -152,12 +224,12 @@ impl ControllerMetrics {
         );
         registry.register(
             "karpenter_nodeclaims_disrupted",
-            "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted and the owning nodepool.",
+            "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted, the owning nodepool, the capacity type, the consolidation policy, and the termination mode.",
             metrics.nodeclaims_disrupted.clone(),
         );
         registry.register(
             "karpenter_nodes_created",
-            "Number of nodes created in total by Karpenter. Labeled by owning nodepool.",
+            "Number of nodes created in total by Karpenter. Labeled by owning nodepool and zone.",
             metrics.nodes_created.clone(),
         );
         registry.register(
@@ -167,7 +239,7 @@ impl ControllerMetrics {
         );
         registry.register(
             "karpenter_nodes_terminated",
-            "Number of nodes terminated in total by Karpenter. Labeled by owning nodepool.",
+            "Number of nodes terminated in total by Karpenter. Labeled by owning nodepool and zone.",
             metrics.nodes_terminated.clone(),
         );
         registry.register(
@@ -302,21 +374,35 @@ impl ControllerMetrics {
         );
         registry.register(
             "karpenter_pods_disruption_initiated",
-            "The number of pods whose disruption was initiated by Karpenter's disruption (the pods of a node whose deletion a disruption command started).",
+            "Number of pod disruptions initiated in total by Karpenter, incremented by the reschedulable pod count whenever the underlying nodeclaim is disrupted. Labeled by reason the nodeclaim was disrupted, the owning nodepool, the capacity type, the consolidation policy, and the termination mode. Pods owned by DaemonSets and mirror pods are excluded.",
             metrics.pods_disruption_initiated.clone(),
         );
         metrics
     }
 
-    /// One disruption pass took `seconds`; `method` is the method whose command it produced
-    /// (`none` when it produced none).
-    pub fn disruption_evaluated(&self, method: &str, consolidation_type: &str, seconds: f64) {
+    /// One disruption method (its `reason`, lowercased, and `consolidation_type`) took
+    /// `seconds` to evaluate.
+    pub fn disruption_evaluated(&self, reason: &str, consolidation_type: &str, seconds: f64) {
         self.disruption_evaluation
             .get_or_create(&vec![
-                ("method", method.to_owned()),
+                ("reason", reason.to_owned()),
                 ("consolidation_type", consolidation_type.to_owned()),
             ])
             .observe(seconds);
+    }
+
+    /// A scheduling simulation of `controller` took `seconds`.
+    pub fn scheduling_duration(&self, controller: &str, seconds: f64) {
+        self.scheduling_duration
+            .get_or_create(&vec![("controller", controller.to_owned())])
+            .observe(seconds);
+    }
+
+    /// The last scheduling simulation of `controller` left `pods` unschedulable.
+    pub fn unschedulable_pods(&self, controller: &str, pods: usize) {
+        self.unschedulable_pods
+            .get_or_create(&vec![("controller", controller.to_owned())])
+            .set(i64::try_from(pods).unwrap_or(i64::MAX));
     }
 
     pub fn disruption_decision(&self, decision: &str, reason: &str, consolidation_type: &str) {
@@ -359,12 +445,13 @@ impl ControllerMetrics {
             .set(i64::from(consuming));
     }
 
-    pub fn pods_disruption_initiated(&self, nodepool: &str, reason: &str, pods: usize) {
+    /// A NodeClaim was disrupted (`karpenter_nodeclaims_disrupted_total`) with `pods`
+    /// reschedulable pods on its node (`karpenter_pods_disruption_initiated_total`).
+    pub fn disrupted(&self, labels: &Disrupted<'_>, pods: usize) {
+        let labels = labels.labels();
+        self.nodeclaims_disrupted.get_or_create(&labels).inc();
         self.pods_disruption_initiated
-            .get_or_create(&vec![
-                ("nodepool", nodepool.to_owned()),
-                ("reason", reason.to_owned()),
-            ])
+            .get_or_create(&labels)
             .inc_by(u64::try_from(pods).unwrap_or(u64::MAX));
     }
 
@@ -388,19 +475,21 @@ impl ControllerMetrics {
             .inc();
     }
 
-    pub fn nodeclaim_disrupted(&self, reason: &str, nodepool: &str, capacity_type: &str) {
+    /// A NodeClaim was disrupted where upstream counts no pods (a failed launch, a liveness
+    /// timeout): `karpenter_nodeclaims_disrupted_total` only.
+    pub fn nodeclaim_disrupted(&self, labels: &Disrupted<'_>) {
         self.nodeclaims_disrupted
-            .get_or_create(&vec![
-                ("reason", reason.to_owned()),
-                ("nodepool", nodepool.to_owned()),
-                ("capacity_type", capacity_type.to_owned()),
-            ])
+            .get_or_create(&labels.labels())
             .inc();
     }
 
-    pub fn node_created(&self, nodepool: &str) {
+    /// A NodeClaim registered its Node (`zone`: the NodeClaim's zone label).
+    pub fn node_created(&self, nodepool: &str, zone: &str) {
         self.nodes_created
-            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .get_or_create(&vec![
+                ("nodepool", nodepool.to_owned()),
+                ("zone", zone.to_owned()),
+            ])
             .inc();
     }
 
@@ -410,9 +499,13 @@ impl ControllerMetrics {
             .inc();
     }
 
-    pub fn node_terminated(&self, nodepool: &str) {
+    /// A Node's finalizer was removed (`zone`: the Node's zone label).
+    pub fn node_terminated(&self, nodepool: &str, zone: &str) {
         self.nodes_terminated
-            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .get_or_create(&vec![
+                ("nodepool", nodepool.to_owned()),
+                ("zone", zone.to_owned()),
+            ])
             .inc();
     }
 

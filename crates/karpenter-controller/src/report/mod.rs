@@ -5,3 +5,5 @@
 pub mod event_series;
 pub mod events;
 pub mod metrics;
+#[cfg(test)]
+mod parity;
