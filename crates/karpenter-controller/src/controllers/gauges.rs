@@ -1,8 +1,13 @@
-//! Upstream's `metrics.node` and `metrics.pod` controllers: gauges of every node's allocatable
-//! and requested resources (`karpenter_nodes_allocatable`, `karpenter_nodes_total_pod_requests`,
-//! `karpenter_nodes_total_daemon_requests`) and of every pod's state (`karpenter_pods_state`),
-//! rebuilt from the cluster-state index every 5 s (upstream's `metrics.node` interval) by the
-//! loops [`NodeMetrics`] and [`PodMetrics`], and `karpenter_pods_startup_duration_seconds`.
+//! Upstream's `metrics.node` and `metrics.pod` controllers: gauges of every node's allocatable,
+//! system overhead (capacity minus allocatable), the requests and limits of its pods and of its
+//! DaemonSet pods (`karpenter_nodes_allocatable`, `karpenter_nodes_system_overhead`,
+//! `karpenter_nodes_total_pod_requests`, `karpenter_nodes_total_pod_limits`,
+//! `karpenter_nodes_total_daemon_requests`, `karpenter_nodes_total_daemon_limits`) and age
+//! (`karpenter_nodes_current_lifetime_seconds`), of the cluster's utilization (pod requests as a
+//! percentage of allocatable, `karpenter_cluster_utilization_percent`) and of every pod's state
+//! (`karpenter_pods_state`), rebuilt from the cluster-state index every 5 s (upstream's
+//! `metrics.node` interval) by the loops [`NodeMetrics`] and [`PodMetrics`], and
+//! `karpenter_pods_startup_duration_seconds`.
 //!
 //! Labels are upstream's: a node's series carry `node_name`, `phase`, `managed`, one label per
 //! well-known node label ([`NODE_LABELS`]) and `resource_type`; a pod's carry `name`,
@@ -10,8 +15,9 @@
 //! `instance_type`, `phase`, `ready` and `managed`. A series whose node or pod is gone (or
 //! whose labels changed) is removed. Requests are summed as upstream's cluster state sums them:
 //! every pod bound to the node that is not finished (`Succeeded`/`Failed`), each with
-//! `pods: 1`; the daemon figures only over DaemonSet pods. A node without such pods has no
-//! request series, as upstream.
+//! `pods: 1`; limits as Kubernetes' `PodLimits` sums them, also with `pods: 1`; the daemon
+//! figures only over DaemonSet pods. A node without such pods has no request series, as
+//! upstream.
 //!
 //! Startup: like upstream, a pod counts once, when it is Ready after having been seen Pending
 //! (or created since this loop started: a pod that went from Pending to Ready between two
@@ -20,6 +26,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
 use std::time::Duration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
@@ -91,7 +99,7 @@ impl Reconciler for NodeMetrics {
     }
 
     async fn execute(&self, _: Rebuild) -> Result<Action, std::convert::Infallible> {
-        let nodes = collect_nodes(&self.0.cache.lock());
+        let nodes = collect_nodes(&self.0.cache.lock(), Utc::now());
         self.0.lock().apply_nodes(nodes);
         Ok(Action::RequeueAfter(INTERVAL))
     }
@@ -228,22 +236,61 @@ pub fn resource_value(name: &str, quantity: Quantity) -> f64 {
     }
 }
 
-/// The three per-node gauges.
+/// The labels of a node series: the node's (shared by all its series, and between the family
+/// and this loop's memory of them) and the resource's. With one label per well-known node label
+/// a node's labels are ~2 KB; a node has ~25 series.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NodeSeriesLabels {
+    node: Arc<Labels>,
+    resource_type: Option<String>,
+}
+
+impl NodeSeriesLabels {
+    fn new(node: &Arc<Labels>, resource_type: Option<String>) -> Self {
+        NodeSeriesLabels {
+            node: Arc::clone(node),
+            resource_type,
+        }
+    }
+}
+
+impl EncodeLabelSet for NodeSeriesLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> Result<(), std::fmt::Error> {
+        self.node.as_slice().encode(encoder)?;
+        if let Some(resource) = &self.resource_type {
+            [("resource_type", resource.as_str())].encode(encoder)?;
+        }
+        Ok(())
+    }
+}
+
+/// The gauges `metrics.node` keeps: per node and resource, per node (its age), and per
+/// resource over the cluster (utilization).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum NodeGauge {
     Allocatable,
     PodRequests,
+    PodLimits,
     DaemonRequests,
+    DaemonLimits,
+    SystemOverhead,
+    Lifetime,
+    ClusterUtilization,
 }
 
-const NODE_GAUGES: [NodeGauge; 3] = [
+const NODE_GAUGES: [NodeGauge; 8] = [
     NodeGauge::Allocatable,
     NodeGauge::PodRequests,
+    NodeGauge::PodLimits,
     NodeGauge::DaemonRequests,
+    NodeGauge::DaemonLimits,
+    NodeGauge::SystemOverhead,
+    NodeGauge::Lifetime,
+    NodeGauge::ClusterUtilization,
 ];
 
 /// The node series one pass wants, by gauge.
-type NodeSeries = HashMap<NodeGauge, HashMap<Labels, f64>>;
+type NodeSeries = HashMap<NodeGauge, HashMap<NodeSeriesLabels, f64>>;
 
 fn text(value: Option<&String>) -> String {
     value.cloned().unwrap_or_default()
@@ -316,52 +363,102 @@ fn pod_labels(pod: &PodRecord, node: Option<&Node>) -> Labels {
     ]
 }
 
-/// Per node with a Node object: its allocatable, and the requests of its pods and of its
-/// DaemonSet pods, each resource a series.
-fn collect_nodes(cluster: &Cluster) -> NodeSeries {
+/// A resource list of the Node's status (`capacity` or `allocatable`).
+fn node_resources(node: &Node, allocatable: bool) -> ResourceList {
+    node.status
+        .as_ref()
+        .and_then(|s| {
+            if allocatable {
+                s.allocatable.as_ref()
+            } else {
+                s.capacity.as_ref()
+            }
+        })
+        .and_then(|a| ResourceList::from_k8s(a).ok())
+        .unwrap_or_default()
+}
+
+/// Per node with a Node object, each resource a series: its allocatable, its system overhead
+/// (capacity minus allocatable, per resource of the capacity), and the requests and limits of
+/// its pods and of its DaemonSet pods; its age at `now`; and over every such node, pod requests
+/// as a percentage of allocatable (upstream's `metrics.node`).
+fn collect_nodes(cluster: &Cluster, now: DateTime<Utc>) -> NodeSeries {
     let mut out: NodeSeries = NODE_GAUGES.iter().map(|g| (*g, HashMap::new())).collect();
+    let mut cluster_allocatable = ResourceList::new();
+    let mut cluster_requests = ResourceList::new();
     for state in cluster.state_nodes() {
         let Some(node) = state.node else { continue };
-        let base = node_labels(node, state.managed());
-        let allocatable = node
-            .status
-            .as_ref()
-            .and_then(|s| s.allocatable.as_ref())
-            .and_then(|a| ResourceList::from_k8s(a).ok())
-            .unwrap_or_default();
+        let base = Arc::new(node_labels(node, state.managed()));
+        let allocatable = node_resources(node, true);
+        let capacity = node_resources(node, false);
+        let mut overhead = ResourceList::new();
+        for (resource, quantity) in capacity.iter() {
+            overhead.set(resource, *quantity - allocatable.get(resource));
+        }
         let mut pods = ResourceList::new();
+        let mut pod_limits = ResourceList::new();
         let mut daemons = ResourceList::new();
-        let mut any_daemon = false;
+        let mut daemon_limits = ResourceList::new();
         for pod in state.pods.iter().filter(|p| !p.is_terminal()) {
-            let Ok(requests) = karpenter_scheduling::pod::pod_requests(pod.spec.as_deref()) else {
+            let spec = pod.spec.as_deref();
+            let Ok(requests) = karpenter_scheduling::pod::pod_requests(spec) else {
                 continue;
             };
+            let limits = karpenter_scheduling::pod::pod_limits(spec).unwrap_or_default();
             pods.add(&requests);
+            pod_limits.add(&limits);
             if pod.is_daemonset() {
                 daemons.add(&requests);
-                any_daemon = true;
+                daemon_limits.add(&limits);
             }
         }
+        cluster_allocatable.add(&state.allocatable());
+        cluster_requests.add(&pods);
         let lists = [
             (NodeGauge::Allocatable, allocatable),
+            (NodeGauge::SystemOverhead, overhead),
             (NodeGauge::PodRequests, pods),
-            (
-                NodeGauge::DaemonRequests,
-                if any_daemon {
-                    daemons
-                } else {
-                    ResourceList::new()
-                },
-            ),
+            (NodeGauge::PodLimits, pod_limits),
+            (NodeGauge::DaemonRequests, daemons),
+            (NodeGauge::DaemonLimits, daemon_limits),
         ];
         for (gauge, list) in lists {
             let series = out.entry(gauge).or_default();
             for (resource, quantity) in list.iter() {
-                let mut labels = base.clone();
-                labels.push(("resource_type", resource_type(resource)));
-                series.insert(labels, resource_value(resource, *quantity));
+                series.insert(
+                    NodeSeriesLabels::new(&base, Some(resource_type(resource))),
+                    resource_value(resource, *quantity),
+                );
             }
         }
+        if let Some(created) = node
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .and_then(from_api_time)
+        {
+            out.entry(NodeGauge::Lifetime).or_default().insert(
+                NodeSeriesLabels::new(&base, None),
+                (now - created).as_seconds_f64(),
+            );
+        }
+    }
+    let utilization = out.entry(NodeGauge::ClusterUtilization).or_default();
+    let none = Arc::new(Labels::new());
+    for (resource, allocatable) in cluster_allocatable.iter() {
+        if allocatable.value() == 0 {
+            continue;
+        }
+        let used = cluster_requests.get(resource);
+        let fraction = if resource == "cpu" {
+            used.millis() as f64 / allocatable.millis() as f64
+        } else {
+            used.value() as f64 / allocatable.value() as f64
+        };
+        utilization.insert(
+            NodeSeriesLabels::new(&none, Some(resource_type(resource))),
+            100.0 * fraction,
+        );
     }
     out
 }
@@ -377,7 +474,7 @@ pub struct StateMetrics {
     pending: HashSet<String>,
     /// Pods whose start was observed, or that finished without starting.
     done: HashSet<String>,
-    node_series: HashMap<NodeGauge, HashSet<Labels>>,
+    node_series: HashMap<NodeGauge, HashSet<NodeSeriesLabels>>,
     /// Each pod's `karpenter_pods_state` labels, by `namespace/name` (unique among the labels,
     /// which carry both), so a pass compares rather than rebuilds: one copy besides the
     /// family's, not two.
@@ -403,7 +500,7 @@ impl StateMetrics {
     #[cfg(test)]
     pub(crate) fn update(&mut self, cache: &ClusterCache) {
         let cluster = cache.lock();
-        let nodes = collect_nodes(&cluster);
+        let nodes = collect_nodes(&cluster, Utc::now());
         self.apply_nodes(nodes);
         self.update_pod_states(&cluster);
     }
@@ -421,20 +518,34 @@ impl StateMetrics {
             let family = match gauge {
                 NodeGauge::Allocatable => &self.metrics.nodes_allocatable,
                 NodeGauge::PodRequests => &self.metrics.nodes_total_pod_requests,
+                NodeGauge::PodLimits => &self.metrics.nodes_total_pod_limits,
                 NodeGauge::DaemonRequests => &self.metrics.nodes_total_daemon_requests,
+                NodeGauge::DaemonLimits => &self.metrics.nodes_total_daemon_limits,
+                NodeGauge::SystemOverhead => &self.metrics.nodes_system_overhead,
+                NodeGauge::Lifetime => &self.metrics.nodes_current_lifetime_seconds,
+                NodeGauge::ClusterUtilization => &self.metrics.cluster_utilization_percent,
             };
             let series = wanted.get(&gauge);
             let previous = self.node_series.entry(gauge).or_default();
-            for old in previous.iter() {
-                if !series.is_some_and(|s| s.contains_key(old)) {
-                    family.remove(old);
+            let mut kept = HashSet::with_capacity(series.map_or(0, HashMap::len));
+            for old in previous.drain() {
+                if series.is_some_and(|s| s.contains_key(&old)) {
+                    kept.insert(old);
+                } else {
+                    family.remove(&old);
                 }
             }
-            previous.clear();
             for (labels, value) in series.into_iter().flatten() {
-                family.get_or_create(labels).set(*value);
-                previous.insert(labels.clone());
+                // A series kept from an earlier pass keeps its labels (the family holds the
+                // same ones): this pass's copy is let go.
+                let labels = match kept.get(labels) {
+                    Some(old) => old.clone(),
+                    None => labels.clone(),
+                };
+                family.get_or_create(&labels).set(*value);
+                kept.insert(labels);
             }
+            *previous = kept;
         }
     }
 
@@ -585,12 +696,12 @@ mod tests {
             .with_timezone(&Utc)
     }
 
-    fn value(series: &HashMap<Labels, f64>, node: &str, resource: &str) -> Option<f64> {
+    fn value(series: &HashMap<NodeSeriesLabels, f64>, node: &str, resource: &str) -> Option<f64> {
         series
             .iter()
             .find(|(labels, _)| {
-                labels.contains(&("node_name", node.to_owned()))
-                    && labels.contains(&("resource_type", resource.to_owned()))
+                labels.node.contains(&("node_name", node.to_owned()))
+                    && labels.resource_type.as_deref() == Some(resource)
             })
             .map(|(_, v)| *v)
     }
@@ -639,7 +750,7 @@ mod tests {
             false,
             "5",
         )));
-        let series = collect_nodes(&cluster);
+        let series = collect_nodes(&cluster, Utc::now());
         let allocatable = &series[&NodeGauge::Allocatable];
         assert_eq!(value(allocatable, "n1", "cpu"), Some(1.93));
         assert_eq!(
@@ -661,7 +772,7 @@ mod tests {
         assert_eq!(value(daemons, "n1", "pods"), Some(1.0));
         let (labels, _) = allocatable
             .iter()
-            .find(|(l, _)| l.contains(&("node_name", "n1".to_owned())))
+            .find(|(l, _)| l.node.contains(&("node_name", "n1".to_owned())))
             .expect("n1's series");
         for want in [
             ("managed", "true"),
@@ -673,15 +784,18 @@ mod tests {
             ("instance_gpu_name", ""),
         ] {
             assert!(
-                labels.contains(&(want.0, want.1.to_owned())),
+                labels.node.contains(&(want.0, want.1.to_owned())),
                 "{want:?} in {labels:?}"
             );
         }
         let (bare, _) = allocatable
             .iter()
-            .find(|(l, _)| l.contains(&("node_name", "bare".to_owned())))
+            .find(|(l, _)| l.node.contains(&("node_name", "bare".to_owned())))
             .expect("bare's series");
-        assert!(bare.contains(&("managed", "false".to_owned())), "{bare:?}");
+        assert!(
+            bare.node.contains(&("managed", "false".to_owned())),
+            "{bare:?}"
+        );
     }
 
     #[test]
@@ -767,6 +881,97 @@ mod tests {
         let cache = ClusterCache::new();
         cache.apply(Object::Node(node("n1", Some("general"))));
         (registry, state, cache)
+    }
+
+    #[test]
+    fn a_node_reports_its_overhead_limits_and_age_and_the_cluster_its_utilization() {
+        let mut with_capacity = node("n1", Some("general"));
+        with_capacity.metadata.creation_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                "2026-01-01T00:00:00Z".parse().expect("a time"),
+            ));
+        with_capacity.status = serde_json::from_value(json!({
+            "capacity": {"cpu": "2", "memory": "4Gi", "pods": "29"},
+            "allocatable": {"cpu": "1930m", "memory": "3Gi", "pods": "29"}
+        }))
+        .expect("a status");
+        let mut limited = pod("web", Some("n1"), "Running", false, "1");
+        limited.spec.as_mut().expect("a spec").containers[0]
+            .resources
+            .as_mut()
+            .expect("resources")
+            .limits = Some(
+            [(
+                "cpu".to_owned(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity("1500m".to_owned()),
+            )]
+            .into(),
+        );
+        let mut cluster = Cluster::new();
+        cluster.apply(Object::Node(with_capacity));
+        cluster.apply(Object::NodeClaim(claim("n1")));
+        cluster.apply(Object::Pod(limited));
+        cluster.apply(Object::Pod(pod(
+            "agent",
+            Some("n1"),
+            "Running",
+            true,
+            "100m",
+        )));
+        let series = collect_nodes(&cluster, at("2026-01-01T01:00:00Z"));
+        let overhead = &series[&NodeGauge::SystemOverhead];
+        assert_eq!(value(overhead, "n1", "cpu"), Some(0.07));
+        assert_eq!(value(overhead, "n1", "memory"), Some(1_073_741_824.0));
+        assert_eq!(value(overhead, "n1", "pods"), Some(0.0));
+        let limits = &series[&NodeGauge::PodLimits];
+        assert_eq!(
+            value(limits, "n1", "cpu"),
+            Some(1.5),
+            "the agent has no limit"
+        );
+        assert_eq!(
+            value(limits, "n1", "pods"),
+            Some(2.0),
+            "each pod counts one"
+        );
+        let daemon_limits = &series[&NodeGauge::DaemonLimits];
+        assert_eq!(value(daemon_limits, "n1", "cpu"), None);
+        assert_eq!(value(daemon_limits, "n1", "pods"), Some(1.0));
+        let lifetime = &series[&NodeGauge::Lifetime];
+        assert_eq!(lifetime.len(), 1);
+        assert!(
+            lifetime
+                .iter()
+                .all(|(labels, age)| { *age == 3600.0 && labels.resource_type.is_none() })
+        );
+        let utilization = &series[&NodeGauge::ClusterUtilization];
+        let percent = |resource: &str| {
+            utilization
+                .iter()
+                .find(|(l, _)| l.node.is_empty() && l.resource_type.as_deref() == Some(resource))
+                .map(|(_, v)| *v)
+        };
+        assert_eq!(percent("cpu"), Some(100.0 * 1100.0 / 1930.0));
+        assert_eq!(percent("pods"), Some(100.0 * 2.0 / 29.0));
+    }
+
+    #[test]
+    fn a_nodes_series_share_one_copy_of_its_labels_from_pass_to_pass() {
+        let (_registry, mut state, cache) = watching_node_n1();
+        cache.apply(Object::Pod(pod("web", Some("n1"), "Running", false, "1")));
+        state.update(&cache);
+        state.update(&cache);
+        let bases: Vec<&Arc<Labels>> = state
+            .node_series
+            .iter()
+            .filter(|(gauge, _)| **gauge != NodeGauge::ClusterUtilization)
+            .flat_map(|(_, series)| series.iter().map(|l| &l.node))
+            .collect();
+        assert!(bases.len() > 5, "{}", bases.len());
+        assert!(
+            bases.iter().all(|b| Arc::ptr_eq(b, bases[0])),
+            "every series of n1 holds the same labels"
+        );
     }
 
     #[test]

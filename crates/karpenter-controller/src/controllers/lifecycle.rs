@@ -76,6 +76,18 @@ impl StepError {
     }
 }
 
+/// When the NodeClaim's condition `kind` last changed to `True`, if it is `True`.
+fn claim_condition_since(claim: &NodeClaim, kind: &str) -> Option<DateTime<Utc>> {
+    claim
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind && c.status == "True")
+        .and_then(|c| karpenter_state::conditions::from_api_time(&c.last_transition_time))
+}
+
 fn label<'a>(claim: &'a NodeClaim, key: &str) -> &'a str {
     claim
         .metadata
@@ -383,6 +395,7 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
             }
             Step::TerminateInstance => {
                 self.ctx.fence.check()?;
+                let started = Utc::now();
                 match self.ctx.cloud.delete(claim).await {
                     Ok(()) | Err(CloudError::NodeClaimNotFound { .. }) => {}
                     Err(source) => {
@@ -393,7 +406,18 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                         });
                     }
                 }
-                self.release(claim).await
+                self.release(claim).await?;
+                // From `InstanceTerminating` (the Node's termination sets it when it asks for
+                // the instance to go) or, without it, from this request, to the cloud's
+                // answer. Unlike upstream, which asks again every 5 s until the instance is
+                // gone, the NodeClaim is released once the cloud accepted the termination.
+                let since = claim_condition_since(claim, conditions::INSTANCE_TERMINATING)
+                    .unwrap_or(started);
+                self.ctx.metrics.instance_termination_duration(
+                    label(claim, labels::NODEPOOL),
+                    (Utc::now() - since).as_seconds_f64().max(0.0),
+                );
+                Ok(())
             }
             Step::RemoveFinalizer => self.release(claim).await,
         }
@@ -415,6 +439,17 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
             label(claim, labels::CAPACITY_TYPE),
             label(claim, labels::ZONE),
         );
+        if let Some(deleted) = claim
+            .metadata
+            .deletion_timestamp
+            .as_ref()
+            .and_then(karpenter_state::conditions::from_api_time)
+        {
+            self.ctx.metrics.nodeclaim_termination_duration(
+                label(claim, labels::NODEPOOL),
+                (Utc::now() - deleted).as_seconds_f64().max(0.0),
+            );
+        }
         tracing::info!(nodeclaim = %claim.metadata.name.as_deref().unwrap_or_default(), "terminated");
         Ok(())
     }

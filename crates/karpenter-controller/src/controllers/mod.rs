@@ -253,18 +253,33 @@ async fn run_with<C: CloudProvider + 'static>(
     let state_metrics = metrics.clone();
     tasks.spawn(async move {
         let mut changes = synced_cache.changes(std::time::Duration::from_millis(500));
+        let mut unsynced_since: Option<tokio::time::Instant> = None;
         loop {
             let synced = synced_cache.synced();
             state_metrics.cluster_state_synced.set(i64::from(synced));
             state_metrics
                 .cluster_state_node_count
                 .set(i64::try_from(synced_cache.lock().nodes().count()).unwrap_or(i64::MAX));
+            let unsynced = if synced {
+                unsynced_since = None;
+                0.0
+            } else {
+                unsynced_since
+                    .get_or_insert_with(tokio::time::Instant::now)
+                    .elapsed()
+                    .as_secs_f64()
+            };
+            state_metrics
+                .cluster_state_unsynced_time_seconds
+                .set(unsynced);
             if synced {
                 readiness.set_ready(true);
             }
             tokio::select! {
                 () = cancel.cancelled() => return,
                 _ = changes.changed() => {}
+                // While unsynced, the time it has been so is kept current.
+                () = tokio::time::sleep(std::time::Duration::from_secs(1)), if !synced => {}
             }
         }
     });

@@ -10,8 +10,10 @@ use karpenter_api::v1::{ConsolidationPolicy, NodeClaim};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Metric;
 
+use crate::controllers::gauges::NodeSeriesLabels;
 use crate::http::{Metrics, Summary};
 
 pub(crate) type Labels = Vec<(&'static str, String)>;
@@ -164,10 +166,65 @@ pub struct ControllerMetrics {
     reconcile_errors: Family<Labels, Counter>,
     active_workers: Family<Labels, Gauge>,
     max_concurrent_reconciles: Family<Labels, Gauge>,
-    pub(crate) nodes_allocatable: Family<Labels, FloatGauge>,
-    pub(crate) nodes_total_pod_requests: Family<Labels, FloatGauge>,
-    pub(crate) nodes_total_daemon_requests: Family<Labels, FloatGauge>,
+    pub(crate) nodes_allocatable: Family<NodeSeriesLabels, FloatGauge>,
+    pub(crate) nodes_total_pod_requests: Family<NodeSeriesLabels, FloatGauge>,
+    pub(crate) nodes_total_daemon_requests: Family<NodeSeriesLabels, FloatGauge>,
     pub(crate) pods_state: Family<Labels, Gauge>,
+    pub(crate) nodes_total_pod_limits: Family<NodeSeriesLabels, FloatGauge>,
+    pub(crate) nodes_total_daemon_limits: Family<NodeSeriesLabels, FloatGauge>,
+    pub(crate) nodes_system_overhead: Family<NodeSeriesLabels, FloatGauge>,
+    pub(crate) nodes_current_lifetime_seconds: Family<NodeSeriesLabels, FloatGauge>,
+    pub(crate) cluster_utilization_percent: Family<NodeSeriesLabels, FloatGauge>,
+    nodes_lifetime_duration: Family<Labels, Histogram, fn() -> Histogram>,
+    nodeclaims_termination_duration: Family<Labels, Histogram, fn() -> Histogram>,
+    nodeclaims_instance_termination_duration: Family<Labels, Histogram, fn() -> Histogram>,
+    /// How long the cluster state has not been synced (0 while it is).
+    pub cluster_state_unsynced_time_seconds: FloatGauge,
+}
+
+/// Registers `metric` under `name` and returns it.
+fn add<M: Metric + Clone>(registry: &Metrics, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
+
+/// Upstream's `karpenter_nodes_lifetime_duration_seconds` buckets: 15 minutes to 30 days.
+const LIFETIME_BUCKETS: [f64; 21] = [
+    900.0,
+    1800.0,
+    2700.0,
+    3600.0,
+    7200.0,
+    14_400.0,
+    21_600.0,
+    28_800.0,
+    36_000.0,
+    43_200.0,
+    57_600.0,
+    72_000.0,
+    86_400.0,
+    172_800.0,
+    259_200.0,
+    432_000.0,
+    864_000.0,
+    1_296_000.0,
+    1_728_000.0,
+    2_160_000.0,
+    2_592_000.0,
+];
+
+fn lifetime_histogram() -> Histogram {
+    Histogram::new(LIFETIME_BUCKETS)
+}
+
+/// `prometheus.ExponentialBuckets(1, 2, 12)`: 1 s to 2048 s.
+fn nodeclaim_termination_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 2.0, 12))
+}
+
+/// `prometheus.ExponentialBuckets(1, 2, 11)`: 1 s to 1024 s.
+fn instance_termination_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 2.0, 11))
 }
 
 fn duration_histogram() -> Histogram {
@@ -211,6 +268,60 @@ impl ControllerMetrics {
             nodes_total_pod_requests: Family::default(),
             nodes_total_daemon_requests: Family::default(),
             pods_state: Family::default(),
+            nodes_total_pod_limits: add(
+                registry,
+                "karpenter_nodes_total_pod_limits",
+                "Node total pod limits are the resources specified by pod limits, including the DaemonSet pods.",
+                Family::default(),
+            ),
+            nodes_total_daemon_limits: add(
+                registry,
+                "karpenter_nodes_total_daemon_limits",
+                "Node total daemon limits are the resources specified by DaemonSet pod limits.",
+                Family::default(),
+            ),
+            nodes_system_overhead: add(
+                registry,
+                "karpenter_nodes_system_overhead",
+                "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
+                Family::default(),
+            ),
+            nodes_current_lifetime_seconds: add(
+                registry,
+                "karpenter_nodes_current_lifetime_seconds",
+                "Node age in seconds",
+                Family::default(),
+            ),
+            cluster_utilization_percent: add(
+                registry,
+                "karpenter_cluster_utilization_percent",
+                "Utilization of allocatable resources by pod requests",
+                Family::default(),
+            ),
+            nodes_lifetime_duration: add(
+                registry,
+                "karpenter_nodes_lifetime_duration_seconds",
+                "The lifetime duration of the nodes since creation.",
+                Family::new_with_constructor(lifetime_histogram),
+            ),
+            nodeclaims_termination_duration: add(
+                registry,
+                "karpenter_nodeclaims_termination_duration_seconds",
+                "Duration of NodeClaim termination in seconds.",
+                Family::new_with_constructor(nodeclaim_termination_histogram),
+            ),
+            nodeclaims_instance_termination_duration: add(
+                registry,
+                "karpenter_nodeclaims_instance_termination_duration_seconds",
+                "Duration of CloudProvider Instance termination in seconds.",
+                Family::new_with_constructor(instance_termination_histogram),
+            ),
+            cluster_state_unsynced_time_seconds: add(
+                registry,
+                "karpenter_cluster_state_unsynced_time_seconds",
+                "The time for which cluster state is not synced",
+                FloatGauge::default(),
+            ),
         };
         registry.register(
             "karpenter_nodeclaims_created",
@@ -520,6 +631,27 @@ impl ControllerMetrics {
     pub fn node_termination_duration(&self, nodepool: &str, seconds: f64) {
         self.node_termination_duration
             .observe(vec![("nodepool", nodepool.to_owned())], seconds);
+    }
+
+    /// A node's finalizer was removed `seconds` after it was created.
+    pub fn node_lifetime(&self, nodepool: &str, seconds: f64) {
+        self.nodes_lifetime_duration
+            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .observe(seconds);
+    }
+
+    /// A NodeClaim's finalizer was removed `seconds` after its deletion was requested.
+    pub fn nodeclaim_termination_duration(&self, nodepool: &str, seconds: f64) {
+        self.nodeclaims_termination_duration
+            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .observe(seconds);
+    }
+
+    /// A NodeClaim's instance termination took `seconds`.
+    pub fn instance_termination_duration(&self, nodepool: &str, seconds: f64) {
+        self.nodeclaims_instance_termination_duration
+            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .observe(seconds);
     }
 
     /// A pod became ready `seconds` after it was created.

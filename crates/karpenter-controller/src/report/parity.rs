@@ -115,14 +115,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "#27 item 6: not exported yet",
     ),
     (
-        "karpenter_cluster_state_unsynced_time_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_cluster_utilization_percent",
-        "#27 item 6: not exported yet",
-    ),
-    (
         "karpenter_consolidation_moves_total",
         "#27 item 6: not exported yet",
     ),
@@ -139,14 +131,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "#27 item 6: not exported yet",
     ),
     (
-        "karpenter_nodeclaims_instance_termination_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_nodeclaims_termination_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
         "karpenter_nodeclaims_unhealthy_disrupted_total",
         "#27 item 6: not exported yet",
     ),
@@ -159,14 +143,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "#27 item 6: not exported yet",
     ),
     (
-        "karpenter_nodes_current_lifetime_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_nodes_lifetime_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
         "karpenter_nodes_reboot_duration_seconds",
         "#27 item 6: not exported yet",
     ),
@@ -176,18 +152,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
     ),
     (
         "karpenter_nodes_reboots_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_nodes_system_overhead",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_nodes_total_daemon_limits",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_nodes_total_pod_limits",
         "#27 item 6: not exported yet",
     ),
     (
@@ -693,6 +657,10 @@ pub fn exported() -> Metrics {
     m.allowed_disruptions("general", "Underutilized", 1, 0);
     m.pod_drained("underutilized");
     m.node_termination_duration("general", 12.0);
+    m.node_lifetime("general", 3600.0);
+    m.nodeclaim_termination_duration("general", 30.0);
+    m.instance_termination_duration("general", 5.0);
+    m.cluster_state_unsynced_time_seconds.set(0.0);
     m.pod_startup_duration(4.0);
     m.eligible_nodes("underutilized", 2);
     m.reconciled("provisioner", Reconciled::Success, 0.01);
