@@ -27,7 +27,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
 use std::time::Duration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
@@ -40,7 +39,7 @@ use karpenter_state::conditions::from_api_time;
 
 use crate::cluster::index::ClusterCache;
 use crate::reconcile::{Action, Busy, Reconciler, Retry, Scan, Shape};
-use crate::report::metrics::{ControllerMetrics, Labels};
+use crate::report::metrics::{ControllerMetrics, Labels, NodeSeriesLabels};
 
 /// How often the gauges are rebuilt (upstream's `metrics.node` and `metrics.pod` interval).
 pub const INTERVAL: Duration = Duration::from_secs(5);
@@ -233,34 +232,6 @@ pub fn resource_value(name: &str, quantity: Quantity) -> f64 {
         quantity.millis() as f64 / 1000.0
     } else {
         quantity.value() as f64
-    }
-}
-
-/// The labels of a node series: the node's (shared by all its series, and between the family
-/// and this loop's memory of them) and the resource's. With one label per well-known node label
-/// a node's labels are ~2 KB; a node has ~25 series.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct NodeSeriesLabels {
-    node: Arc<Labels>,
-    resource_type: Option<String>,
-}
-
-impl NodeSeriesLabels {
-    fn new(node: &Arc<Labels>, resource_type: Option<String>) -> Self {
-        NodeSeriesLabels {
-            node: Arc::clone(node),
-            resource_type,
-        }
-    }
-}
-
-impl EncodeLabelSet for NodeSeriesLabels {
-    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> Result<(), std::fmt::Error> {
-        self.node.as_slice().encode(encoder)?;
-        if let Some(resource) = &self.resource_type {
-            [("resource_type", resource.as_str())].encode(encoder)?;
-        }
-        Ok(())
     }
 }
 

@@ -29,7 +29,7 @@ use karpenter_aws_provider::sqs::InterruptionQueue;
 use karpenter_kwok_provider::{Kwok, KwokCloud, KwokOptions, NodePoolLookup, TypeSource};
 
 use crate::cluster::index::ClusterCache;
-use crate::reconcile::{self, Context, Reconciler};
+use crate::reconcile::{self, Context, MeteredCloud, Reconciler};
 use crate::report::events::Events;
 use crate::report::metrics::ControllerMetrics;
 use crate::run::{ControllerContext, ControllerError};
@@ -65,7 +65,8 @@ pub enum StartError {
 }
 
 /// Extra controllers a cloud provider starts once this replica leads.
-type Extra<C> = Box<dyn FnOnce(&mut JoinSet<()>, &Context<C>, &ControllerContext) + Send>;
+type Extra<C> =
+    Box<dyn FnOnce(&mut JoinSet<()>, &Context<MeteredCloud<C>>, &ControllerContext) + Send>;
 
 /// Runs `reconciler` on the driver in `tasks` until `ctx.cancel` trips.
 fn spawn<R: Reconciler>(
@@ -219,7 +220,7 @@ pub async fn run_kwok_with(
     let extra: Option<Extra<Kwok<CachedPools>>> = (!delay.is_zero()).then(|| {
         Box::new(
             move |tasks: &mut JoinSet<()>,
-                  context: &Context<Kwok<CachedPools>>,
+                  context: &Context<MeteredCloud<Kwok<CachedPools>>>,
                   ctx: &ControllerContext| {
                 spawn(
                     tasks,
@@ -295,7 +296,8 @@ async fn run_with<C: CloudProvider + 'static>(
     let context = Context {
         client: ctx.clients.main.clone(),
         cache: cache.clone(),
-        cloud,
+        // Every call the loops make to the cloud is timed and counted here, once.
+        cloud: Arc::new(MeteredCloud::new(cloud, metrics.clone())),
         events: Events::new(ctx.clients.main.clone()),
         metrics: metrics.clone(),
         settings: ctx.settings.clone(),
@@ -423,9 +425,7 @@ fn spawn_observability<C: Send + Sync + 'static>(
     }
     spawn(
         tasks,
-        nodepool_counter::NodePoolMetrics {
-            ctx: context.clone(),
-        },
+        nodepool_counter::NodePoolMetrics::new(context.clone()),
         context,
         cancel,
     );

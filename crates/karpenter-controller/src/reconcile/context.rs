@@ -15,6 +15,19 @@ use crate::report::events::Events;
 use crate::report::metrics::ControllerMetrics;
 use crate::settings::Settings;
 
+tokio::task_local! {
+    /// The loop whose step is running (its upstream controller name): the `controller` label
+    /// of what the step measures (upstream's `injection.WithControllerName`). Set by the driver
+    /// around each step.
+    pub static CONTROLLER: &'static str;
+}
+
+/// The loop whose step is running, or `""` outside a step (as upstream's
+/// `injection.GetControllerName` of a context without one).
+pub fn current_controller() -> &'static str {
+    CONTROLLER.try_with(|name| *name).unwrap_or("")
+}
+
 /// The clients, the shared index, the cloud, events, metrics and settings.
 pub struct Context<C> {
     /// The rate-limited Kubernetes client.

@@ -42,6 +42,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
+use super::context::CONTROLLER;
 use crate::cluster::index::ClusterCache;
 use crate::leader::Fence;
 use crate::report::metrics::{ControllerMetrics, Reconciled};
@@ -346,7 +347,7 @@ impl<R: Reconciler> Driver<R> {
             // Checked after the wait for a permit, which can be long: a replica paused past
             // its renew deadline starts nothing when it wakes up.
             let result = match fence.check() {
-                Ok(()) => Some(reconciler.execute(step).await),
+                Ok(()) => Some(CONTROLLER.scope(controller, reconciler.execute(step)).await),
                 Err(fenced) => {
                     tracing::warn!(controller = R::NAME, key = %task_key, step = name, %fenced, "step not started");
                     None

@@ -83,14 +83,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "#27 item 6: not exported yet",
     ),
     (
-        "karpenter_cloudprovider_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_cloudprovider_errors_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
         "karpenter_cloudprovider_instance_launch_failures_total",
         "#27 item 6: not exported yet",
     ),
@@ -132,10 +124,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
     ),
     (
         "karpenter_nodeclaims_unhealthy_disrupted_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_nodepools_cost_total",
         "#27 item 6: not exported yet",
     ),
     (
@@ -646,8 +634,17 @@ pub fn exported() -> Metrics {
     m.eviction_request(200);
     m.scheduling_duration("provisioner", 0.1);
     m.unschedulable_pods("provisioner", 1);
-    m.nodepool_usage("general", "cpu", 4.0);
-    m.nodepool_limit("general", "cpu", 100.0);
+    let pool = |resource: &str| {
+        vec![
+            ("nodepool", "general".to_owned()),
+            ("resource_type", resource.to_owned()),
+        ]
+    };
+    m.nodepool_usage.get_or_create(&pool("cpu")).set(4.0);
+    m.nodepool_limit.get_or_create(&pool("cpu")).set(100.0);
+    m.nodepools_cost
+        .get_or_create(&vec![("nodepool", "general".to_owned())])
+        .set(0.34);
     m.cluster_state_synced.set(1);
     m.cluster_state_node_count.set(3);
     m.disruption_evaluated("Emptiness", "empty", 0.2);
@@ -661,6 +658,14 @@ pub fn exported() -> Metrics {
     m.nodeclaim_termination_duration("general", 30.0);
     m.instance_termination_duration("general", 5.0);
     m.cluster_state_unsynced_time_seconds.set(0.0);
+    m.cloudprovider_call("nodeclaim.lifecycle", "Create", "aws", 1.2);
+    m.cloudprovider_error(
+        "nodeclaim.lifecycle",
+        "Create",
+        "aws",
+        "InsufficientCapacityError",
+        "general",
+    );
     m.pod_startup_duration(4.0);
     m.eligible_nodes("underutilized", 2);
     m.reconciled("provisioner", Reconciled::Success, 0.01);
