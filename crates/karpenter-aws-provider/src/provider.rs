@@ -45,6 +45,7 @@ use crate::clients::AwsClients;
 use crate::error::AwsError;
 use crate::instances::{self, Instance};
 use crate::launch_templates::LaunchTemplates;
+use crate::metrics::metrics;
 use crate::pricing::PriceBook;
 
 /// How old the instance list drift reads may be.
@@ -464,7 +465,7 @@ impl<L: NodeClasses> AwsCloud<L> {
         }
         let tags = launch_template::launch_tags(class, claim, &self.settings.cluster_name);
         let request = fleet::request(&plan, &names, tags, class.spec.context.clone());
-        let mut outcome = self.create_fleet(&request, &plan).await?;
+        let mut outcome = self.create_fleet(&request, &plan, class).await?;
         if let FleetOutcome::Failed { code, .. } = &outcome
             && code.starts_with("InvalidLaunchTemplateName")
         {
@@ -535,6 +536,7 @@ impl<L: NodeClasses> AwsCloud<L> {
         &self,
         request: &FleetRequest,
         plan: &LaunchPlan,
+        class: &EC2NodeClass,
     ) -> Result<FleetOutcome, CloudError> {
         let configs = request
             .configs
@@ -667,6 +669,15 @@ impl<L: NodeClasses> AwsCloud<L> {
                 }
             })
             .collect();
+        for error in &errors {
+            let zone = error.zone.as_deref().unwrap_or_default();
+            metrics().launch_failure(
+                zone,
+                &Self::zone_id(class, zone).unwrap_or_default(),
+                request.capacity_type.as_str(),
+                fleet::launch_failure_reason(&error.code, &error.message),
+            );
+        }
         Ok(fleet::outcome(request.capacity_type, launched, &errors))
     }
 
@@ -858,8 +869,12 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
                 what: format!("instance {id}"),
             }),
             Some(instance) if instance.state == "shutting-down" => Ok(()),
-            Some(_) => {
+            Some(instance) => {
                 instances::terminate(&self.clients, id).await.map_err(|e| {
+                    metrics().termination_failure(
+                        &instance.zone,
+                        instance.zone_id.as_deref().unwrap_or_default(),
+                    );
                     if e.is_not_found() {
                         CloudError::NodeClaimNotFound {
                             what: format!("instance {id}"),

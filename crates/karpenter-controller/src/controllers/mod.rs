@@ -4,6 +4,7 @@
 //! and reports ready). Which loop does what, keyed and paced how: `docs/architecture.md`.
 
 pub mod claim_disruption;
+pub mod cloud_metrics;
 pub mod disruption;
 pub mod garbage;
 pub mod gauges;
@@ -354,6 +355,12 @@ async fn run_with<C: CloudProvider + 'static>(
             cancel,
         );
     }
+    spawn(
+        &mut tasks,
+        cloud_metrics::CloudMetrics::new(context.clone()),
+        &context,
+        cancel,
+    );
     spawn(
         &mut tasks,
         garbage::GarbageCollection {

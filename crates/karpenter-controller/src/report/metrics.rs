@@ -49,7 +49,7 @@ impl EncodeLabelSet for NodeSeriesLabels {
 }
 
 /// A float gauge.
-type FloatGauge = Gauge<f64, AtomicU64>;
+pub type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// controller-runtime's `controller_runtime_reconcile_time_seconds` buckets.
 const RECONCILE_BUCKETS: [f64; 40] = [
@@ -213,6 +213,10 @@ pub struct ControllerMetrics {
     pub cluster_state_unsynced_time_seconds: FloatGauge,
     cloudprovider_duration: Family<Labels, Histogram, fn() -> Histogram>,
     cloudprovider_errors: Family<Labels, Counter>,
+    pub(crate) instance_type_offering_available: Family<Labels, FloatGauge>,
+    pub(crate) instance_type_offering_price: Family<Labels, FloatGauge>,
+    pub(crate) instance_type_cpu_cores: Family<Labels, FloatGauge>,
+    pub(crate) instance_type_memory_bytes: Family<Labels, FloatGauge>,
 }
 
 /// client_golang's `prometheus.DefBuckets`.
@@ -382,6 +386,30 @@ impl ControllerMetrics {
                 "Total number of errors returned from CloudProvider calls.",
                 Family::default(),
             ),
+            instance_type_offering_available: add(
+                registry,
+                "karpenter_cloudprovider_instance_type_offering_available",
+                "Instance type offering availability, based on instance type, capacity type, and zone",
+                Family::default(),
+            ),
+            instance_type_offering_price: add(
+                registry,
+                "karpenter_cloudprovider_instance_type_offering_price_estimate",
+                "Instance type offering estimated hourly price used when making informed decisions on node cost calculation, based on instance type, capacity type, and zone.",
+                Family::default(),
+            ),
+            instance_type_cpu_cores: add(
+                registry,
+                "karpenter_cloudprovider_instance_type_cpu_cores",
+                "VCPUs cores for a given instance type.",
+                Family::default(),
+            ),
+            instance_type_memory_bytes: add(
+                registry,
+                "karpenter_cloudprovider_instance_type_memory_bytes",
+                "Memory, in bytes, for a given instance type.",
+                Family::default(),
+            ),
         };
         registry.register(
             "karpenter_nodeclaims_created",
@@ -548,6 +576,9 @@ impl ControllerMetrics {
             "Number of pod disruptions initiated in total by Karpenter, incremented by the reschedulable pod count whenever the underlying nodeclaim is disrupted. Labeled by reason the nodeclaim was disrupted, the owning nodepool, the capacity type, the consolidation policy, and the termination mode. Pods owned by DaemonSets and mirror pods are excluded.",
             metrics.pods_disruption_initiated.clone(),
         );
+        // The EC2 provider's (SDK requests, launch and termination failures, user data sizes):
+        // process-wide, recorded by the provider's clients.
+        registry.with_registry(|r| karpenter_aws_provider::metrics::metrics().register(r));
         metrics
     }
 
