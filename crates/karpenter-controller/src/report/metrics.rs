@@ -16,6 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Metric;
 
+use super::runtime::RuntimeMetrics;
 use crate::http::{Metrics, Summary};
 
 pub(crate) type Labels = Vec<(&'static str, String)>;
@@ -217,6 +218,8 @@ pub struct ControllerMetrics {
     pub(crate) instance_type_offering_price: Family<Labels, FloatGauge>,
     pub(crate) instance_type_cpu_cores: Family<Labels, FloatGauge>,
     pub(crate) instance_type_memory_bytes: Family<Labels, FloatGauge>,
+    /// The driver's queue and the other controller-runtime counters.
+    pub(crate) runtime: RuntimeMetrics,
 }
 
 /// client_golang's `prometheus.DefBuckets`.
@@ -404,6 +407,7 @@ impl ControllerMetrics {
                 "VCPUs cores for a given instance type.",
                 Family::default(),
             ),
+            runtime: RuntimeMetrics::register(registry),
             instance_type_memory_bytes: add(
                 registry,
                 "karpenter_cloudprovider_instance_type_memory_bytes",
@@ -803,6 +807,21 @@ impl ControllerMetrics {
         if result == Reconciled::Error {
             self.reconcile_errors.get_or_create(&name).inc();
         }
+    }
+
+    /// A loop starts on the driver: its reconcile and queue series at 0, as controller-runtime
+    /// creates a controller's.
+    pub fn loop_started(&self, controller: &'static str) {
+        for result in ["error", "requeue_after", "requeue", "success"] {
+            let _ = self.reconcile_total.get_or_create(&vec![
+                ("controller", controller.to_owned()),
+                ("result", result.to_owned()),
+            ]);
+        }
+        let _ = self
+            .reconcile_errors
+            .get_or_create(&vec![("controller", controller.to_owned())]);
+        self.runtime.queue_started(controller);
     }
 
     /// `controller`'s steps in flight now.

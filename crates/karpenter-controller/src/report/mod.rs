@@ -7,3 +7,4 @@ pub mod events;
 pub mod metrics;
 #[cfg(test)]
 mod parity;
+pub mod runtime;

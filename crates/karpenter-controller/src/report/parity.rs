@@ -38,26 +38,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
     ),
     ("client_go_request_total", "#27 item 6: not exported yet"),
     (
-        "controller_runtime_conversion_webhook_panics_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "controller_runtime_reconcile_errors_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "controller_runtime_reconcile_panics_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "controller_runtime_reconcile_timeouts_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "controller_runtime_terminal_reconcile_errors_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
         "karpenter_cloudprovider_batcher_batch_size",
         "#27 item 6: not exported yet",
     ),
@@ -271,25 +251,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
     ),
     (
         "operator_termination_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    ("workqueue_adds_total", "#27 item 6: not exported yet"),
-    ("workqueue_depth", "#27 item 6: not exported yet"),
-    (
-        "workqueue_longest_running_processor_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "workqueue_queue_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    ("workqueue_retries_total", "#27 item 6: not exported yet"),
-    (
-        "workqueue_unfinished_work_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "workqueue_work_duration_seconds",
         "#27 item 6: not exported yet",
     ),
 ];
@@ -647,6 +608,11 @@ pub fn exported() -> Metrics {
     );
     m.pod_startup_duration(4.0);
     m.eligible_nodes("underutilized", 2);
+    m.loop_started("provisioner");
+    m.runtime.added("provisioner");
+    drop(m.runtime.working("provisioner", 0.001));
+    m.runtime.retried("provisioner");
+    m.runtime.panicked("provisioner");
     m.reconciled("provisioner", Reconciled::Success, 0.01);
     m.active_workers("provisioner", 1);
     m.max_concurrent_reconciles("provisioner", 1);
