@@ -116,12 +116,14 @@ impl Runtime {
         let lease = (!settings.disable_leader_election)
             .then(|| LeaseConfig::from_settings(&settings, &clients.eviction));
         let any = |port| SocketAddr::from((Ipv4Addr::UNSPECIFIED, port));
+        let metrics = Metrics::new();
+        clients.metrics.register(&metrics);
         Self {
             health_addr: any(settings.health_probe_port),
             metrics_addr: any(settings.metrics_port),
             settings: Arc::new(settings),
             clients,
-            metrics: Metrics::new(),
+            metrics,
             readiness: Readiness::new(),
             lease,
         }
