@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::Clients;
 use crate::http::{HttpError, HttpServers, Metrics, Readiness};
-use crate::leader::{Fence, LeaderError, LeaderState, Leadership, LeaseConfig};
+use crate::leader::{Fence, LeaderError, LeaderMetrics, LeaderState, Leadership, LeaseConfig};
 use crate::settings::Settings;
 
 /// The error a controller future may end with.
@@ -104,6 +104,7 @@ pub struct Runtime {
     metrics: Metrics,
     readiness: Readiness,
     lease: Option<LeaseConfig>,
+    leader_metrics: LeaderMetrics,
     health_addr: SocketAddr,
     metrics_addr: SocketAddr,
 }
@@ -118,6 +119,7 @@ impl Runtime {
         let any = |port| SocketAddr::from((Ipv4Addr::UNSPECIFIED, port));
         let metrics = Metrics::new();
         clients.metrics.register(&metrics);
+        let leader_metrics = LeaderMetrics::register(&metrics);
         Self {
             health_addr: any(settings.health_probe_port),
             metrics_addr: any(settings.metrics_port),
@@ -126,6 +128,7 @@ impl Runtime {
             metrics,
             readiness: Readiness::new(),
             lease,
+            leader_metrics,
         }
     }
 
@@ -204,10 +207,11 @@ impl BoundRuntime {
 
         let election_stop = CancellationToken::new();
         let mut leadership = match runtime.lease.clone() {
-            Some(lease) => Leadership::spawn(
+            Some(lease) => Leadership::spawn_with(
                 runtime.clients.eviction.clone(),
                 lease,
                 election_stop.clone(),
+                runtime.leader_metrics.clone(),
             ),
             None => Leadership::unelected(election_stop.clone()),
         };

@@ -145,10 +145,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "#27 item 6: not exported yet",
     ),
     (
-        "leader_election_master_status",
-        "#27 item 6: not exported yet",
-    ),
-    (
         "leader_election_slowpath_total",
         "#27 item 6: not exported yet",
     ),
@@ -619,6 +615,7 @@ pub fn exported() -> Metrics {
     }
     let mut state = StateMetrics::new(m.clone(), Utc::now());
     state.update(&cache);
+    crate::leader::LeaderMetrics::register(&registry).leading("karpenter-leader-election", true);
     let client = crate::client::ClientMetrics::default();
     client.register(&registry);
     client.request("GET", "/api/v1/nodes", Some(200), 0.01);
