@@ -16,6 +16,7 @@ pub mod nodeclass;
 pub mod nodepool_counter;
 pub mod nodepool_status;
 pub mod provisioner;
+pub mod status_metrics;
 pub mod tagging;
 pub mod termination;
 
@@ -361,6 +362,13 @@ async fn run_with<C: CloudProvider + 'static>(
         &context,
         cancel,
     );
+    // Upstream's EC2NodeClass status controller runs whatever the observability setting.
+    spawn(
+        &mut tasks,
+        status_metrics::StatusMetrics::<status_metrics::NodeClasses, _>::new(context.clone()),
+        &context,
+        cancel,
+    );
     spawn(
         &mut tasks,
         garbage::GarbageCollection {
@@ -415,13 +423,9 @@ async fn run_with<C: CloudProvider + 'static>(
 }
 
 /// Upstream's cluster-state observability controllers: `metrics.nodepool`, `metrics.node` and
-/// `metrics.pod` (`karpenter_nodepools_usage`, `karpenter_nodepools_limit`,
-/// `karpenter_nodes_allocatable`, `karpenter_nodes_total_pod_requests`,
-/// `karpenter_nodes_total_daemon_requests`, `karpenter_pods_state` and
-/// `karpenter_pods_startup_duration_seconds`). With `DISABLE_CLUSTER_STATE_OBSERVABILITY` none
-/// starts, as
-/// upstream's `controllers.go` leaves them out (with its status-condition metrics controllers,
-/// which karpenter-rs does not have). Returns the names of the loops it started.
+/// `metrics.pod` (the NodePool, node and pod gauges) and operatorpkg's status-condition metrics
+/// of NodeClaims and NodePools. With `DISABLE_CLUSTER_STATE_OBSERVABILITY` none starts, as
+/// upstream's `controllers.go` leaves them out. Returns the names of the loops it started.
 fn spawn_observability<C: Send + Sync + 'static>(
     tasks: &mut JoinSet<()>,
     context: &Context<C>,
@@ -443,10 +447,16 @@ fn spawn_observability<C: Send + Sync + 'static>(
     );
     spawn(tasks, gauges::NodeMetrics(gauges.clone()), context, cancel);
     spawn(tasks, gauges::PodMetrics(gauges), context, cancel);
+    type ClaimStatus<C> = status_metrics::StatusMetrics<status_metrics::NodeClaims, C>;
+    type PoolStatus<C> = status_metrics::StatusMetrics<status_metrics::NodePools, C>;
+    spawn(tasks, ClaimStatus::new(context.clone()), context, cancel);
+    spawn(tasks, PoolStatus::new(context.clone()), context, cancel);
     vec![
         nodepool_counter::NodePoolMetrics::<C>::NAME,
         gauges::NodeMetrics::NAME,
         gauges::PodMetrics::NAME,
+        ClaimStatus::<C>::NAME,
+        PoolStatus::<C>::NAME,
     ]
 }
 
@@ -488,8 +498,17 @@ mod tests {
         let cancel = CancellationToken::new();
         let mut tasks = JoinSet::new();
         let started = spawn_observability(&mut tasks, &context(&[]), &cancel);
-        assert_eq!(started, ["metrics.nodepool", "metrics.node", "metrics.pod"]);
-        assert_eq!(tasks.len(), 3);
+        assert_eq!(
+            started,
+            [
+                "metrics.nodepool",
+                "metrics.node",
+                "metrics.pod",
+                "operatorpkg.nodeclaim.status",
+                "operatorpkg.nodepool.status"
+            ]
+        );
+        assert_eq!(tasks.len(), 5);
 
         let mut none = JoinSet::new();
         let disabled = context(&["--disable-cluster-state-observability"]);

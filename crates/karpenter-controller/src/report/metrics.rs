@@ -17,6 +17,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Metric;
 
 use super::runtime::RuntimeMetrics;
+use super::status::ConditionMetrics;
 use crate::http::{Metrics, Summary};
 
 pub(crate) type Labels = Vec<(&'static str, String)>;
@@ -220,6 +221,8 @@ pub struct ControllerMetrics {
     pub(crate) instance_type_memory_bytes: Family<Labels, FloatGauge>,
     /// The driver's queue and the other controller-runtime counters.
     pub(crate) runtime: RuntimeMetrics,
+    /// operatorpkg's status-condition metrics.
+    pub(crate) conditions: ConditionMetrics,
 }
 
 /// client_golang's `prometheus.DefBuckets`.
@@ -408,6 +411,7 @@ impl ControllerMetrics {
                 Family::default(),
             ),
             runtime: RuntimeMetrics::register(registry),
+            conditions: ConditionMetrics::register(registry),
             instance_type_memory_bytes: add(
                 registry,
                 "karpenter_cloudprovider_instance_type_memory_bytes",

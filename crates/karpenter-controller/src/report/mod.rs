@@ -8,3 +8,4 @@ pub mod metrics;
 #[cfg(test)]
 mod parity;
 pub mod runtime;
+pub mod status;

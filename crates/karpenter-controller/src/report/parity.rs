@@ -25,7 +25,7 @@ use crate::cluster::index::ClusterCache;
 use crate::controllers::gauges::{NODE_LABELS, StateMetrics};
 use crate::controllers::interruption::InterruptionMetrics;
 use crate::http::Metrics;
-use crate::report::metrics::{ControllerMetrics, Disrupted, Reconciled};
+use crate::report::metrics::{ControllerMetrics, Disrupted, Labels, Reconciled};
 
 /// The upstream list.
 const UPSTREAM: &str = include_str!("upstream-metrics.txt");
@@ -148,102 +148,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "leader_election_slowpath_total",
         "#27 item 6: not exported yet",
     ),
-    (
-        "operator_ec2nodeclass_status_condition_count",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_ec2nodeclass_status_condition_current_status_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_ec2nodeclass_status_condition_transition_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_ec2nodeclass_status_condition_transitions_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_ec2nodeclass_termination_current_time_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_ec2nodeclass_termination_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_nodeclaim_status_condition_count",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_nodeclaim_status_condition_current_status_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_nodeclaim_status_condition_transition_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_nodeclaim_status_condition_transitions_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_nodeclaim_termination_current_time_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_nodeclaim_termination_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_nodepool_status_condition_count",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_nodepool_status_condition_current_status_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_nodepool_status_condition_transition_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_nodepool_status_condition_transitions_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_nodepool_termination_current_time_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_nodepool_termination_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_status_condition_count",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_status_condition_current_status_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_status_condition_transition_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_status_condition_transitions_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_termination_current_time_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "operator_termination_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
 ];
 
 /// Metrics karpenter-rs exports that upstream does not document, with why.
@@ -265,6 +169,15 @@ type LabelsFn = fn() -> Vec<&'static str>;
 fn node_labels() -> Vec<&'static str> {
     NODE_LABELS.iter().map(|(_, label)| *label).collect()
 }
+
+/// A NodeClaim's node class and NodePool labels (core's controllers.go gives its status
+/// controller `WithLabels` of the provider's node class label key and the NodePool label key).
+fn node_claim_labels() -> Vec<&'static str> {
+    vec!["karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"]
+}
+
+const NODE_CLAIM_STATUS: &str =
+    "the NodeClaim's node class and NodePool labels (core's controllers.go, status.WithLabels)";
 
 const NODE_GAUGE: &str =
     "one label per well-known node label (core's metrics/node/controller.go, nodeLabelNames)";
@@ -293,6 +206,36 @@ const RUNTIME_LABELS: &[(&str, LabelsFn, &str)] = &[
         "karpenter_nodes_current_lifetime_seconds",
         node_labels,
         NODE_GAUGE,
+    ),
+    (
+        "operator_nodeclaim_status_condition_count",
+        node_claim_labels,
+        NODE_CLAIM_STATUS,
+    ),
+    (
+        "operator_nodeclaim_status_condition_current_status_seconds",
+        node_claim_labels,
+        NODE_CLAIM_STATUS,
+    ),
+    (
+        "operator_nodeclaim_status_condition_transition_seconds",
+        node_claim_labels,
+        NODE_CLAIM_STATUS,
+    ),
+    (
+        "operator_nodeclaim_status_condition_transitions_total",
+        node_claim_labels,
+        NODE_CLAIM_STATUS,
+    ),
+    (
+        "operator_nodeclaim_termination_current_time_seconds",
+        node_claim_labels,
+        NODE_CLAIM_STATUS,
+    ),
+    (
+        "operator_nodeclaim_termination_duration_seconds",
+        node_claim_labels,
+        NODE_CLAIM_STATUS,
     ),
 ];
 
@@ -616,6 +559,7 @@ pub fn exported() -> Metrics {
     let mut state = StateMetrics::new(m.clone(), Utc::now());
     state.update(&cache);
     crate::leader::LeaderMetrics::register(&registry).leading("karpenter-leader-election", true);
+    exercise_conditions(&m);
     let client = crate::client::ClientMetrics::default();
     client.register(&registry);
     client.request("GET", "/api/v1/nodes", Some(200), 0.01);
@@ -624,6 +568,58 @@ pub fn exported() -> Metrics {
     interruption.deleted();
     interruption.queued_for(1.0);
     registry
+}
+
+/// Each kind's status-condition metrics: an object seen with a condition, then again with the
+/// condition changed and being deleted, then gone.
+fn exercise_conditions(m: &ControllerMetrics) {
+    use crate::report::status::{Condition, ConditionKind, Conditions, Observed};
+    let at = |s: &str| {
+        chrono::DateTime::parse_from_rfc3339(s)
+            .expect("a time")
+            .with_timezone(&Utc)
+    };
+    let object = |status: &str, deleted: bool, labels: Labels| Observed {
+        namespace: String::new(),
+        name: "x".into(),
+        deleted: deleted.then(|| at("2026-01-01T00:01:00Z")),
+        conditions: vec![Condition {
+            kind: "Ready".into(),
+            status: status.into(),
+            reason: status.into(),
+            last_transition: Some(at("2026-01-01T00:00:00Z")),
+        }],
+        labels,
+    };
+    for kind in [
+        ConditionKind::NodeClaim,
+        ConditionKind::NodePool,
+        ConditionKind::EC2NodeClass,
+    ] {
+        let labels = if kind == ConditionKind::NodeClaim {
+            vec![
+                ("karpenter_k8s_aws_ec2nodeclass", "default".to_owned()),
+                ("karpenter_sh_nodepool", "general".to_owned()),
+            ]
+        } else {
+            Labels::new()
+        };
+        let mut conditions = Conditions::new(kind, m.conditions.clone());
+        conditions.observe(
+            object("True", false, labels.clone()),
+            at("2026-01-01T00:00:10Z"),
+        );
+        conditions.observe(
+            object("False", true, labels.clone()),
+            at("2026-01-01T00:01:10Z"),
+        );
+        // Another object stays, so every gauge keeps a series.
+        let mut other = object("True", true, labels);
+        other.name = "y".into();
+        conditions.observe(other, at("2026-01-01T00:01:10Z"));
+        let present = [(String::new(), "y".to_owned())].into_iter().collect();
+        conditions.forget_all_but(&present, at("2026-01-01T00:02:00Z"));
+    }
 }
 
 /// A NodeClaim, its Node and a DaemonSet pod on it.
