@@ -465,6 +465,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             }
         }
         self.mark_for_deletion(command);
+        self.record_decision(command);
         for candidate in &command.candidates {
             self.node_event(
                 &candidate.node,
@@ -493,6 +494,17 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         }
     }
 
+    /// A command started (its replacements created, or its deletion begun when it has none):
+    /// upstream counts a decision once its command is under way.
+    fn record_decision(&self, command: &Command) {
+        self.ctx.metrics.disruption_decision(
+            decision_label(command),
+            &reason_label(command.reason),
+            consolidation_type(command.method),
+            command.candidates.iter().map(|c| c.node_pool.as_str()),
+        );
+    }
+
     /// Deletes the candidates' NodeClaims (a command without replacements is marked first).
     async fn delete(&self, command: &Command) {
         if command.is_delete() {
@@ -502,11 +514,10 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             self.mark_for_deletion(command);
         }
         let reason = reason_label(command.reason);
-        self.ctx.metrics.disruption_decision(
-            decision_label(command),
-            &reason,
-            consolidation_type(command.method),
-        );
+        if command.is_delete() {
+            // A command with replacements was counted when it started.
+            self.record_decision(command);
+        }
         for candidate in &command.candidates {
             if let Err(error) = self
                 .ctx

@@ -223,6 +223,8 @@ pub struct ControllerMetrics {
     pub(crate) runtime: RuntimeMetrics,
     /// operatorpkg's status-condition metrics.
     pub(crate) conditions: ConditionMetrics,
+    disruption_decisions_by_nodepool: Family<Labels, Counter>,
+    consolidation_timeouts: Family<Labels, Counter>,
 }
 
 /// client_golang's `prometheus.DefBuckets`.
@@ -412,6 +414,18 @@ impl ControllerMetrics {
             ),
             runtime: RuntimeMetrics::register(registry),
             conditions: ConditionMetrics::register(registry),
+            disruption_decisions_by_nodepool: add(
+                registry,
+                "karpenter_voluntary_disruption_decisions_by_nodepool",
+                "Number of disruption decisions performed by nodepool. Labeled by nodepool name, disruption decision, reason, and consolidation type.",
+                Family::default(),
+            ),
+            consolidation_timeouts: add(
+                registry,
+                "karpenter_voluntary_disruption_consolidation_timeouts",
+                "Number of times the Consolidation algorithm has reached a timeout. Labeled by consolidation type.",
+                Family::default(),
+            ),
             instance_type_memory_bytes: add(
                 registry,
                 "karpenter_cloudprovider_instance_type_memory_bytes",
@@ -584,6 +598,13 @@ impl ControllerMetrics {
             "Number of pod disruptions initiated in total by Karpenter, incremented by the reschedulable pod count whenever the underlying nodeclaim is disrupted. Labeled by reason the nodeclaim was disrupted, the owning nodepool, the capacity type, the consolidation policy, and the termination mode. Pods owned by DaemonSets and mirror pods are excluded.",
             metrics.pods_disruption_initiated.clone(),
         );
+        // Multi- and single-node consolidation have no time limit here (upstream's stop after 1
+        // and 3 minutes): never timed out, the series exist at 0 as upstream creates them.
+        for kind in ["multi", "single"] {
+            let _ = metrics
+                .consolidation_timeouts
+                .get_or_create(&vec![("consolidation_type", kind.to_owned())]);
+        }
         // The EC2 provider's (SDK requests, launch and termination failures, user data sizes):
         // process-wide, recorded by the provider's clients.
         registry.with_registry(|r| karpenter_aws_provider::metrics::metrics().register(r));
@@ -615,7 +636,15 @@ impl ControllerMetrics {
             .set(i64::try_from(pods).unwrap_or(i64::MAX));
     }
 
-    pub fn disruption_decision(&self, decision: &str, reason: &str, consolidation_type: &str) {
+    /// A disruption command started (`decision`: `delete` or `replace`) for candidates of
+    /// `nodepools` (each counted once).
+    pub fn disruption_decision<'a>(
+        &self,
+        decision: &str,
+        reason: &str,
+        consolidation_type: &str,
+        nodepools: impl IntoIterator<Item = &'a str>,
+    ) {
         self.disruption_decisions
             .get_or_create(&vec![
                 ("decision", decision.to_owned()),
@@ -623,6 +652,17 @@ impl ControllerMetrics {
                 ("consolidation_type", consolidation_type.to_owned()),
             ])
             .inc();
+        let pools: std::collections::BTreeSet<&str> = nodepools.into_iter().collect();
+        for pool in pools {
+            self.disruption_decisions_by_nodepool
+                .get_or_create(&vec![
+                    ("nodepool", pool.to_owned()),
+                    ("decision", decision.to_owned()),
+                    ("reason", reason.to_owned()),
+                    ("consolidation_type", consolidation_type.to_owned()),
+                ])
+                .inc();
+        }
     }
 
     pub fn disruption_failed_validation(&self, consolidation_type: &str) {

@@ -133,14 +133,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "#27 item 6: not exported yet",
     ),
     (
-        "karpenter_voluntary_disruption_consolidation_timeouts_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_voluntary_disruption_decisions_by_nodepool_total",
-        "#27 item 6: not exported yet",
-    ),
-    (
         "karpenter_voluntary_disruption_terminate_first_decisions_total",
         "#27 item 6: not exported yet",
     ),
@@ -522,7 +514,7 @@ pub fn exported() -> Metrics {
     m.cluster_state_synced.set(1);
     m.cluster_state_node_count.set(3);
     m.disruption_evaluated("Emptiness", "empty", 0.2);
-    m.disruption_decision("delete", "empty", "empty");
+    m.disruption_decision("delete", "empty", "empty", ["general", "general"]);
     m.disruption_failed_validation("single");
     m.disruption_queue_failure("replace", "underutilized", "single");
     m.allowed_disruptions("general", "Underutilized", 1, 0);
