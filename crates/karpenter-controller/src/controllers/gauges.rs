@@ -38,6 +38,7 @@ use karpenter_state::Cluster;
 use karpenter_state::conditions::from_api_time;
 
 use crate::cluster::index::ClusterCache;
+use crate::reconcile::context::PodTimes;
 use crate::reconcile::{Action, Busy, Reconciler, Retry, Scan, Shape};
 use crate::report::metrics::{ControllerMetrics, Labels, NodeSeriesLabels};
 
@@ -52,9 +53,16 @@ pub struct SharedState {
 }
 
 impl SharedState {
-    pub fn new(metrics: ControllerMetrics, cache: ClusterCache, started: DateTime<Utc>) -> Self {
+    pub fn new(
+        metrics: ControllerMetrics,
+        cache: ClusterCache,
+        started: DateTime<Utc>,
+        pod_times: PodTimes,
+    ) -> Self {
+        let mut state = StateMetrics::new(metrics, started);
+        state.pod_times = pod_times;
         SharedState {
-            state: Arc::new(Mutex::new(StateMetrics::new(metrics, started))),
+            state: Arc::new(Mutex::new(state)),
             cache,
         }
     }
@@ -267,6 +275,43 @@ fn text(value: Option<&String>) -> String {
     value.cloned().unwrap_or_default()
 }
 
+/// The pod's `PodScheduled` condition: whether it is True, and since when.
+fn scheduled_condition(pod: &PodRecord) -> Option<(bool, Option<DateTime<Utc>>)> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .map(|c| {
+            (
+                c.status == "True",
+                c.last_transition_time.as_ref().and_then(from_api_time),
+            )
+        })
+}
+
+/// Which of a pod's timing gauges are set (upstream's `metrics.pod` per-pod gauges).
+#[derive(Debug, Clone, Default)]
+struct PodTimings {
+    unstarted: bool,
+    provisioning_unstarted: bool,
+    /// `dynamic_resources` of the unbound gauges that are set.
+    unbound: Option<bool>,
+    provisioning_unbound: Option<bool>,
+    undecided: bool,
+}
+
+impl PodTimings {
+    fn is_set(&self) -> bool {
+        self.unstarted
+            || self.provisioning_unstarted
+            || self.unbound.is_some()
+            || self.provisioning_unbound.is_some()
+            || self.undecided
+    }
+}
+
 /// When the pod's `Ready` condition turned True, if it is True.
 fn ready_since(pod: &PodRecord) -> Option<Option<DateTime<Utc>>> {
     pod.status
@@ -450,6 +495,14 @@ pub struct StateMetrics {
     /// which carry both), so a pass compares rather than rebuilds: one copy besides the
     /// family's, not two.
     pod_series: HashMap<String, Labels>,
+    /// When the provisioner saw and decided about pending pods.
+    pub(crate) pod_times: PodTimes,
+    /// Pods (by `namespace/name`) seen Pending, and seen Pending unbound (upstream's
+    /// `pendingPods`, `unscheduledPods`).
+    seen_pending: HashSet<String>,
+    seen_unbound: HashSet<String>,
+    /// Each pod's timing gauges, by `namespace/name`.
+    timings: HashMap<String, PodTimings>,
 }
 
 impl StateMetrics {
@@ -464,6 +517,10 @@ impl StateMetrics {
             done: HashSet::new(),
             node_series: HashMap::new(),
             pod_series: HashMap::new(),
+            pod_times: PodTimes::default(),
+            seen_pending: HashSet::new(),
+            seen_unbound: HashSet::new(),
+            timings: HashMap::new(),
         }
     }
 
@@ -482,6 +539,176 @@ impl StateMetrics {
         for seconds in startups {
             self.metrics.pod_startup_duration(seconds);
         }
+        self.update_pod_timings(cluster, Utc::now());
+    }
+
+    /// Upstream's per-pod timing gauges and the bound and provisioning durations
+    /// (`recordPodSchedulingUndecidedMetric`, `recordPodStartupMetric`, `recordPodBoundMetric`):
+    /// how long each pending pod has waited since it was created and since the provisioner
+    /// first found it a place, to start and to be bound; how long since the provisioner first
+    /// saw it without deciding about it; when it binds or becomes ready, those durations.
+    fn update_pod_timings(&mut self, cluster: &Cluster, now: DateTime<Utc>) {
+        let m = self.metrics.clone();
+        let mut present = HashSet::new();
+        for pod in cluster.pods() {
+            let key = pod.key();
+            let names = vec![
+                ("name", text(pod.metadata.name.as_ref())),
+                ("namespace", text(pod.metadata.namespace.as_ref())),
+            ];
+            let with_dra = |dra: bool| {
+                let mut labels = names.clone();
+                labels.push(("dynamic_resources", dra.to_string()));
+                labels
+            };
+            let times = self.pod_times.get(&key);
+            let created = pod
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .and_then(from_api_time);
+            let since = |t: Option<DateTime<Utc>>| t.map_or(0.0, |t| (now - t).as_seconds_f64());
+            let scheduled = scheduled_condition(pod);
+            let bound = scheduled.is_some_and(|(ok, _)| ok);
+            let pending = pod.phase() == "Pending";
+            let dra = pod.has_dra_requirements();
+            // A pod with no gauge set has no entry (most pods, running for long).
+            let mut timing = self.timings.remove(&key).unwrap_or_default();
+            let timing = &mut timing;
+            // Not decided yet: since the provisioner first saw it.
+            if times.decided.is_some() || bound || pod.node_name().is_some() || pod.is_terminal() {
+                if std::mem::take(&mut timing.undecided) {
+                    m.pods_undecided_time.remove(&names);
+                }
+            } else if let Some(acked) = times.acked {
+                m.pods_undecided_time
+                    .get_or_create(&names)
+                    .set(since(Some(acked)));
+                timing.undecided = true;
+            }
+            // Not started yet.
+            let set_unstarted = |timing: &mut PodTimings| {
+                m.pods_unstarted_time
+                    .get_or_create(&names)
+                    .set(since(created));
+                timing.unstarted = true;
+                match times.schedulable {
+                    Some(at) => {
+                        m.pods_provisioning_unstarted_time
+                            .get_or_create(&names)
+                            .set(since(Some(at)));
+                        timing.provisioning_unstarted = true;
+                    }
+                    None => {
+                        if std::mem::take(&mut timing.provisioning_unstarted) {
+                            m.pods_provisioning_unstarted_time.remove(&names);
+                        }
+                    }
+                }
+            };
+            let clear_unstarted = |timing: &mut PodTimings| {
+                if std::mem::take(&mut timing.unstarted) {
+                    m.pods_unstarted_time.remove(&names);
+                }
+                if std::mem::take(&mut timing.provisioning_unstarted) {
+                    m.pods_provisioning_unstarted_time.remove(&names);
+                }
+            };
+            if pending {
+                set_unstarted(timing);
+                self.seen_pending.insert(key.clone());
+            } else if self.seen_pending.contains(&key) {
+                if let Some(ready_at) = ready_since(pod) {
+                    clear_unstarted(timing);
+                    if let (Some(ready_at), Some(at)) = (ready_at, times.schedulable) {
+                        m.pod_provisioning_startup((ready_at - at).as_seconds_f64());
+                    }
+                    self.seen_pending.remove(&key);
+                    self.pod_times.clear(&key);
+                } else if pod.is_terminal() {
+                    clear_unstarted(timing);
+                    self.seen_pending.remove(&key);
+                    self.pod_times.clear(&key);
+                } else {
+                    set_unstarted(timing);
+                }
+            }
+            // Not bound yet.
+            if pending {
+                if !bound {
+                    if timing.unbound.is_some_and(|old| old != dra) {
+                        m.pods_unbound_time.remove(&with_dra(!dra));
+                    }
+                    m.pods_unbound_time
+                        .get_or_create(&with_dra(dra))
+                        .set(since(created));
+                    timing.unbound = Some(dra);
+                    match times.schedulable {
+                        Some(at) => {
+                            if timing.provisioning_unbound.is_some_and(|old| old != dra) {
+                                m.pods_provisioning_unbound_time.remove(&with_dra(!dra));
+                            }
+                            m.pods_provisioning_unbound_time
+                                .get_or_create(&with_dra(dra))
+                                .set(since(Some(at)));
+                            timing.provisioning_unbound = Some(dra);
+                        }
+                        None => {
+                            if let Some(old) = timing.provisioning_unbound.take() {
+                                m.pods_provisioning_unbound_time.remove(&with_dra(old));
+                            }
+                        }
+                    }
+                }
+                self.seen_unbound.insert(key.clone());
+            } else if bound && self.seen_unbound.contains(&key) {
+                if let Some(old) = timing.unbound.take() {
+                    m.pods_unbound_time.remove(&with_dra(old));
+                }
+                if let Some(old) = timing.provisioning_unbound.take() {
+                    m.pods_provisioning_unbound_time.remove(&with_dra(old));
+                }
+                let at = scheduled.and_then(|(_, at)| at);
+                if let (Some(at), Some(created)) = (at, created) {
+                    m.pod_bound(
+                        dra,
+                        (at - created).as_seconds_f64(),
+                        times.schedulable.map(|s| (at - s).as_seconds_f64()),
+                    );
+                }
+                self.seen_unbound.remove(&key);
+            }
+            if timing.is_set() {
+                self.timings.insert(key.clone(), std::mem::take(timing));
+            }
+            present.insert(key);
+        }
+        // Pods that are gone lose their gauges.
+        self.timings.retain(|key, timing| {
+            if present.contains(key) {
+                return true;
+            }
+            let (namespace, name) = key.split_once('/').unwrap_or_default();
+            let names = vec![
+                ("name", name.to_owned()),
+                ("namespace", namespace.to_owned()),
+            ];
+            m.pods_unstarted_time.remove(&names);
+            m.pods_provisioning_unstarted_time.remove(&names);
+            m.pods_undecided_time.remove(&names);
+            for dra in [timing.unbound, timing.provisioning_unbound]
+                .into_iter()
+                .flatten()
+            {
+                let mut labels = names.clone();
+                labels.push(("dynamic_resources", dra.to_string()));
+                m.pods_unbound_time.remove(&labels);
+                m.pods_provisioning_unbound_time.remove(&labels);
+            }
+            false
+        });
+        self.seen_pending.retain(|k| present.contains(k));
+        self.seen_unbound.retain(|k| present.contains(k));
     }
 
     fn apply_nodes(&mut self, wanted: NodeSeries) {
@@ -943,6 +1170,69 @@ mod tests {
             bases.iter().all(|b| Arc::ptr_eq(b, bases[0])),
             "every series of n1 holds the same labels"
         );
+    }
+
+    #[test]
+    fn a_pending_pod_reports_how_long_it_waits_then_how_long_it_took_to_bind_and_start() {
+        let registry = Metrics::new();
+        let mut state = StateMetrics::new(ControllerMetrics::register(&registry), Utc::now());
+        let times = state.pod_times.clone();
+        let mut cluster = Cluster::new();
+        let mut waiting = pod("web", None, "Pending", false, "1");
+        waiting.metadata.creation_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                "2026-01-01T00:00:00Z".parse().expect("a time"),
+            ));
+        cluster.apply(Object::Pod(waiting));
+        times.ack("shop/web", at("2026-01-01T00:00:01Z"));
+        state.update_pod_timings(&cluster, at("2026-01-01T00:00:05Z"));
+        let text = registry.encode().expect("encodes");
+        for line in [
+            "karpenter_pods_unstarted_time_seconds{name=\"web\",namespace=\"shop\"} 5.0",
+            "karpenter_pods_unbound_time_seconds{name=\"web\",namespace=\"shop\",dynamic_resources=\"false\"} 5.0",
+            "karpenter_pods_provisioning_scheduling_undecided_time_seconds{name=\"web\",namespace=\"shop\"} 4.0",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+        assert!(
+            !text.contains("karpenter_pods_provisioning_unbound_time_seconds{"),
+            "{text}"
+        );
+        let first = times.decided(["shop/web"], [], at("2026-01-01T00:00:03Z"));
+        assert_eq!(first, vec![2.0], "decided 2 s after it was first seen");
+        state.update_pod_timings(&cluster, at("2026-01-01T00:00:06Z"));
+        let text = registry.encode().expect("encodes");
+        assert!(!text.contains("undecided_time_seconds{"), "{text}");
+        assert!(text.contains("karpenter_pods_provisioning_unbound_time_seconds{name=\"web\",namespace=\"shop\",dynamic_resources=\"false\"} 3.0"), "{text}");
+        let mut running: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "shop", "uid": "uid-web",
+                         "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:10Z"},
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:20Z"}]}
+        }))
+        .expect("a pod");
+        running.metadata.labels = None;
+        cluster.apply(Object::Pod(running));
+        state.update_pod_timings(&cluster, at("2026-01-01T00:00:30Z"));
+        let text = registry.encode().expect("encodes");
+        for line in [
+            "karpenter_pods_bound_duration_seconds_sum{dynamic_resources=\"false\"} 10.0",
+            "karpenter_pods_provisioning_bound_duration_seconds_sum{dynamic_resources=\"false\"} 7.0",
+            "karpenter_pods_provisioning_startup_duration_seconds_sum 17.0",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+        for gone in ["unstarted_time_seconds{", "unbound_time_seconds{"] {
+            assert!(!text.contains(gone), "{gone} in\n{text}");
+        }
+        assert_eq!(
+            times.get("shop/web"),
+            Default::default(),
+            "forgotten once started"
+        );
+        assert!(state.timings.is_empty());
     }
 
     #[test]

@@ -307,6 +307,7 @@ async fn run_with<C: CloudProvider + 'static>(
         catalogs: crate::reconcile::catalogs::Catalogs::default(),
         fence: ctx.fence.clone(),
         registrations: crate::reconcile::context::Registrations::default(),
+        pod_times: crate::reconcile::context::PodTimes::default(),
     };
     let cancel = &ctx.cancel;
     if let Some(extra) = extra {
@@ -444,6 +445,7 @@ fn spawn_observability<C: Send + Sync + 'static>(
         context.metrics.clone(),
         context.cache.clone(),
         chrono::Utc::now(),
+        context.pod_times.clone(),
     );
     spawn(tasks, gauges::NodeMetrics(gauges.clone()), context, cancel);
     spawn(tasks, gauges::PodMetrics(gauges), context, cancel);
@@ -490,6 +492,7 @@ mod tests {
             catalogs: Catalogs::default(),
             fence: Fence::closed(),
             registrations: crate::reconcile::context::Registrations::default(),
+            pod_times: crate::reconcile::context::PodTimes::default(),
         }
     }
 

@@ -7,7 +7,10 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabelSet, EncodeMetric, LabelSetEncoder,
+};
 
 use karpenter_api::v1::{ConsolidationPolicy, NodeClaim};
 use prometheus_client::metrics::counter::Counter;
@@ -225,6 +228,104 @@ pub struct ControllerMetrics {
     pub(crate) conditions: ConditionMetrics,
     disruption_decisions_by_nodepool: Family<Labels, Counter>,
     consolidation_timeouts: Family<Labels, Counter>,
+    ignored_pods: Gauge,
+    pod_decision_duration: Histogram,
+    solving: Solving,
+    pub(crate) pods_unstarted_time: Family<Labels, FloatGauge>,
+    pub(crate) pods_provisioning_unstarted_time: Family<Labels, FloatGauge>,
+    pub(crate) pods_unbound_time: Family<Labels, FloatGauge>,
+    pub(crate) pods_provisioning_unbound_time: Family<Labels, FloatGauge>,
+    pub(crate) pods_undecided_time: Family<Labels, FloatGauge>,
+    pods_bound_duration: Family<Labels, Histogram, fn() -> Histogram>,
+    pods_provisioning_bound_duration: Family<Labels, Histogram, fn() -> Histogram>,
+    pods_provisioning_startup_duration: Histogram,
+}
+
+/// The scheduling simulations running now, per controller: their id and start.
+#[derive(Debug, Clone, Default)]
+struct Solving(
+    Arc<std::sync::Mutex<std::collections::BTreeMap<String, (String, std::time::Instant)>>>,
+);
+
+impl Solving {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<String, (String, std::time::Instant)>>
+    {
+        // Start times only: a panicked holder leaves them usable.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// `karpenter_scheduler_unfinished_work_seconds{controller,scheduling_id}`: per simulation in
+/// progress, the seconds since it started, computed when the registry is encoded (upstream sets
+/// it at each step of the simulation and removes it once done).
+#[derive(Debug)]
+struct SolvingCollector(Solving);
+
+impl Collector for SolvingCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let family = Family::<Labels, FloatGauge>::default();
+        for (controller, (id, started)) in self.0.lock().iter() {
+            family
+                .get_or_create(&vec![
+                    ("controller", controller.clone()),
+                    ("scheduling_id", id.clone()),
+                ])
+                .set(started.elapsed().as_secs_f64());
+        }
+        family.encode(encoder.encode_descriptor(
+            "karpenter_scheduler_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been observed by scheduling_duration_seconds.",
+            None,
+            family.metric_type(),
+        )?)
+    }
+}
+
+/// A scheduling simulation in progress ([`ControllerMetrics::solving`]): it is done, and
+/// timed, when dropped.
+#[derive(Debug)]
+pub struct SolveTimer {
+    metrics: ControllerMetrics,
+    controller: String,
+    started: std::time::Instant,
+}
+
+impl Drop for SolveTimer {
+    fn drop(&mut self) {
+        self.metrics.solving.lock().remove(&self.controller);
+        self.metrics
+            .scheduling_duration(&self.controller, self.started.elapsed().as_secs_f64());
+    }
+}
+
+/// A random UUID (version 4), for a simulation's `scheduling_id` (upstream's a fresh UUID per
+/// simulation).
+fn random_uuid() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let half = || {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default(),
+        );
+        hasher.finish()
+    };
+    let bits =
+        (u128::from(half()) << 64 | u128::from(half())) & !(0xF000u128 << 64) | (0x4000u128 << 64);
+    let bits = bits & !(0xC000u128 << 48) | (0x8000u128 << 48);
+    let hex = format!("{bits:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
 }
 
 /// client_golang's `prometheus.DefBuckets`.
@@ -414,6 +515,67 @@ impl ControllerMetrics {
             ),
             runtime: RuntimeMetrics::register(registry),
             conditions: ConditionMetrics::register(registry),
+            ignored_pods: add(
+                registry,
+                "karpenter_scheduler_ignored_pods_count",
+                "Number of pods ignored during scheduling by Karpenter",
+                Gauge::default(),
+            ),
+            pod_decision_duration: add(
+                registry,
+                "karpenter_pods_scheduling_decision_duration_seconds",
+                "The time it takes for Karpenter to first try to schedule a pod after it's been seen.",
+                Histogram::new(DURATION_BUCKETS),
+            ),
+            solving: Solving::default(),
+            pods_unstarted_time: add(
+                registry,
+                "karpenter_pods_unstarted_time_seconds",
+                "The time from pod creation until the pod is running.",
+                Family::default(),
+            ),
+            pods_provisioning_unstarted_time: add(
+                registry,
+                "karpenter_pods_provisioning_unstarted_time_seconds",
+                "The time from when Karpenter first thinks the pod can schedule until the pod is running. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+                Family::default(),
+            ),
+            pods_unbound_time: add(
+                registry,
+                "karpenter_pods_unbound_time_seconds",
+                "The time from pod creation until the pod is bound.",
+                Family::default(),
+            ),
+            pods_provisioning_unbound_time: add(
+                registry,
+                "karpenter_pods_provisioning_unbound_time_seconds",
+                "The time from when Karpenter first thinks the pod can schedule until it binds. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+                Family::default(),
+            ),
+            pods_undecided_time: add(
+                registry,
+                "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+                "The time from when Karpenter has seen a pod without making a scheduling decision for the pod. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+                Family::default(),
+            ),
+            pods_bound_duration: add(
+                registry,
+                "karpenter_pods_bound_duration_seconds",
+                "The time from pod creation until the pod is bound.",
+                Family::new_with_constructor(duration_histogram),
+            ),
+            pods_provisioning_bound_duration: add(
+                registry,
+                "karpenter_pods_provisioning_bound_duration_seconds",
+                "The time from when Karpenter first thinks the pod can schedule until it binds. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+                Family::new_with_constructor(duration_histogram),
+            ),
+            pods_provisioning_startup_duration: add(
+                registry,
+                "karpenter_pods_provisioning_startup_duration_seconds",
+                "The time from when Karpenter first thinks the pod can schedule until the pod is running. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+                Histogram::new(DURATION_BUCKETS),
+            ),
             disruption_decisions_by_nodepool: add(
                 registry,
                 "karpenter_voluntary_disruption_decisions_by_nodepool",
@@ -598,6 +760,9 @@ impl ControllerMetrics {
             "Number of pod disruptions initiated in total by Karpenter, incremented by the reschedulable pod count whenever the underlying nodeclaim is disrupted. Labeled by reason the nodeclaim was disrupted, the owning nodepool, the capacity type, the consolidation policy, and the termination mode. Pods owned by DaemonSets and mirror pods are excluded.",
             metrics.pods_disruption_initiated.clone(),
         );
+        registry.with_registry(|r| {
+            r.register_collector(Box::new(SolvingCollector(metrics.solving.clone())));
+        });
         // Multi- and single-node consolidation have no time limit here (upstream's stop after 1
         // and 3 minutes): never timed out, the series exist at 0 as upstream creates them.
         for kind in ["multi", "single"] {
@@ -620,6 +785,52 @@ impl ControllerMetrics {
                 ("consolidation_type", consolidation_type.to_owned()),
             ])
             .observe(seconds);
+    }
+
+    /// A scheduling simulation of `controller` starts; it is in progress
+    /// (`karpenter_scheduler_unfinished_work_seconds`) until the returned timer is dropped, and
+    /// then timed (`karpenter_scheduler_scheduling_duration_seconds`).
+    pub fn solving(&self, controller: &str) -> SolveTimer {
+        let started = std::time::Instant::now();
+        self.solving
+            .lock()
+            .insert(controller.to_owned(), (random_uuid(), started));
+        SolveTimer {
+            metrics: self.clone(),
+            controller: controller.to_owned(),
+            started,
+        }
+    }
+
+    /// `pods` were left out of the last provisioning simulation (upstream's "ignored": they
+    /// failed validation, or ask for DRA devices while those are ignored).
+    pub fn ignored_pods(&self, pods: usize) {
+        self.ignored_pods
+            .set(i64::try_from(pods).unwrap_or(i64::MAX));
+    }
+
+    /// A pod was first decided about `seconds` after the provisioner first saw it.
+    pub fn pod_scheduling_decision(&self, seconds: f64) {
+        self.pod_decision_duration.observe(seconds);
+    }
+
+    /// A pod seen unbound bound `seconds` after its creation, `provisioning` seconds after the
+    /// provisioner first found it a place (if it did).
+    pub fn pod_bound(&self, dynamic_resources: bool, seconds: f64, provisioning: Option<f64>) {
+        let labels = vec![("dynamic_resources", dynamic_resources.to_string())];
+        self.pods_bound_duration
+            .get_or_create(&labels)
+            .observe(seconds);
+        if let Some(seconds) = provisioning {
+            self.pods_provisioning_bound_duration
+                .get_or_create(&labels)
+                .observe(seconds);
+        }
+    }
+
+    /// A pod became ready `seconds` after the provisioner first found it a place.
+    pub fn pod_provisioning_startup(&self, seconds: f64) {
+        self.pods_provisioning_startup_duration.observe(seconds);
     }
 
     /// A scheduling simulation of `controller` took `seconds`.

@@ -81,55 +81,11 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "#27 item 6: not exported yet",
     ),
     (
-        "karpenter_pods_bound_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_pods_provisioning_bound_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_pods_provisioning_startup_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_pods_provisioning_unbound_time_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_pods_provisioning_unstarted_time_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_pods_scheduling_decision_duration_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_pods_unbound_time_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_pods_unstarted_time_seconds",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_scheduler_ignored_pods_count",
-        "#27 item 6: not exported yet",
-    ),
-    (
         "karpenter_scheduler_pending_pods_by_effective_zone_count",
         "#27 item 6: not exported yet",
     ),
     (
         "karpenter_scheduler_queue_depth",
-        "#27 item 6: not exported yet",
-    ),
-    (
-        "karpenter_scheduler_unfinished_work_seconds",
         "#27 item 6: not exported yet",
     ),
     (
@@ -549,7 +505,18 @@ pub fn exported() -> Metrics {
         cache.apply(object);
     }
     let mut state = StateMetrics::new(m.clone(), Utc::now());
+    // A pending pod the provisioner saw and found a place for, and another it has not
+    // decided about yet.
+    state.pod_times.ack("shop/waiting", Utc::now());
+    state.pod_times.ack("shop/undecided", Utc::now());
+    state.pod_times.decided(["shop/waiting"], [], Utc::now());
     state.update(&cache);
+    m.pod_bound(false, 3.0, Some(2.0));
+    m.pod_provisioning_startup(5.0);
+    m.pod_scheduling_decision(1.0);
+    m.ignored_pods(0);
+    // A simulation in progress while the registry is read.
+    std::mem::forget(m.solving("provisioner"));
     crate::leader::LeaderMetrics::register(&registry).leading("karpenter-leader-election", true);
     exercise_conditions(&m);
     let client = crate::client::ClientMetrics::default();
@@ -638,7 +605,18 @@ fn cluster_objects() -> Vec<Object> {
             "requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}}}]},
         "status": {"phase": "Running"}
     });
+    let pending = |name: &str| {
+        serde_json::from_value::<Pod>(serde_json::json!({
+            "metadata": {"name": name, "namespace": "shop", "uid": name,
+                         "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"containers": [{"name": "c"}]},
+            "status": {"phase": "Pending"}
+        }))
+        .expect("a pod")
+    };
     vec![
+        Object::Pod(pending("waiting")),
+        Object::Pod(pending("undecided")),
         Object::Node(serde_json::from_value(node).expect("a node")),
         Object::NodeClaim(serde_json::from_value(claim).expect("a NodeClaim")),
         Object::Pod(serde_json::from_value::<Pod>(pod).expect("a pod")),
