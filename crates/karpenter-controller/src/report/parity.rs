@@ -34,67 +34,67 @@ const UPSTREAM: &str = include_str!("upstream-metrics.txt");
 pub const NOT_YET: &[(&str, &str)] = &[
     (
         "karpenter_cloudprovider_batcher_batch_size",
-        "#27 item 6: not exported yet",
+        "no request batcher: each CreateFleet, TerminateInstances and DescribeInstances call is made on its own",
     ),
     (
         "karpenter_cloudprovider_batcher_batch_time_seconds",
-        "#27 item 6: not exported yet",
+        "no request batcher: each CreateFleet, TerminateInstances and DescribeInstances call is made on its own",
     ),
     (
         "karpenter_consolidation_moves_total",
-        "#27 item 6: not exported yet",
+        "[parity] Balanced consolidation: the disruption core approves or rejects a move without reporting its per-NodePool score yet",
     ),
     (
         "karpenter_consolidation_score",
-        "#27 item 6: not exported yet",
+        "[parity] Balanced consolidation: the disruption core approves or rejects a move without reporting its per-NodePool score yet",
     ),
     (
         "karpenter_interruption_instance_status_unhealthy_total",
-        "#27 item 6: not exported yet",
+        "[health] EC2 instance status checks (DescribeInstanceStatus) are not polled",
     ),
     (
         "karpenter_nodeclaims_unhealthy_disrupted_total",
-        "#27 item 6: not exported yet",
+        "[health] node repair",
     ),
     (
         "karpenter_nodepools_cost_tracker_errors_total",
-        "#27 item 6: not exported yet",
+        "no cost tracker to fail: karpenter_nodepools_cost_total is priced each pass from the last instance-type listing",
     ),
     (
         "karpenter_nodes_reboot_duration_seconds",
-        "#27 item 6: not exported yet",
+        "[health] node repair by reboot",
     ),
     (
         "karpenter_nodes_reboot_recovery_duration_seconds",
-        "#27 item 6: not exported yet",
+        "[health] node repair by reboot",
     ),
     (
         "karpenter_nodes_reboots_total",
-        "#27 item 6: not exported yet",
+        "[health] node repair by reboot",
     ),
     (
         "karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes",
-        "#27 item 6: not exported yet",
+        "[parity] pod-deletion-cost management",
     ),
     (
         "karpenter_pod_deletion_cost_pod_annotation_writes_total",
-        "#27 item 6: not exported yet",
+        "[parity] pod-deletion-cost management",
     ),
     (
         "karpenter_scheduler_pending_pods_by_effective_zone_count",
-        "#27 item 6: not exported yet",
+        "[parity] a pending pod's effective zone (its zone, volume and topology-spread constraints intersected) is the solver's, which does not expose it",
     ),
     (
         "karpenter_scheduler_queue_depth",
-        "#27 item 6: not exported yet",
+        "[parity] the solver takes a batch in one call: the pods still in its queue while it works are not observable",
     ),
     (
         "karpenter_voluntary_disruption_terminate_first_decisions_total",
-        "#27 item 6: not exported yet",
+        "[capacity] terminate-first disruption (reserved capacity, static NodePools at their limit)",
     ),
     (
         "leader_election_slowpath_total",
-        "#27 item 6: not exported yet",
+        "the elector reads the Lease before each write, so it has no fast path to fall back from (controller-runtime v0.24.1 documents this counter but never registers it)",
     ),
 ];
 
@@ -623,9 +623,87 @@ fn cluster_objects() -> Vec<Object> {
     ]
 }
 
+/// Where the metrics reference lives, and the markers around its generated part.
+const DOCS: &str = "docs/controller.md";
+const DOCS_BEGIN: &str = "<!-- metrics: generated from crates/karpenter-controller/src/report/parity.rs (UPDATE_METRICS_DOCS=1 cargo test -p karpenter-controller --lib metrics_reference rewrites it) -->";
+const DOCS_END: &str = "<!-- end of generated metrics -->";
+
+/// The generated part of the metrics reference: what is exported, what is not yet and why.
+pub fn reference() -> String {
+    let upstream = upstream();
+    let not_yet: BTreeMap<&str, &str> = NOT_YET.iter().copied().collect();
+    let exported: Vec<&String> = upstream
+        .keys()
+        .filter(|n| !not_yet.contains_key(n.as_str()))
+        .collect();
+    let mut out = String::new();
+    out.push_str(DOCS_BEGIN);
+    out.push_str(&format!(
+        "\n\n**Exported** with upstream's type and label names ({} of the {} upstream v1.15 documents):\n",
+        exported.len(),
+        upstream.len()
+    ));
+    for name in &exported {
+        let family = &upstream[name.as_str()];
+        let mut labels: Vec<String> = family.labels.iter().cloned().collect();
+        if let Some((extra, _)) = runtime_labels(name) {
+            labels.push(format!("+{} at run time", extra.len()));
+        }
+        out.push_str(&format!(
+            "- `{name}` ({}){}\n",
+            family.kind,
+            if labels.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", labels.join(", "))
+            }
+        ));
+    }
+    out.push_str(&format!(
+        "\n**Not yet** ({}), and why (the issue that brings it, in brackets):\n\n| metric | why |\n|---|---|\n",
+        NOT_YET.len()
+    ));
+    for (name, why) in NOT_YET {
+        out.push_str(&format!("| `{name}` | {why} |\n"));
+    }
+    if !KARPENTER_RS_ONLY.is_empty() {
+        out.push_str("\n**karpenter-rs only:**\n\n| metric | why |\n|---|---|\n");
+        for (name, why) in KARPENTER_RS_ONLY {
+            out.push_str(&format!("| `{name}` | {why} |\n"));
+        }
+    }
+    out.push('\n');
+    out.push_str(DOCS_END);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_metrics_reference_in_the_docs_is_the_one_this_test_derives() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(DOCS);
+        let docs = std::fs::read_to_string(&path).expect("the docs");
+        let (Some(begin), Some(end)) = (docs.find(DOCS_BEGIN), docs.find(DOCS_END)) else {
+            panic!("{DOCS} has no generated metrics section");
+        };
+        let current = &docs[begin..end + DOCS_END.len()];
+        let wanted = reference();
+        if current == wanted {
+            return;
+        }
+        if std::env::var_os("UPDATE_METRICS_DOCS").is_some() {
+            let updated = docs.replace(current, &wanted);
+            std::fs::write(&path, updated).expect("the docs are written");
+            return;
+        }
+        panic!(
+            "{DOCS}'s metrics section is out of date: run `UPDATE_METRICS_DOCS=1 cargo test -p karpenter-controller --lib metrics_reference`"
+        );
+    }
 
     #[test]
     fn every_upstream_metric_is_exported_with_its_type_and_labels_or_listed_as_not_yet() {
