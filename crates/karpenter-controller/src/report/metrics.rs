@@ -5,7 +5,6 @@
 //! `metrics.pod` controllers) are kept by [`crate::controllers::gauges`].
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
@@ -20,10 +19,9 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Metric;
 
 use super::runtime::RuntimeMetrics;
+pub use super::series::{DEFAULT_BUCKETS, DURATION_BUCKETS, FloatGauge, Labels};
 use super::status::ConditionMetrics;
 use crate::http::{Metrics, Summary};
-
-pub(crate) type Labels = Vec<(&'static str, String)>;
 
 /// The labels of a node series: the node's (shared by all its series, and between the family
 /// and this loop's memory of them) and the resource's. With one label per well-known node label
@@ -53,22 +51,11 @@ impl EncodeLabelSet for NodeSeriesLabels {
     }
 }
 
-/// A float gauge.
-pub type FloatGauge = Gauge<f64, AtomicU64>;
-
 /// controller-runtime's `controller_runtime_reconcile_time_seconds` buckets.
 const RECONCILE_BUCKETS: [f64; 40] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
     1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
     25.0, 30.0, 40.0, 50.0, 60.0,
-];
-
-/// Upstream's `metrics.DurationBuckets()`: controller-runtime's, and longer ones for loops
-/// without a timeout.
-pub const DURATION_BUCKETS: [f64; 45] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
-    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
-    25.0, 30.0, 40.0, 50.0, 60.0, 120.0, 150.0, 300.0, 450.0, 600.0,
 ];
 
 fn reconcile_histogram() -> Histogram {
@@ -327,11 +314,6 @@ fn random_uuid() -> String {
         &hex[20..32]
     )
 }
-
-/// client_golang's `prometheus.DefBuckets`.
-pub const DEFAULT_BUCKETS: [f64; 11] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-];
 
 fn default_histogram() -> Histogram {
     Histogram::new(DEFAULT_BUCKETS)

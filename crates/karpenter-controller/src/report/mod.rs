@@ -8,4 +8,5 @@ pub mod metrics;
 #[cfg(test)]
 mod parity;
 pub mod runtime;
+pub mod series;
 pub mod status;

@@ -30,7 +30,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
-use super::metrics::{FloatGauge, Labels};
+use super::series::{FloatGauge, Labels};
 use crate::http::Metrics;
 
 /// controller-runtime's workqueue latency buckets: `ExponentialBuckets(10e-9, 10, 12)`, 10 ns

@@ -23,7 +23,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
-use super::metrics::{DEFAULT_BUCKETS, FloatGauge, Labels};
+use super::series::{DEFAULT_BUCKETS, FloatGauge, Labels};
 use crate::http::Metrics;
 
 /// `prometheus.ExponentialBuckets(0.5, 2, 15)`: 0.5 s to 8192 s (upstream's for NodeClaims and
