@@ -5,7 +5,7 @@
 //! `reconcile_time_seconds` (which [`super::metrics::ControllerMetrics::reconciled`] keeps).
 //!
 //! The driver's queue: a step the scan finds is *added* (`adds_total`, `depth` +1) and waits
-//! for a worker (one of [`crate::reconcile::Shape::concurrency`]); when it gets one it leaves
+//! for a worker (one of the loop's `Shape::concurrency`); when it gets one it leaves
 //! the queue (`depth` -1, `queue_duration_seconds`) and runs (`work_duration_seconds` when it
 //! ends; `unfinished_work_seconds` and `longest_running_processor_seconds` while it runs,
 //! computed when `/metrics` is read, as controller-runtime's 500 ms refresh approximates). A

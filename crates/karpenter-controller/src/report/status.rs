@@ -13,7 +13,7 @@
 //! status other than `Unknown` counts a transition (from the `Unknown` it was assumed to be, with
 //! no duration); a condition whose status, reason or extra labels changed loses its old series;
 //! an object that is gone loses its series, and its termination is observed if it was seen
-//! being deleted. The loop that feeds [`Conditions::observe`] and [`Conditions::forget`] is
+//! being deleted. The loop that feeds [`Conditions::observe`] and [`Conditions::forget_all_but`] is
 //! `crate::controllers::status_metrics`.
 
 use std::collections::HashMap;
