@@ -20,6 +20,8 @@ pub struct Instance {
     pub id: String,
     pub instance_type: String,
     pub zone: String,
+    /// The zone's id (`use1-az1`), when EC2 names it.
+    pub zone_id: Option<String>,
     pub state: String,
     pub capacity_type: CapacityType,
     pub image_id: Option<String>,
@@ -52,6 +54,10 @@ fn convert(instance: &aws_sdk_ec2::types::Instance) -> Option<Instance> {
         id: instance.instance_id()?.to_owned(),
         instance_type: instance.instance_type()?.as_str().to_owned(),
         zone: instance.placement()?.availability_zone()?.to_owned(),
+        zone_id: instance
+            .placement()
+            .and_then(|p| p.availability_zone_id())
+            .map(str::to_owned),
         state: instance
             .state()
             .and_then(|s| s.name())

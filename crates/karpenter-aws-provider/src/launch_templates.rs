@@ -21,6 +21,7 @@ use karpenter_aws::launch_template::LaunchTemplate;
 
 use crate::clients::AwsClients;
 use crate::error::AwsError;
+use crate::metrics::metrics;
 
 /// A template unused this long is deleted from EC2.
 pub const IDLE_TTL: Duration = Duration::from_secs(300);
@@ -230,6 +231,9 @@ impl LaunchTemplates {
         match created {
             Ok(_) => {
                 tracing::debug!(launch_template = %template.name, "created launch template");
+                if let Some(class) = template.tags.get("karpenter.k8s.aws/ec2nodeclass") {
+                    metrics().userdata_bytes(class, template.data.user_data.len());
+                }
             }
             Err(error) => {
                 let error = AwsError::from_sdk("ec2:CreateLaunchTemplate", &error);
@@ -325,6 +329,7 @@ impl LaunchTemplates {
             }
             self.forget(name);
         }
+        metrics().forget_node_class(node_class);
         Ok(names.len())
     }
 }

@@ -20,6 +20,7 @@ pub mod clients;
 pub mod error;
 pub mod instances;
 pub mod launch_templates;
+pub mod metrics;
 pub mod nodeclass;
 pub mod placement_groups;
 pub mod pricing;

@@ -48,6 +48,7 @@ use crate::clients::AwsClients;
 use crate::error::AwsError;
 use crate::instances::{self, Instance};
 use crate::launch_templates::LaunchTemplates;
+use crate::metrics::metrics;
 use crate::placement_groups::PlacementGroups;
 use crate::pricing::PriceBook;
 
@@ -598,7 +599,7 @@ impl<L: NodeClasses> AwsCloud<L> {
         }
         let tags = launch_template::launch_tags(class, claim, &self.settings.cluster_name);
         let request = fleet::request(&plan, &names, tags, class.spec.context.clone());
-        let (mut outcome, errors) = self.create_fleet(&request, &plan).await?;
+        let (mut outcome, errors) = self.create_fleet(&request, &plan, class).await?;
         if let Some(group) = group.as_ref() {
             // A spread group's seven instances per zone: every type of that zone is out of the
             // group until the mark expires (upstream's IsSpreadPlacementGroupLimitError).
@@ -702,6 +703,7 @@ impl<L: NodeClasses> AwsCloud<L> {
         &self,
         request: &FleetRequest,
         plan: &LaunchPlan,
+        class: &EC2NodeClass,
     ) -> Result<(FleetOutcome, Vec<FleetError>), CloudError> {
         let configs = request
             .configs
@@ -834,6 +836,15 @@ impl<L: NodeClasses> AwsCloud<L> {
                 }
             })
             .collect();
+        for error in &errors {
+            let zone = error.zone.as_deref().unwrap_or_default();
+            metrics().launch_failure(
+                zone,
+                &Self::zone_id(class, zone).unwrap_or_default(),
+                request.capacity_type.as_str(),
+                fleet::launch_failure_reason(&error.code, &error.message),
+            );
+        }
         Ok((
             fleet::outcome(request.capacity_type, launched, &errors),
             errors,
@@ -1035,8 +1046,12 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
                 what: format!("instance {id}"),
             }),
             Some(instance) if instance.state == "shutting-down" => Ok(()),
-            Some(_) => {
+            Some(instance) => {
                 instances::terminate(&self.clients, id).await.map_err(|e| {
+                    metrics().termination_failure(
+                        &instance.zone,
+                        instance.zone_id.as_deref().unwrap_or_default(),
+                    );
                     if e.is_not_found() {
                         CloudError::NodeClaimNotFound {
                             what: format!("instance {id}"),

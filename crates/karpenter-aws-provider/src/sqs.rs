@@ -53,7 +53,10 @@ impl InterruptionQueue {
             .http_client(http)
             .load()
             .await;
-        Self::new(Client::new(&config), name)
+        let mut conf = aws_sdk_sqs::config::Builder::from(&config);
+        // Every request is counted and timed (`aws_sdk_go_request_*`).
+        conf.push_interceptor(crate::clients::SdkMetrics::interceptor());
+        Self::new(Client::from_conf(conf.build()), name)
     }
 
     /// The queue's name.

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::Clients;
 use crate::http::{HttpError, HttpServers, Metrics, Readiness};
-use crate::leader::{Fence, LeaderError, LeaderState, Leadership, LeaseConfig};
+use crate::leader::{Fence, LeaderError, LeaderMetrics, LeaderState, Leadership, LeaseConfig};
 use crate::settings::Settings;
 
 /// The error a controller future may end with.
@@ -104,6 +104,7 @@ pub struct Runtime {
     metrics: Metrics,
     readiness: Readiness,
     lease: Option<LeaseConfig>,
+    leader_metrics: LeaderMetrics,
     health_addr: SocketAddr,
     metrics_addr: SocketAddr,
 }
@@ -116,14 +117,18 @@ impl Runtime {
         let lease = (!settings.disable_leader_election)
             .then(|| LeaseConfig::from_settings(&settings, &clients.eviction));
         let any = |port| SocketAddr::from((Ipv4Addr::UNSPECIFIED, port));
+        let metrics = Metrics::new();
+        clients.metrics.register(&metrics);
+        let leader_metrics = LeaderMetrics::register(&metrics);
         Self {
             health_addr: any(settings.health_probe_port),
             metrics_addr: any(settings.metrics_port),
             settings: Arc::new(settings),
             clients,
-            metrics: Metrics::new(),
+            metrics,
             readiness: Readiness::new(),
             lease,
+            leader_metrics,
         }
     }
 
@@ -202,10 +207,11 @@ impl BoundRuntime {
 
         let election_stop = CancellationToken::new();
         let mut leadership = match runtime.lease.clone() {
-            Some(lease) => Leadership::spawn(
+            Some(lease) => Leadership::spawn_with(
                 runtime.clients.eviction.clone(),
                 lease,
                 election_stop.clone(),
+                runtime.leader_metrics.clone(),
             ),
             None => Leadership::unelected(election_stop.clone()),
         };

@@ -113,6 +113,10 @@ pub struct Decision {
     /// last figure per reason is upstream's `karpenter_voluntary_disruption_eligible_nodes`).
     #[serde(skip)]
     pub eligible: Vec<(DisruptionReason, usize)>,
+    /// Per method run, in order: how long it took (wall clock; upstream's
+    /// `karpenter_voluntary_disruption_decision_evaluation_duration_seconds`).
+    #[serde(skip)]
+    pub evaluated: Vec<(Method, std::time::Duration)>,
 }
 
 impl Decision {

@@ -2,11 +2,11 @@
 //! (Emptiness, StaticDrift, Drift, MultiNodeConsolidation, SingleNodeConsolidation); the first that produces
 //! a command wins. Every other node gets the reasons collected on the way.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use crate::command::{Considered, Decision};
+use crate::command::{Considered, Decision, Method};
 use crate::methods::{drift, emptiness, multi_node, single_node, static_drift};
 use crate::pass::Pass;
 use crate::reason::{Code, Reason, Reasons};
@@ -19,16 +19,20 @@ pub const PASS_INTERVAL: Duration = Duration::from_secs(10);
 /// Decides what to disrupt at `now`, and why everything else stays.
 pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>) -> Decision {
     let mut pass = Pass::new(snapshot, now);
-    let methods: [fn(&mut Pass<'_>) -> Vec<crate::command::Command>; 5] = [
-        emptiness::compute,
-        static_drift::compute,
-        drift::compute,
-        multi_node::compute,
-        single_node::compute,
+    type Compute = fn(&mut Pass<'_>) -> Vec<crate::command::Command>;
+    let methods: [(Method, Compute); 5] = [
+        (Method::Emptiness, emptiness::compute),
+        (Method::StaticDrift, static_drift::compute),
+        (Method::Drift, drift::compute),
+        (Method::MultiNodeConsolidation, multi_node::compute),
+        (Method::SingleNodeConsolidation, single_node::compute),
     ];
     let mut commands = Vec::new();
-    for method in methods {
-        commands = method(&mut pass);
+    let mut evaluated = Vec::with_capacity(methods.len());
+    for (method, compute) in methods {
+        let started = Instant::now();
+        commands = compute(&mut pass);
+        evaluated.push((method, started.elapsed()));
         if !commands.is_empty() {
             break;
         }
@@ -77,6 +81,7 @@ pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>) -> Decision {
         commands,
         considered,
         eligible: pass.eligible,
+        evaluated,
     }
 }
 

@@ -351,6 +351,13 @@ impl Cluster {
         self.nodes.values()
     }
 
+    /// The pod `namespace/name`, if the index holds it.
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<&PodRecord> {
+        self.pods
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .map(|p| &**p)
+    }
+
     pub fn pods(&self) -> impl Iterator<Item = &PodRecord> {
         self.pods.values().map(|p| &**p)
     }

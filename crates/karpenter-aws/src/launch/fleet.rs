@@ -116,6 +116,58 @@ pub enum FleetOutcome {
     },
 }
 
+/// Upstream's reason for a failed launch (`awserrors.ToReasonMessage` of `"<code>: <message>"`):
+/// the `reason` label of `karpenter_cloudprovider_instance_launch_failures_total`.
+pub fn launch_failure_reason(code: &str, message: &str) -> &'static str {
+    let text = format!("{code}: {message}");
+    let has = |s: &str| text.contains(s);
+    if has("AuthFailure.ServiceLinkedRoleCreationNotPermitted") {
+        return "SpotSLRCreationFailed";
+    }
+    if has("UnauthorizedOperation") || has("AccessDenied") || has("AuthFailure") {
+        return if has("Not authorized for images")
+            && !has("with an explicit deny in a permissions boundary")
+            && !has("with an explicit deny in a service control policy")
+        {
+            "AMIAuthorizationFailure"
+        } else {
+            "Unauthorized"
+        };
+    }
+    let rules: [(&[&str], &'static str); 14] = [
+        (
+            &["InvalidParameter", "belong to different networks"],
+            "SecurityGroupSubnetVPCMismatch",
+        ),
+        (
+            &["iamInstanceProfile.name is invalid"],
+            "InstanceProfileNameInvalid",
+        ),
+        (
+            &["InvalidLaunchTemplateId.NotFound"],
+            "LaunchTemplateNotFound",
+        ),
+        (&["User data is limited to"], "UserDataSizeLimitExceeded"),
+        (&["InvalidAMIID.Malformed"], "InvalidAMIID"),
+        (&["InvalidAMIID.NotFound"], "AMINotFound"),
+        (&["RequestLimitExceeded"], "RequestLimitExceeded"),
+        (&["InternalError"], "InternalError"),
+        (&["not eligible for Free Tier"], "FreeTierIneligible"),
+        (&["MaxFleetCountExceeded"], "FleetQuotaExceeded"),
+        (&["PendingVerification"], "AccountPendingVerification"),
+        (&["MaxSpotInstanceCountExceeded"], "SpotQuotaExceeded"),
+        (&["VcpuLimitExceeded"], "VCPULimitExceeded"),
+        (
+            &["InsufficientFreeAddressesInSubnet"],
+            "InsufficientFreeAddressesInSubnet",
+        ),
+    ];
+    rules
+        .iter()
+        .find(|(needles, _)| needles.iter().all(|n| has(n)))
+        .map_or("LaunchFailed", |(_, reason)| reason)
+}
+
 /// Reads a `CreateFleet` answer.
 pub fn outcome(
     capacity_type: CapacityType,
@@ -172,6 +224,36 @@ pub fn outcome(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn launch_failures_get_upstreams_reasons() {
+        assert_eq!(
+            launch_failure_reason("InsufficientInstanceCapacity", "none left"),
+            "LaunchFailed"
+        );
+        assert_eq!(
+            launch_failure_reason("VcpuLimitExceeded", "quota"),
+            "VCPULimitExceeded"
+        );
+        assert_eq!(
+            launch_failure_reason(
+                "UnauthorizedOperation",
+                "Not authorized for images: [ami-1]"
+            ),
+            "AMIAuthorizationFailure"
+        );
+        assert_eq!(
+            launch_failure_reason(
+                "UnauthorizedOperation",
+                "with an explicit deny in a service control policy"
+            ),
+            "Unauthorized"
+        );
+        assert_eq!(
+            launch_failure_reason("InvalidParameter", "groups belong to different networks"),
+            "SecurityGroupSubnetVPCMismatch"
+        );
+    }
     use crate::launch::plan::{Override, TemplateGroup};
 
     fn error(code: &str, instance_type: &str, zone: &str) -> FleetError {

@@ -13,11 +13,13 @@
 //! non-throttled rest config, renewals must neither queue behind the main
 //! client's rate limit nor retry past the renew deadline.
 
+pub mod metrics;
 mod rate_limit;
 
 use kube::client::ClientBuilder;
 use kube::{Client, Config};
 
+pub use metrics::ClientMetrics;
 pub use rate_limit::{RateLimit, RateLimitLayer, TokenBucket};
 
 use crate::settings::Settings;
@@ -43,6 +45,8 @@ pub struct Clients {
     /// The API server's CA bundle as nodes take it (base64 of the PEM certificates), from the
     /// client configuration; `None` when the configuration trusts the system roots.
     pub ca_bundle: Option<String>,
+    /// Both clients' requests (`client_go_request_*`), for the metrics registry.
+    pub metrics: ClientMetrics,
 }
 
 impl std::fmt::Debug for Clients {
@@ -63,6 +67,7 @@ impl Clients {
     /// Builds both clients from an explicit configuration.
     pub fn from_config(config: Config, settings: &Settings) -> Result<Self, ClientError> {
         let ca_bundle = config.root_cert.as_deref().and_then(ca_bundle);
+        let metrics = ClientMetrics::default();
         let mut eviction_config = config.clone();
         eviction_config.default_retry = false;
         let main = ClientBuilder::try_from(config)
@@ -71,12 +76,17 @@ impl Clients {
                 settings.kube_client_qps,
                 settings.kube_client_burst,
             ))
+            .with_layer(&metrics.layer())
             .build();
-        let eviction = Client::try_from(eviction_config).map_err(ClientError::Build)?;
+        let eviction = ClientBuilder::try_from(eviction_config)
+            .map_err(ClientError::Build)?
+            .with_layer(&metrics.layer())
+            .build();
         Ok(Self {
             main,
             eviction,
             ca_bundle,
+            metrics,
         })
     }
 }

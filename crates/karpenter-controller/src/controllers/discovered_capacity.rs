@@ -22,6 +22,7 @@ use karpenter_aws_provider::{AwsCloud, NodeClasses};
 use karpenter_scheduling::Quantity;
 use karpenter_state::Cluster;
 
+use crate::reconcile::cloud::MeteredCloud;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
 /// How often the loop looks again without a change.
@@ -42,12 +43,12 @@ pub struct Report {
 /// The loop.
 #[derive(Debug)]
 pub struct DiscoveredCapacity<L> {
-    pub ctx: Context<AwsCloud<L>>,
+    pub ctx: Context<MeteredCloud<AwsCloud<L>>>,
     seen: Mutex<HashMap<String, (i64, String, u64)>>,
 }
 
 impl<L> DiscoveredCapacity<L> {
-    pub fn new(ctx: Context<AwsCloud<L>>) -> Self {
+    pub fn new(ctx: Context<MeteredCloud<AwsCloud<L>>>) -> Self {
         DiscoveredCapacity {
             ctx,
             seen: Mutex::new(HashMap::new()),
@@ -136,7 +137,7 @@ impl<L: NodeClasses + 'static> Reconciler for DiscoveredCapacity<L> {
             // The class as the provider reads it now (its AMIs are the key).
             let class = self.ctx.cache.lock().node_class(&report.class).cloned();
             if let Some(class) = class {
-                self.ctx.cloud.learn_node_memory(
+                self.ctx.cloud.inner().learn_node_memory(
                     &class,
                     &report.labels,
                     report.memory_bytes,

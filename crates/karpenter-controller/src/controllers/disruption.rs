@@ -42,6 +42,7 @@ use super::provisioner::{create_node_claim, solve_options};
 use crate::cluster::index::ClusterCache;
 use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
+use crate::report::metrics::{Disrupted, consolidation_policy, termination_mode};
 use crate::settings::Settings;
 
 pub use karpenter_disruption::PASS_INTERVAL;
@@ -262,19 +263,19 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         let snapshot = self.snapshot(&instance_types, &state.queue, now);
         self.expire(&snapshot, now).await;
         self.report_budgets(&snapshot, now);
-        let started = Instant::now();
         let decided = tokio::task::spawn_blocking(move || {
             let decision = karpenter_disruption::decide(&snapshot, now);
             (decision, snapshot)
         })
         .await;
         let (decision, _snapshot) = decided.map_err(DisruptionError::Decide)?;
-        let (method, kind) = decision.commands.first().map_or(("none", ""), |c| {
-            (c.method.as_str(), consolidation_type(c.method))
-        });
-        self.ctx
-            .metrics
-            .disruption_evaluated(method, kind, started.elapsed().as_secs_f64());
+        for (method, took) in &decision.evaluated {
+            self.ctx.metrics.disruption_evaluated(
+                &reason_label(method.reason()),
+                consolidation_type(*method),
+                took.as_secs_f64(),
+            );
+        }
         // Each method run sets its reason's figure; a later one of the same reason wins, as
         // upstream's gauge is set method by method.
         for (reason, count) in &decision.eligible {
@@ -494,6 +495,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             }
         }
         self.mark_for_deletion(command);
+        self.record_decision(command);
         for candidate in &command.candidates {
             self.node_event(
                 &candidate.node,
@@ -522,6 +524,17 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         }
     }
 
+    /// A command started (its replacements created, or its deletion begun when it has none):
+    /// upstream counts a decision once its command is under way.
+    fn record_decision(&self, command: &Command) {
+        self.ctx.metrics.disruption_decision(
+            decision_label(command),
+            &reason_label(command.reason),
+            consolidation_type(command.method),
+            command.candidates.iter().map(|c| c.node_pool.as_str()),
+        );
+    }
+
     /// Deletes the candidates' NodeClaims (a command without replacements is marked first).
     async fn delete(&self, command: &Command) {
         if command.is_delete() {
@@ -531,11 +544,10 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             self.mark_for_deletion(command);
         }
         let reason = reason_label(command.reason);
-        self.ctx.metrics.disruption_decision(
-            decision_label(command),
-            &reason,
-            consolidation_type(command.method),
-        );
+        if command.is_delete() {
+            // A command with replacements was counted when it started.
+            self.record_decision(command);
+        }
         for candidate in &command.candidates {
             if let Err(error) = self
                 .ctx
@@ -546,14 +558,27 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                 tracing::warn!(%error, "deleting a disrupted NodeClaim failed; the next pass retries");
                 continue;
             }
-            self.ctx.metrics.nodeclaim_disrupted(
-                &reason,
-                &candidate.node_pool,
-                &candidate.capacity_type,
-            );
-            self.ctx.metrics.pods_disruption_initiated(
-                &candidate.node_pool,
-                &reason,
+            let (claim, policy) = {
+                let cluster = self.ctx.cache.lock();
+                (
+                    cluster.node_claim(&candidate.node_claim).cloned(),
+                    cluster
+                        .node_pool(&candidate.node_pool)
+                        .map(|p| p.spec.disruption.consolidation_policy),
+                )
+            };
+            self.ctx.metrics.disrupted(
+                &Disrupted {
+                    reason: &reason,
+                    nodepool: &candidate.node_pool,
+                    capacity_type: &candidate.capacity_type,
+                    // Drift goes through the same queue: only a consolidation has a policy.
+                    consolidation_policy: match (consolidation_type(command.method), policy) {
+                        ("", _) | (_, None) => "",
+                        (_, Some(policy)) => consolidation_policy(policy),
+                    },
+                    termination_mode: termination_mode(claim.as_ref()),
+                },
                 candidate.pods,
             );
             self.node_event(
@@ -639,12 +664,18 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                 tracing::warn!(%error, "deleting an expired NodeClaim failed; the next pass retries");
                 continue;
             }
-            let node = snapshot.nodes.iter().find(|n| n.name == expired.node);
-            self.ctx.metrics.nodeclaim_disrupted(
-                "expired",
-                node.and_then(|n| n.node_pool()).unwrap_or_default(),
-                node.and_then(|n| n.capacity_type()).unwrap_or_default(),
-            );
+            let (claim, pods) = {
+                let cluster = self.ctx.cache.lock();
+                (
+                    cluster.node_claim(&expired.node_claim).cloned(),
+                    cluster
+                        .state_node_named(&expired.node)
+                        .map_or(0, |n| n.reschedulable_pods().count()),
+                )
+            };
+            self.ctx
+                .metrics
+                .disrupted(&Disrupted::of("expired", claim.as_ref()), pods);
             self.node_event(
                 &expired.node,
                 "DisruptionTerminating",

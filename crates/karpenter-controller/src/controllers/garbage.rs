@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Node;
-use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_cloud::{CloudError, CloudProvider};
 use karpenter_lifecycle::garbage::{Collect, collect};
@@ -17,6 +16,7 @@ use karpenter_state::Cluster;
 
 use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
+use crate::report::metrics::Disrupted;
 
 /// How often the cloud is listed (upstream: 2 min for NodeClaims; instances more often).
 pub const INTERVAL: Duration = Duration::from_secs(30);
@@ -43,12 +43,6 @@ pub enum CollectError {
 /// The one step: look at the cloud.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pass;
-
-fn label(claim: Option<&NodeClaim>, key: &str) -> String {
-    claim
-        .and_then(|c| c.metadata.labels.as_ref()?.get(key).cloned())
-        .unwrap_or_default()
-}
 
 impl<C: CloudProvider + 'static> Reconciler for GarbageCollection<C> {
     type Step = Pass;
@@ -104,11 +98,21 @@ impl<C: CloudProvider + 'static> GarbageCollection<C> {
                         .delete::<NodeClaim>(&name, "garbage collecting")
                         .await
                     {
-                        Ok(()) => ctx.metrics.nodeclaim_disrupted(
-                            "garbage_collected",
-                            &label(claim.as_ref(), labels::NODEPOOL),
-                            &label(claim.as_ref(), labels::CAPACITY_TYPE),
-                        ),
+                        Ok(()) => {
+                            let pods = claim
+                                .as_ref()
+                                .and_then(|c| c.status.as_ref()?.node_name.clone())
+                                .and_then(|node| {
+                                    let cluster = ctx.cache.lock();
+                                    let node = cluster.state_node_named(&node)?;
+                                    Some(node.reschedulable_pods().count())
+                                })
+                                .unwrap_or(0);
+                            ctx.metrics.disrupted(
+                                &Disrupted::of("garbage_collected", claim.as_ref()),
+                                pods,
+                            );
+                        }
                         Err(error) => failures.push(error.to_string()),
                     }
                 }

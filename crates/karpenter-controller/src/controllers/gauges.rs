@@ -1,8 +1,13 @@
-//! Upstream's `metrics.node` and `metrics.pod` controllers: gauges of every node's allocatable
-//! and requested resources (`karpenter_nodes_allocatable`, `karpenter_nodes_total_pod_requests`,
-//! `karpenter_nodes_total_daemon_requests`) and of every pod's state (`karpenter_pods_state`),
-//! rebuilt from the cluster-state index every 5 s (upstream's `metrics.node` interval) by the
-//! loops [`NodeMetrics`] and [`PodMetrics`], and `karpenter_pods_startup_duration_seconds`.
+//! Upstream's `metrics.node` and `metrics.pod` controllers: gauges of every node's allocatable,
+//! system overhead (capacity minus allocatable), the requests and limits of its pods and of its
+//! DaemonSet pods (`karpenter_nodes_allocatable`, `karpenter_nodes_system_overhead`,
+//! `karpenter_nodes_total_pod_requests`, `karpenter_nodes_total_pod_limits`,
+//! `karpenter_nodes_total_daemon_requests`, `karpenter_nodes_total_daemon_limits`) and age
+//! (`karpenter_nodes_current_lifetime_seconds`), of the cluster's utilization (pod requests as a
+//! percentage of allocatable, `karpenter_cluster_utilization_percent`) and of every pod's state
+//! (`karpenter_pods_state`), rebuilt from the cluster-state index every 5 s (upstream's
+//! `metrics.node` interval) by the loops [`NodeMetrics`] and [`PodMetrics`], and
+//! `karpenter_pods_startup_duration_seconds`.
 //!
 //! Labels are upstream's: a node's series carry `node_name`, `phase`, `managed`, one label per
 //! well-known node label ([`NODE_LABELS`]) and `resource_type`; a pod's carry `name`,
@@ -10,8 +15,9 @@
 //! `instance_type`, `phase`, `ready` and `managed`. A series whose node or pod is gone (or
 //! whose labels changed) is removed. Requests are summed as upstream's cluster state sums them:
 //! every pod bound to the node that is not finished (`Succeeded`/`Failed`), each with
-//! `pods: 1`; the daemon figures only over DaemonSet pods. A node without such pods has no
-//! request series, as upstream.
+//! `pods: 1`; limits as Kubernetes' `PodLimits` sums them, also with `pods: 1`; the daemon
+//! figures only over DaemonSet pods. A node without such pods has no request series, as
+//! upstream.
 //!
 //! Startup: like upstream, a pod counts once, when it is Ready after having been seen Pending
 //! (or created since this loop started: a pod that went from Pending to Ready between two
@@ -20,6 +26,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
+
 use std::time::Duration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
@@ -31,8 +38,9 @@ use karpenter_state::Cluster;
 use karpenter_state::conditions::from_api_time;
 
 use crate::cluster::index::ClusterCache;
+use crate::reconcile::context::PodTimes;
 use crate::reconcile::{Action, Busy, Reconciler, Retry, Scan, Shape};
-use crate::report::metrics::{ControllerMetrics, Labels};
+use crate::report::metrics::{ControllerMetrics, Labels, NodeSeriesLabels};
 
 /// How often the gauges are rebuilt (upstream's `metrics.node` and `metrics.pod` interval).
 pub const INTERVAL: Duration = Duration::from_secs(5);
@@ -45,9 +53,16 @@ pub struct SharedState {
 }
 
 impl SharedState {
-    pub fn new(metrics: ControllerMetrics, cache: ClusterCache, started: DateTime<Utc>) -> Self {
+    pub fn new(
+        metrics: ControllerMetrics,
+        cache: ClusterCache,
+        started: DateTime<Utc>,
+        pod_times: PodTimes,
+    ) -> Self {
+        let mut state = StateMetrics::new(metrics, started);
+        state.pod_times = pod_times;
         SharedState {
-            state: Arc::new(Mutex::new(StateMetrics::new(metrics, started))),
+            state: Arc::new(Mutex::new(state)),
             cache,
         }
     }
@@ -91,7 +106,7 @@ impl Reconciler for NodeMetrics {
     }
 
     async fn execute(&self, _: Rebuild) -> Result<Action, std::convert::Infallible> {
-        let nodes = collect_nodes(&self.0.cache.lock());
+        let nodes = collect_nodes(&self.0.cache.lock(), Utc::now());
         self.0.lock().apply_nodes(nodes);
         Ok(Action::RequeueAfter(INTERVAL))
     }
@@ -228,25 +243,73 @@ pub fn resource_value(name: &str, quantity: Quantity) -> f64 {
     }
 }
 
-/// The three per-node gauges.
+/// The gauges `metrics.node` keeps: per node and resource, per node (its age), and per
+/// resource over the cluster (utilization).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum NodeGauge {
     Allocatable,
     PodRequests,
+    PodLimits,
     DaemonRequests,
+    DaemonLimits,
+    SystemOverhead,
+    Lifetime,
+    ClusterUtilization,
 }
 
-const NODE_GAUGES: [NodeGauge; 3] = [
+const NODE_GAUGES: [NodeGauge; 8] = [
     NodeGauge::Allocatable,
     NodeGauge::PodRequests,
+    NodeGauge::PodLimits,
     NodeGauge::DaemonRequests,
+    NodeGauge::DaemonLimits,
+    NodeGauge::SystemOverhead,
+    NodeGauge::Lifetime,
+    NodeGauge::ClusterUtilization,
 ];
 
 /// The node series one pass wants, by gauge.
-type NodeSeries = HashMap<NodeGauge, HashMap<Labels, f64>>;
+type NodeSeries = HashMap<NodeGauge, HashMap<NodeSeriesLabels, f64>>;
 
 fn text(value: Option<&String>) -> String {
     value.cloned().unwrap_or_default()
+}
+
+/// The pod's `PodScheduled` condition: whether it is True, and since when.
+fn scheduled_condition(pod: &PodRecord) -> Option<(bool, Option<DateTime<Utc>>)> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .map(|c| {
+            (
+                c.status == "True",
+                c.last_transition_time.as_ref().and_then(from_api_time),
+            )
+        })
+}
+
+/// Which of a pod's timing gauges are set (upstream's `metrics.pod` per-pod gauges).
+#[derive(Debug, Clone, Default)]
+struct PodTimings {
+    unstarted: bool,
+    provisioning_unstarted: bool,
+    /// `dynamic_resources` of the unbound gauges that are set.
+    unbound: Option<bool>,
+    provisioning_unbound: Option<bool>,
+    undecided: bool,
+}
+
+impl PodTimings {
+    fn is_set(&self) -> bool {
+        self.unstarted
+            || self.provisioning_unstarted
+            || self.unbound.is_some()
+            || self.provisioning_unbound.is_some()
+            || self.undecided
+    }
 }
 
 /// When the pod's `Ready` condition turned True, if it is True.
@@ -316,52 +379,102 @@ fn pod_labels(pod: &PodRecord, node: Option<&Node>) -> Labels {
     ]
 }
 
-/// Per node with a Node object: its allocatable, and the requests of its pods and of its
-/// DaemonSet pods, each resource a series.
-fn collect_nodes(cluster: &Cluster) -> NodeSeries {
+/// A resource list of the Node's status (`capacity` or `allocatable`).
+fn node_resources(node: &Node, allocatable: bool) -> ResourceList {
+    node.status
+        .as_ref()
+        .and_then(|s| {
+            if allocatable {
+                s.allocatable.as_ref()
+            } else {
+                s.capacity.as_ref()
+            }
+        })
+        .and_then(|a| ResourceList::from_k8s(a).ok())
+        .unwrap_or_default()
+}
+
+/// Per node with a Node object, each resource a series: its allocatable, its system overhead
+/// (capacity minus allocatable, per resource of the capacity), and the requests and limits of
+/// its pods and of its DaemonSet pods; its age at `now`; and over every such node, pod requests
+/// as a percentage of allocatable (upstream's `metrics.node`).
+fn collect_nodes(cluster: &Cluster, now: DateTime<Utc>) -> NodeSeries {
     let mut out: NodeSeries = NODE_GAUGES.iter().map(|g| (*g, HashMap::new())).collect();
+    let mut cluster_allocatable = ResourceList::new();
+    let mut cluster_requests = ResourceList::new();
     for state in cluster.state_nodes() {
         let Some(node) = state.node else { continue };
-        let base = node_labels(node, state.managed());
-        let allocatable = node
-            .status
-            .as_ref()
-            .and_then(|s| s.allocatable.as_ref())
-            .and_then(|a| ResourceList::from_k8s(a).ok())
-            .unwrap_or_default();
+        let base = Arc::new(node_labels(node, state.managed()));
+        let allocatable = node_resources(node, true);
+        let capacity = node_resources(node, false);
+        let mut overhead = ResourceList::new();
+        for (resource, quantity) in capacity.iter() {
+            overhead.set(resource, *quantity - allocatable.get(resource));
+        }
         let mut pods = ResourceList::new();
+        let mut pod_limits = ResourceList::new();
         let mut daemons = ResourceList::new();
-        let mut any_daemon = false;
+        let mut daemon_limits = ResourceList::new();
         for pod in state.pods.iter().filter(|p| !p.is_terminal()) {
-            let Ok(requests) = karpenter_scheduling::pod::pod_requests(pod.spec.as_deref()) else {
+            let spec = pod.spec.as_deref();
+            let Ok(requests) = karpenter_scheduling::pod::pod_requests(spec) else {
                 continue;
             };
+            let limits = karpenter_scheduling::pod::pod_limits(spec).unwrap_or_default();
             pods.add(&requests);
+            pod_limits.add(&limits);
             if pod.is_daemonset() {
                 daemons.add(&requests);
-                any_daemon = true;
+                daemon_limits.add(&limits);
             }
         }
+        cluster_allocatable.add(&state.allocatable());
+        cluster_requests.add(&pods);
         let lists = [
             (NodeGauge::Allocatable, allocatable),
+            (NodeGauge::SystemOverhead, overhead),
             (NodeGauge::PodRequests, pods),
-            (
-                NodeGauge::DaemonRequests,
-                if any_daemon {
-                    daemons
-                } else {
-                    ResourceList::new()
-                },
-            ),
+            (NodeGauge::PodLimits, pod_limits),
+            (NodeGauge::DaemonRequests, daemons),
+            (NodeGauge::DaemonLimits, daemon_limits),
         ];
         for (gauge, list) in lists {
             let series = out.entry(gauge).or_default();
             for (resource, quantity) in list.iter() {
-                let mut labels = base.clone();
-                labels.push(("resource_type", resource_type(resource)));
-                series.insert(labels, resource_value(resource, *quantity));
+                series.insert(
+                    NodeSeriesLabels::new(&base, Some(resource_type(resource))),
+                    resource_value(resource, *quantity),
+                );
             }
         }
+        if let Some(created) = node
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .and_then(from_api_time)
+        {
+            out.entry(NodeGauge::Lifetime).or_default().insert(
+                NodeSeriesLabels::new(&base, None),
+                (now - created).as_seconds_f64(),
+            );
+        }
+    }
+    let utilization = out.entry(NodeGauge::ClusterUtilization).or_default();
+    let none = Arc::new(Labels::new());
+    for (resource, allocatable) in cluster_allocatable.iter() {
+        if allocatable.value() == 0 {
+            continue;
+        }
+        let used = cluster_requests.get(resource);
+        let fraction = if resource == "cpu" {
+            used.millis() as f64 / allocatable.millis() as f64
+        } else {
+            used.value() as f64 / allocatable.value() as f64
+        };
+        utilization.insert(
+            NodeSeriesLabels::new(&none, Some(resource_type(resource))),
+            100.0 * fraction,
+        );
     }
     out
 }
@@ -377,11 +490,19 @@ pub struct StateMetrics {
     pending: HashSet<String>,
     /// Pods whose start was observed, or that finished without starting.
     done: HashSet<String>,
-    node_series: HashMap<NodeGauge, HashSet<Labels>>,
+    node_series: HashMap<NodeGauge, HashSet<NodeSeriesLabels>>,
     /// Each pod's `karpenter_pods_state` labels, by `namespace/name` (unique among the labels,
     /// which carry both), so a pass compares rather than rebuilds: one copy besides the
     /// family's, not two.
     pod_series: HashMap<String, Labels>,
+    /// When the provisioner saw and decided about pending pods.
+    pub(crate) pod_times: PodTimes,
+    /// Pods (by `namespace/name`) seen Pending, and seen Pending unbound (upstream's
+    /// `pendingPods`, `unscheduledPods`).
+    seen_pending: HashSet<String>,
+    seen_unbound: HashSet<String>,
+    /// Each pod's timing gauges, by `namespace/name`.
+    timings: HashMap<String, PodTimings>,
 }
 
 impl StateMetrics {
@@ -396,14 +517,18 @@ impl StateMetrics {
             done: HashSet::new(),
             node_series: HashMap::new(),
             pod_series: HashMap::new(),
+            pod_times: PodTimes::default(),
+            seen_pending: HashSet::new(),
+            seen_unbound: HashSet::new(),
+            timings: HashMap::new(),
         }
     }
 
     /// One pass of `metrics.node` and `metrics.pod` over the index.
     #[cfg(test)]
-    fn update(&mut self, cache: &ClusterCache) {
+    pub(crate) fn update(&mut self, cache: &ClusterCache) {
         let cluster = cache.lock();
-        let nodes = collect_nodes(&cluster);
+        let nodes = collect_nodes(&cluster, Utc::now());
         self.apply_nodes(nodes);
         self.update_pod_states(&cluster);
     }
@@ -414,6 +539,176 @@ impl StateMetrics {
         for seconds in startups {
             self.metrics.pod_startup_duration(seconds);
         }
+        self.update_pod_timings(cluster, Utc::now());
+    }
+
+    /// Upstream's per-pod timing gauges and the bound and provisioning durations
+    /// (`recordPodSchedulingUndecidedMetric`, `recordPodStartupMetric`, `recordPodBoundMetric`):
+    /// how long each pending pod has waited since it was created and since the provisioner
+    /// first found it a place, to start and to be bound; how long since the provisioner first
+    /// saw it without deciding about it; when it binds or becomes ready, those durations.
+    fn update_pod_timings(&mut self, cluster: &Cluster, now: DateTime<Utc>) {
+        let m = self.metrics.clone();
+        let mut present = HashSet::new();
+        for pod in cluster.pods() {
+            let key = pod.key();
+            let names = vec![
+                ("name", text(pod.metadata.name.as_ref())),
+                ("namespace", text(pod.metadata.namespace.as_ref())),
+            ];
+            let with_dra = |dra: bool| {
+                let mut labels = names.clone();
+                labels.push(("dynamic_resources", dra.to_string()));
+                labels
+            };
+            let times = self.pod_times.get(&key);
+            let created = pod
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .and_then(from_api_time);
+            let since = |t: Option<DateTime<Utc>>| t.map_or(0.0, |t| (now - t).as_seconds_f64());
+            let scheduled = scheduled_condition(pod);
+            let bound = scheduled.is_some_and(|(ok, _)| ok);
+            let pending = pod.phase() == "Pending";
+            let dra = pod.has_dra_requirements();
+            // A pod with no gauge set has no entry (most pods, running for long).
+            let mut timing = self.timings.remove(&key).unwrap_or_default();
+            let timing = &mut timing;
+            // Not decided yet: since the provisioner first saw it.
+            if times.decided.is_some() || bound || pod.node_name().is_some() || pod.is_terminal() {
+                if std::mem::take(&mut timing.undecided) {
+                    m.pods_undecided_time.remove(&names);
+                }
+            } else if let Some(acked) = times.acked {
+                m.pods_undecided_time
+                    .get_or_create(&names)
+                    .set(since(Some(acked)));
+                timing.undecided = true;
+            }
+            // Not started yet.
+            let set_unstarted = |timing: &mut PodTimings| {
+                m.pods_unstarted_time
+                    .get_or_create(&names)
+                    .set(since(created));
+                timing.unstarted = true;
+                match times.schedulable {
+                    Some(at) => {
+                        m.pods_provisioning_unstarted_time
+                            .get_or_create(&names)
+                            .set(since(Some(at)));
+                        timing.provisioning_unstarted = true;
+                    }
+                    None => {
+                        if std::mem::take(&mut timing.provisioning_unstarted) {
+                            m.pods_provisioning_unstarted_time.remove(&names);
+                        }
+                    }
+                }
+            };
+            let clear_unstarted = |timing: &mut PodTimings| {
+                if std::mem::take(&mut timing.unstarted) {
+                    m.pods_unstarted_time.remove(&names);
+                }
+                if std::mem::take(&mut timing.provisioning_unstarted) {
+                    m.pods_provisioning_unstarted_time.remove(&names);
+                }
+            };
+            if pending {
+                set_unstarted(timing);
+                self.seen_pending.insert(key.clone());
+            } else if self.seen_pending.contains(&key) {
+                if let Some(ready_at) = ready_since(pod) {
+                    clear_unstarted(timing);
+                    if let (Some(ready_at), Some(at)) = (ready_at, times.schedulable) {
+                        m.pod_provisioning_startup((ready_at - at).as_seconds_f64());
+                    }
+                    self.seen_pending.remove(&key);
+                    self.pod_times.clear(&key);
+                } else if pod.is_terminal() {
+                    clear_unstarted(timing);
+                    self.seen_pending.remove(&key);
+                    self.pod_times.clear(&key);
+                } else {
+                    set_unstarted(timing);
+                }
+            }
+            // Not bound yet.
+            if pending {
+                if !bound {
+                    if timing.unbound.is_some_and(|old| old != dra) {
+                        m.pods_unbound_time.remove(&with_dra(!dra));
+                    }
+                    m.pods_unbound_time
+                        .get_or_create(&with_dra(dra))
+                        .set(since(created));
+                    timing.unbound = Some(dra);
+                    match times.schedulable {
+                        Some(at) => {
+                            if timing.provisioning_unbound.is_some_and(|old| old != dra) {
+                                m.pods_provisioning_unbound_time.remove(&with_dra(!dra));
+                            }
+                            m.pods_provisioning_unbound_time
+                                .get_or_create(&with_dra(dra))
+                                .set(since(Some(at)));
+                            timing.provisioning_unbound = Some(dra);
+                        }
+                        None => {
+                            if let Some(old) = timing.provisioning_unbound.take() {
+                                m.pods_provisioning_unbound_time.remove(&with_dra(old));
+                            }
+                        }
+                    }
+                }
+                self.seen_unbound.insert(key.clone());
+            } else if bound && self.seen_unbound.contains(&key) {
+                if let Some(old) = timing.unbound.take() {
+                    m.pods_unbound_time.remove(&with_dra(old));
+                }
+                if let Some(old) = timing.provisioning_unbound.take() {
+                    m.pods_provisioning_unbound_time.remove(&with_dra(old));
+                }
+                let at = scheduled.and_then(|(_, at)| at);
+                if let (Some(at), Some(created)) = (at, created) {
+                    m.pod_bound(
+                        dra,
+                        (at - created).as_seconds_f64(),
+                        times.schedulable.map(|s| (at - s).as_seconds_f64()),
+                    );
+                }
+                self.seen_unbound.remove(&key);
+            }
+            if timing.is_set() {
+                self.timings.insert(key.clone(), std::mem::take(timing));
+            }
+            present.insert(key);
+        }
+        // Pods that are gone lose their gauges.
+        self.timings.retain(|key, timing| {
+            if present.contains(key) {
+                return true;
+            }
+            let (namespace, name) = key.split_once('/').unwrap_or_default();
+            let names = vec![
+                ("name", name.to_owned()),
+                ("namespace", namespace.to_owned()),
+            ];
+            m.pods_unstarted_time.remove(&names);
+            m.pods_provisioning_unstarted_time.remove(&names);
+            m.pods_undecided_time.remove(&names);
+            for dra in [timing.unbound, timing.provisioning_unbound]
+                .into_iter()
+                .flatten()
+            {
+                let mut labels = names.clone();
+                labels.push(("dynamic_resources", dra.to_string()));
+                m.pods_unbound_time.remove(&labels);
+                m.pods_provisioning_unbound_time.remove(&labels);
+            }
+            false
+        });
+        self.seen_pending.retain(|k| present.contains(k));
+        self.seen_unbound.retain(|k| present.contains(k));
     }
 
     fn apply_nodes(&mut self, wanted: NodeSeries) {
@@ -421,20 +716,34 @@ impl StateMetrics {
             let family = match gauge {
                 NodeGauge::Allocatable => &self.metrics.nodes_allocatable,
                 NodeGauge::PodRequests => &self.metrics.nodes_total_pod_requests,
+                NodeGauge::PodLimits => &self.metrics.nodes_total_pod_limits,
                 NodeGauge::DaemonRequests => &self.metrics.nodes_total_daemon_requests,
+                NodeGauge::DaemonLimits => &self.metrics.nodes_total_daemon_limits,
+                NodeGauge::SystemOverhead => &self.metrics.nodes_system_overhead,
+                NodeGauge::Lifetime => &self.metrics.nodes_current_lifetime_seconds,
+                NodeGauge::ClusterUtilization => &self.metrics.cluster_utilization_percent,
             };
             let series = wanted.get(&gauge);
             let previous = self.node_series.entry(gauge).or_default();
-            for old in previous.iter() {
-                if !series.is_some_and(|s| s.contains_key(old)) {
-                    family.remove(old);
+            let mut kept = HashSet::with_capacity(series.map_or(0, HashMap::len));
+            for old in previous.drain() {
+                if series.is_some_and(|s| s.contains_key(&old)) {
+                    kept.insert(old);
+                } else {
+                    family.remove(&old);
                 }
             }
-            previous.clear();
             for (labels, value) in series.into_iter().flatten() {
-                family.get_or_create(labels).set(*value);
-                previous.insert(labels.clone());
+                // A series kept from an earlier pass keeps its labels (the family holds the
+                // same ones): this pass's copy is let go.
+                let labels = match kept.get(labels) {
+                    Some(old) => old.clone(),
+                    None => labels.clone(),
+                };
+                family.get_or_create(&labels).set(*value);
+                kept.insert(labels);
             }
+            *previous = kept;
         }
     }
 
@@ -585,12 +894,12 @@ mod tests {
             .with_timezone(&Utc)
     }
 
-    fn value(series: &HashMap<Labels, f64>, node: &str, resource: &str) -> Option<f64> {
+    fn value(series: &HashMap<NodeSeriesLabels, f64>, node: &str, resource: &str) -> Option<f64> {
         series
             .iter()
             .find(|(labels, _)| {
-                labels.contains(&("node_name", node.to_owned()))
-                    && labels.contains(&("resource_type", resource.to_owned()))
+                labels.node.contains(&("node_name", node.to_owned()))
+                    && labels.resource_type.as_deref() == Some(resource)
             })
             .map(|(_, v)| *v)
     }
@@ -639,7 +948,7 @@ mod tests {
             false,
             "5",
         )));
-        let series = collect_nodes(&cluster);
+        let series = collect_nodes(&cluster, Utc::now());
         let allocatable = &series[&NodeGauge::Allocatable];
         assert_eq!(value(allocatable, "n1", "cpu"), Some(1.93));
         assert_eq!(
@@ -661,7 +970,7 @@ mod tests {
         assert_eq!(value(daemons, "n1", "pods"), Some(1.0));
         let (labels, _) = allocatable
             .iter()
-            .find(|(l, _)| l.contains(&("node_name", "n1".to_owned())))
+            .find(|(l, _)| l.node.contains(&("node_name", "n1".to_owned())))
             .expect("n1's series");
         for want in [
             ("managed", "true"),
@@ -673,15 +982,18 @@ mod tests {
             ("instance_gpu_name", ""),
         ] {
             assert!(
-                labels.contains(&(want.0, want.1.to_owned())),
+                labels.node.contains(&(want.0, want.1.to_owned())),
                 "{want:?} in {labels:?}"
             );
         }
         let (bare, _) = allocatable
             .iter()
-            .find(|(l, _)| l.contains(&("node_name", "bare".to_owned())))
+            .find(|(l, _)| l.node.contains(&("node_name", "bare".to_owned())))
             .expect("bare's series");
-        assert!(bare.contains(&("managed", "false".to_owned())), "{bare:?}");
+        assert!(
+            bare.node.contains(&("managed", "false".to_owned())),
+            "{bare:?}"
+        );
     }
 
     #[test]
@@ -767,6 +1079,160 @@ mod tests {
         let cache = ClusterCache::new();
         cache.apply(Object::Node(node("n1", Some("general"))));
         (registry, state, cache)
+    }
+
+    #[test]
+    fn a_node_reports_its_overhead_limits_and_age_and_the_cluster_its_utilization() {
+        let mut with_capacity = node("n1", Some("general"));
+        with_capacity.metadata.creation_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                "2026-01-01T00:00:00Z".parse().expect("a time"),
+            ));
+        with_capacity.status = serde_json::from_value(json!({
+            "capacity": {"cpu": "2", "memory": "4Gi", "pods": "29"},
+            "allocatable": {"cpu": "1930m", "memory": "3Gi", "pods": "29"}
+        }))
+        .expect("a status");
+        let mut limited = pod("web", Some("n1"), "Running", false, "1");
+        limited.spec.as_mut().expect("a spec").containers[0]
+            .resources
+            .as_mut()
+            .expect("resources")
+            .limits = Some(
+            [(
+                "cpu".to_owned(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity("1500m".to_owned()),
+            )]
+            .into(),
+        );
+        let mut cluster = Cluster::new();
+        cluster.apply(Object::Node(with_capacity));
+        cluster.apply(Object::NodeClaim(claim("n1")));
+        cluster.apply(Object::Pod(limited));
+        cluster.apply(Object::Pod(pod(
+            "agent",
+            Some("n1"),
+            "Running",
+            true,
+            "100m",
+        )));
+        let series = collect_nodes(&cluster, at("2026-01-01T01:00:00Z"));
+        let overhead = &series[&NodeGauge::SystemOverhead];
+        assert_eq!(value(overhead, "n1", "cpu"), Some(0.07));
+        assert_eq!(value(overhead, "n1", "memory"), Some(1_073_741_824.0));
+        assert_eq!(value(overhead, "n1", "pods"), Some(0.0));
+        let limits = &series[&NodeGauge::PodLimits];
+        assert_eq!(
+            value(limits, "n1", "cpu"),
+            Some(1.5),
+            "the agent has no limit"
+        );
+        assert_eq!(
+            value(limits, "n1", "pods"),
+            Some(2.0),
+            "each pod counts one"
+        );
+        let daemon_limits = &series[&NodeGauge::DaemonLimits];
+        assert_eq!(value(daemon_limits, "n1", "cpu"), None);
+        assert_eq!(value(daemon_limits, "n1", "pods"), Some(1.0));
+        let lifetime = &series[&NodeGauge::Lifetime];
+        assert_eq!(lifetime.len(), 1);
+        assert!(
+            lifetime
+                .iter()
+                .all(|(labels, age)| { *age == 3600.0 && labels.resource_type.is_none() })
+        );
+        let utilization = &series[&NodeGauge::ClusterUtilization];
+        let percent = |resource: &str| {
+            utilization
+                .iter()
+                .find(|(l, _)| l.node.is_empty() && l.resource_type.as_deref() == Some(resource))
+                .map(|(_, v)| *v)
+        };
+        assert_eq!(percent("cpu"), Some(100.0 * 1100.0 / 1930.0));
+        assert_eq!(percent("pods"), Some(100.0 * 2.0 / 29.0));
+    }
+
+    #[test]
+    fn a_nodes_series_share_one_copy_of_its_labels_from_pass_to_pass() {
+        let (_registry, mut state, cache) = watching_node_n1();
+        cache.apply(Object::Pod(pod("web", Some("n1"), "Running", false, "1")));
+        state.update(&cache);
+        state.update(&cache);
+        let bases: Vec<&Arc<Labels>> = state
+            .node_series
+            .iter()
+            .filter(|(gauge, _)| **gauge != NodeGauge::ClusterUtilization)
+            .flat_map(|(_, series)| series.iter().map(|l| &l.node))
+            .collect();
+        assert!(bases.len() > 5, "{}", bases.len());
+        assert!(
+            bases.iter().all(|b| Arc::ptr_eq(b, bases[0])),
+            "every series of n1 holds the same labels"
+        );
+    }
+
+    #[test]
+    fn a_pending_pod_reports_how_long_it_waits_then_how_long_it_took_to_bind_and_start() {
+        let registry = Metrics::new();
+        let mut state = StateMetrics::new(ControllerMetrics::register(&registry), Utc::now());
+        let times = state.pod_times.clone();
+        let mut cluster = Cluster::new();
+        let mut waiting = pod("web", None, "Pending", false, "1");
+        waiting.metadata.creation_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                "2026-01-01T00:00:00Z".parse().expect("a time"),
+            ));
+        cluster.apply(Object::Pod(waiting));
+        times.ack("shop/web", at("2026-01-01T00:00:01Z"));
+        state.update_pod_timings(&cluster, at("2026-01-01T00:00:05Z"));
+        let text = registry.encode().expect("encodes");
+        for line in [
+            "karpenter_pods_unstarted_time_seconds{name=\"web\",namespace=\"shop\"} 5.0",
+            "karpenter_pods_unbound_time_seconds{name=\"web\",namespace=\"shop\",dynamic_resources=\"false\"} 5.0",
+            "karpenter_pods_provisioning_scheduling_undecided_time_seconds{name=\"web\",namespace=\"shop\"} 4.0",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+        assert!(
+            !text.contains("karpenter_pods_provisioning_unbound_time_seconds{"),
+            "{text}"
+        );
+        let first = times.decided(["shop/web"], [], at("2026-01-01T00:00:03Z"));
+        assert_eq!(first, vec![2.0], "decided 2 s after it was first seen");
+        state.update_pod_timings(&cluster, at("2026-01-01T00:00:06Z"));
+        let text = registry.encode().expect("encodes");
+        assert!(!text.contains("undecided_time_seconds{"), "{text}");
+        assert!(text.contains("karpenter_pods_provisioning_unbound_time_seconds{name=\"web\",namespace=\"shop\",dynamic_resources=\"false\"} 3.0"), "{text}");
+        let mut running: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "shop", "uid": "uid-web",
+                         "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:10Z"},
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:20Z"}]}
+        }))
+        .expect("a pod");
+        running.metadata.labels = None;
+        cluster.apply(Object::Pod(running));
+        state.update_pod_timings(&cluster, at("2026-01-01T00:00:30Z"));
+        let text = registry.encode().expect("encodes");
+        for line in [
+            "karpenter_pods_bound_duration_seconds_sum{dynamic_resources=\"false\"} 10.0",
+            "karpenter_pods_provisioning_bound_duration_seconds_sum{dynamic_resources=\"false\"} 7.0",
+            "karpenter_pods_provisioning_startup_duration_seconds_sum 17.0",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+        for gone in ["unstarted_time_seconds{", "unbound_time_seconds{"] {
+            assert!(!text.contains(gone), "{gone} in\n{text}");
+        }
+        assert_eq!(
+            times.get("shop/web"),
+            Default::default(),
+            "forgotten once started"
+        );
+        assert!(state.timings.is_empty());
     }
 
     #[test]

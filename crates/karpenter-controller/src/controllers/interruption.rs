@@ -22,13 +22,14 @@ use karpenter_cloud::{CapacityType, CloudProvider, OfferingRef};
 use karpenter_state::Cluster;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::histogram::Histogram;
 
 use crate::http::Metrics;
 use karpenter_aws_provider::AwsError;
 use karpenter_aws_provider::sqs::{InterruptionQueue, QueueMessage};
 
 use crate::reconcile::{self, Busy, Context, Reconciler, Retry, Scan, Shape};
+use crate::report::metrics::Disrupted;
 
 /// Messages of one receive handled at once.
 pub const CONCURRENCY: usize = 10;
@@ -50,7 +51,7 @@ impl InterruptionMetrics {
         let metrics = InterruptionMetrics {
             received: Family::default(),
             deleted: Counter::default(),
-            queue_duration: Histogram::new(exponential_buckets(0.1, 2.0, 14)),
+            queue_duration: Histogram::new(crate::report::metrics::DURATION_BUCKETS),
         };
         registry.register(
             "karpenter_interruption_received_messages",
@@ -68,6 +69,23 @@ impl InterruptionMetrics {
             metrics.queue_duration.clone(),
         );
         metrics
+    }
+
+    /// A message of `message_type` (upstream's kind names) was received.
+    pub fn received(&self, message_type: &str) {
+        self.received
+            .get_or_create(&vec![("message_type", message_type.to_owned())])
+            .inc();
+    }
+
+    /// A message was deleted from the queue.
+    pub fn deleted(&self) {
+        self.deleted.inc();
+    }
+
+    /// A message waited `seconds` on the queue before it was handled.
+    pub fn queued_for(&self, seconds: f64) {
+        self.queue_duration.observe(seconds);
     }
 }
 
@@ -157,12 +175,9 @@ impl<C: CloudProvider + 'static> Interruption<C> {
         match &planned.parsed {
             Ok(parsed) => {
                 let kind = parsed.kind();
-                self.interruption_metrics
-                    .received
-                    .get_or_create(&vec![("message_type", kind.as_str().to_owned())])
-                    .inc();
+                self.interruption_metrics.received(kind.as_str());
                 if let Some(seconds) = parsed.queue_seconds(Utc::now()) {
-                    self.interruption_metrics.queue_duration.observe(seconds);
+                    self.interruption_metrics.queued_for(seconds);
                 }
                 tracing::debug!(message = %id, kind = kind.as_str(), actions = planned.actions.len(), "interruption message");
             }
@@ -181,7 +196,7 @@ impl<C: CloudProvider + 'static> Interruption<C> {
                 };
                 match self.queue.delete(receipt).await {
                     Ok(()) => {
-                        self.interruption_metrics.deleted.inc();
+                        self.interruption_metrics.deleted();
                     }
                     Err(error) => tracing::warn!(
                         message = %id,
@@ -220,16 +235,11 @@ impl<C: CloudProvider + 'static> Interruption<C> {
                 node_name,
                 reason,
             } => {
-                let (exists, pool, capacity) = {
-                    let cluster = self.ctx.cache.lock();
-                    let claim = cluster.node_claim(name);
-                    (
-                        claim.is_some_and(|c| c.metadata.deletion_timestamp.is_none()),
-                        claim.and_then(|c| label(c, labels::NODEPOOL)),
-                        claim.and_then(|c| label(c, labels::CAPACITY_TYPE)),
-                    )
-                };
-                if !exists {
+                let claim = self.ctx.cache.lock().node_claim(name).cloned();
+                if claim
+                    .as_ref()
+                    .is_none_or(|c| c.metadata.deletion_timestamp.is_some())
+                {
                     // Gone or already being deleted: nothing to do, nothing to count.
                     return ActionOutcome::NotFound;
                 }
@@ -241,11 +251,10 @@ impl<C: CloudProvider + 'static> Interruption<C> {
                 {
                     Ok(()) => {
                         tracing::info!(nodeclaim = %name, reason = reason.as_str(), "interruption: NodeClaim deleted");
-                        self.ctx.metrics.nodeclaim_disrupted(
-                            reason.as_str(),
-                            pool.as_deref().unwrap_or_default(),
-                            capacity.as_deref().unwrap_or_default(),
-                        );
+                        // Upstream counts no pods for an interruption.
+                        self.ctx
+                            .metrics
+                            .nodeclaim_disrupted(&Disrupted::of(reason.as_str(), claim.as_ref()));
                         for event in
                             karpenter_aws::interruption::events::terminating_on_interruption(
                                 name,

@@ -14,12 +14,12 @@ use karpenter_cloud::CloudError;
 use karpenter_kwok_provider::{Kwok, NodePoolLookup, registration_due};
 use karpenter_state::Cluster;
 
-use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
+use crate::reconcile::{Action, Busy, Context, MeteredCloud, Reconciler, Retry, Scan, Shape};
 
 /// The loop.
 #[derive(Debug)]
 pub struct KwokRegistration<L> {
-    pub ctx: Context<Kwok<L>>,
+    pub ctx: Context<MeteredCloud<Kwok<L>>>,
     /// `KWOK_REGISTRATION_DELAY`.
     pub delay: Duration,
 }

@@ -4,6 +4,7 @@
 //! and reports ready). Which loop does what, keyed and paced how: `docs/architecture.md`.
 
 pub mod claim_disruption;
+pub mod cloud_metrics;
 pub mod default_spread;
 pub mod discovered_capacity;
 pub mod disruption;
@@ -18,6 +19,7 @@ pub mod nodeclass;
 pub mod nodepool_counter;
 pub mod nodepool_status;
 pub mod provisioner;
+pub mod status_metrics;
 pub mod tagging;
 pub mod termination;
 
@@ -32,7 +34,7 @@ use karpenter_aws_provider::sqs::InterruptionQueue;
 use karpenter_kwok_provider::{Kwok, KwokCloud, KwokOptions, NodePoolLookup, TypeSource};
 
 use crate::cluster::index::ClusterCache;
-use crate::reconcile::{self, Context, Reconciler};
+use crate::reconcile::{self, Context, MeteredCloud, Reconciler};
 use crate::report::events::Events;
 use crate::report::metrics::ControllerMetrics;
 use crate::run::{ControllerContext, ControllerError};
@@ -68,7 +70,8 @@ pub enum StartError {
 }
 
 /// Extra controllers a cloud provider starts once this replica leads.
-type Extra<C> = Box<dyn FnOnce(&mut JoinSet<()>, &Context<C>, &ControllerContext) + Send>;
+type Extra<C> =
+    Box<dyn FnOnce(&mut JoinSet<()>, &Context<MeteredCloud<C>>, &ControllerContext) + Send>;
 
 /// Runs `reconciler` on the driver in `tasks` until `ctx.cancel` trips.
 fn spawn<R: Reconciler>(
@@ -230,7 +233,7 @@ pub async fn run_kwok_with(
     let extra: Option<Extra<Kwok<CachedPools>>> = (!delay.is_zero()).then(|| {
         Box::new(
             move |tasks: &mut JoinSet<()>,
-                  context: &Context<Kwok<CachedPools>>,
+                  context: &Context<MeteredCloud<Kwok<CachedPools>>>,
                   ctx: &ControllerContext| {
                 spawn(
                     tasks,
@@ -264,18 +267,33 @@ async fn run_with<C: CloudProvider + 'static>(
     let state_metrics = metrics.clone();
     tasks.spawn(async move {
         let mut changes = synced_cache.changes(std::time::Duration::from_millis(500));
+        let mut unsynced_since: Option<tokio::time::Instant> = None;
         loop {
             let synced = synced_cache.synced();
             state_metrics.cluster_state_synced.set(i64::from(synced));
             state_metrics
                 .cluster_state_node_count
                 .set(i64::try_from(synced_cache.lock().nodes().count()).unwrap_or(i64::MAX));
+            let unsynced = if synced {
+                unsynced_since = None;
+                0.0
+            } else {
+                unsynced_since
+                    .get_or_insert_with(tokio::time::Instant::now)
+                    .elapsed()
+                    .as_secs_f64()
+            };
+            state_metrics
+                .cluster_state_unsynced_time_seconds
+                .set(unsynced);
             if synced {
                 readiness.set_ready(true);
             }
             tokio::select! {
                 () = cancel.cancelled() => return,
                 _ = changes.changed() => {}
+                // While unsynced, the time it has been so is kept current.
+                () = tokio::time::sleep(std::time::Duration::from_secs(1)), if !synced => {}
             }
         }
     });
@@ -291,7 +309,8 @@ async fn run_with<C: CloudProvider + 'static>(
     let context = Context {
         client: ctx.clients.main.clone(),
         cache: cache.clone(),
-        cloud,
+        // Every call the loops make to the cloud is timed and counted here, once.
+        cloud: Arc::new(MeteredCloud::new(cloud, metrics.clone())),
         events: Events::new(ctx.clients.main.clone()),
         metrics: metrics.clone(),
         settings: ctx.settings.clone(),
@@ -299,6 +318,7 @@ async fn run_with<C: CloudProvider + 'static>(
         catalogs: crate::reconcile::catalogs::Catalogs::default(),
         fence: ctx.fence.clone(),
         registrations: crate::reconcile::context::Registrations::default(),
+        pod_times: crate::reconcile::context::PodTimes::default(),
     };
     let cancel = &ctx.cancel;
     if let Some(extra) = extra {
@@ -348,6 +368,19 @@ async fn run_with<C: CloudProvider + 'static>(
             cancel,
         );
     }
+    spawn(
+        &mut tasks,
+        cloud_metrics::CloudMetrics::new(context.clone()),
+        &context,
+        cancel,
+    );
+    // Upstream's EC2NodeClass status controller runs whatever the observability setting.
+    spawn(
+        &mut tasks,
+        status_metrics::StatusMetrics::<status_metrics::NodeClasses, _>::new(context.clone()),
+        &context,
+        cancel,
+    );
     spawn(
         &mut tasks,
         garbage::GarbageCollection {
@@ -402,13 +435,9 @@ async fn run_with<C: CloudProvider + 'static>(
 }
 
 /// Upstream's cluster-state observability controllers: `metrics.nodepool`, `metrics.node` and
-/// `metrics.pod` (`karpenter_nodepools_usage`, `karpenter_nodepools_limit`,
-/// `karpenter_nodes_allocatable`, `karpenter_nodes_total_pod_requests`,
-/// `karpenter_nodes_total_daemon_requests`, `karpenter_pods_state` and
-/// `karpenter_pods_startup_duration_seconds`). With `DISABLE_CLUSTER_STATE_OBSERVABILITY` none
-/// starts, as
-/// upstream's `controllers.go` leaves them out (with its status-condition metrics controllers,
-/// which karpenter-rs does not have). Returns the names of the loops it started.
+/// `metrics.pod` (the NodePool, node and pod gauges) and operatorpkg's status-condition metrics
+/// of NodeClaims and NodePools. With `DISABLE_CLUSTER_STATE_OBSERVABILITY` none starts, as
+/// upstream's `controllers.go` leaves them out. Returns the names of the loops it started.
 fn spawn_observability<C: Send + Sync + 'static>(
     tasks: &mut JoinSet<()>,
     context: &Context<C>,
@@ -419,9 +448,7 @@ fn spawn_observability<C: Send + Sync + 'static>(
     }
     spawn(
         tasks,
-        nodepool_counter::NodePoolMetrics {
-            ctx: context.clone(),
-        },
+        nodepool_counter::NodePoolMetrics::new(context.clone()),
         context,
         cancel,
     );
@@ -429,13 +456,20 @@ fn spawn_observability<C: Send + Sync + 'static>(
         context.metrics.clone(),
         context.cache.clone(),
         chrono::Utc::now(),
+        context.pod_times.clone(),
     );
     spawn(tasks, gauges::NodeMetrics(gauges.clone()), context, cancel);
     spawn(tasks, gauges::PodMetrics(gauges), context, cancel);
+    type ClaimStatus<C> = status_metrics::StatusMetrics<status_metrics::NodeClaims, C>;
+    type PoolStatus<C> = status_metrics::StatusMetrics<status_metrics::NodePools, C>;
+    spawn(tasks, ClaimStatus::new(context.clone()), context, cancel);
+    spawn(tasks, PoolStatus::new(context.clone()), context, cancel);
     vec![
         nodepool_counter::NodePoolMetrics::<C>::NAME,
         gauges::NodeMetrics::NAME,
         gauges::PodMetrics::NAME,
+        ClaimStatus::<C>::NAME,
+        PoolStatus::<C>::NAME,
     ]
 }
 
@@ -469,6 +503,7 @@ mod tests {
             catalogs: Catalogs::default(),
             fence: Fence::closed(),
             registrations: crate::reconcile::context::Registrations::default(),
+            pod_times: crate::reconcile::context::PodTimes::default(),
         }
     }
 
@@ -477,8 +512,17 @@ mod tests {
         let cancel = CancellationToken::new();
         let mut tasks = JoinSet::new();
         let started = spawn_observability(&mut tasks, &context(&[]), &cancel);
-        assert_eq!(started, ["metrics.nodepool", "metrics.node", "metrics.pod"]);
-        assert_eq!(tasks.len(), 3);
+        assert_eq!(
+            started,
+            [
+                "metrics.nodepool",
+                "metrics.node",
+                "metrics.pod",
+                "operatorpkg.nodeclaim.status",
+                "operatorpkg.nodepool.status"
+            ]
+        );
+        assert_eq!(tasks.len(), 5);
 
         let mut none = JoinSet::new();
         let disabled = context(&["--disable-cluster-state-observability"]);

@@ -25,7 +25,7 @@ use serde_json::json;
 
 use crate::cluster::index::ClusterCache;
 use crate::cluster::writes::WriteError;
-use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
+use crate::reconcile::{Action, Busy, Context, MeteredCloud, Reconciler, Retry, Scan, Shape};
 
 /// How often a class being deleted looks again for NodeClaims that still use it.
 const WAIT_FOR_CLAIMS: Duration = Duration::from_secs(10);
@@ -66,7 +66,7 @@ impl NodeClasses for CachedClasses {
 /// The controller.
 #[derive(Debug)]
 pub struct NodeClassController<L> {
-    pub ctx: Context<AwsCloud<L>>,
+    pub ctx: Context<MeteredCloud<AwsCloud<L>>>,
     pub resolver: NodeClassResolver,
     /// The API server's version (`v1.36.3`), for AMI aliases.
     pub k8s_version: String,
@@ -411,7 +411,7 @@ impl<L: NodeClasses + 'static> NodeClassController<L> {
 /// Unused launch templates of this cluster, deleted every [`SWEEP_INTERVAL`].
 #[derive(Debug)]
 pub struct LaunchTemplateSweep<L> {
-    pub ctx: Context<AwsCloud<L>>,
+    pub ctx: Context<MeteredCloud<AwsCloud<L>>>,
 }
 
 /// The one step of the sweep.

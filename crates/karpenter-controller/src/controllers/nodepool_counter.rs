@@ -1,21 +1,27 @@
 //! NodePool status (upstream `nodepool.counter`): `status.resources` (capacity of the pool's
 //! NodeClaims, in-flight ones included) and `status.nodes`, written when they change, checked
-//! every [`INTERVAL`]; and the same figures and the pool's limits as metrics (upstream
-//! `metrics.nodepool`), one loop each.
+//! every [`INTERVAL`]; and the same figures, the pool's limits and its cost as metrics
+//! (upstream `metrics.nodepool`), one loop each.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use karpenter_api::labels;
 use karpenter_api::v1::NodePool;
 use karpenter_scheduling::ResourceList;
 use karpenter_state::Cluster;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use serde_json::json;
 
 use super::gauges::{resource_type, resource_value};
 use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
+use crate::report::metrics::Labels;
 
 pub const INTERVAL: Duration = Duration::from_secs(5);
 
@@ -110,47 +116,150 @@ impl<C: Send + Sync + 'static> Reconciler for NodePoolCounter<C> {
     }
 }
 
-/// `metrics.nodepool`: each NodePool's usage and limits as gauges.
+/// `metrics.nodepool`: each NodePool's usage, limits and cost as gauges, rebuilt every
+/// [`INTERVAL`]; the series of a NodePool that is gone (or of a resource it no longer has) are
+/// removed, as upstream's metric store removes them.
 #[derive(Debug)]
 pub struct NodePoolMetrics<C> {
     pub ctx: Context<C>,
+    series: Mutex<PoolSeries>,
+}
+
+impl<C> NodePoolMetrics<C> {
+    pub fn new(ctx: Context<C>) -> Self {
+        NodePoolMetrics {
+            ctx,
+            series: Mutex::default(),
+        }
+    }
+}
+
+/// The series the last pass set, per gauge.
+#[derive(Debug, Default)]
+struct PoolSeries {
+    usage: HashSet<Labels>,
+    limit: HashSet<Labels>,
+    cost: HashSet<Labels>,
+}
+
+/// The one step of `metrics.nodepool`: rebuild.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rebuild;
+
+/// The hourly price of each NodeClaim of `pool` that names its instance type, capacity type
+/// and zone (upstream's cost tracker: an offering missing from the catalog costs 0), summed.
+fn pool_cost(
+    cluster: &Cluster,
+    pool: &str,
+    instance_types: Option<&Vec<karpenter_scheduling::InstanceType>>,
+) -> f64 {
+    let mut cost = 0.0;
+    for claim in cluster.node_claims() {
+        let Some(labels) = claim.metadata.labels.as_ref() else {
+            continue;
+        };
+        let (Some(it), Some(capacity), Some(zone), Some(owner)) = (
+            labels.get(labels::INSTANCE_TYPE),
+            labels.get(labels::CAPACITY_TYPE),
+            labels.get(labels::ZONE),
+            labels.get(labels::NODEPOOL),
+        ) else {
+            continue;
+        };
+        if owner != pool {
+            continue;
+        }
+        cost += instance_types
+            .into_iter()
+            .flatten()
+            .filter(|t| t.name == *it)
+            .flat_map(|t| &t.offerings)
+            .find(|o| o.zone == *zone && o.capacity_type == *capacity)
+            .map_or(0.0, |o| o.price);
+    }
+    cost
+}
+
+/// Sets `wanted` in `family`, removes what `previous` had that is not wanted any more, and
+/// remembers `wanted`.
+fn replace(
+    family: &Family<Labels, Gauge<f64, AtomicU64>>,
+    previous: &mut HashSet<Labels>,
+    wanted: Vec<(Labels, f64)>,
+) {
+    let wanted: HashMap<Labels, f64> = wanted.into_iter().collect();
+    for old in previous.iter() {
+        if !wanted.contains_key(old) {
+            family.remove(old);
+        }
+    }
+    previous.clear();
+    for (labels, value) in wanted {
+        family.get_or_create(&labels).set(value);
+        previous.insert(labels);
+    }
+}
+
+fn pool_resource(pool: &str, resource: &str) -> Labels {
+    vec![
+        ("nodepool", pool.to_owned()),
+        ("resource_type", resource_type(resource)),
+    ]
 }
 
 impl<C: Send + Sync + 'static> Reconciler for NodePoolMetrics<C> {
-    type Step = PoolFigures;
+    type Step = Rebuild;
     type Error = std::convert::Infallible;
     const NAME: &'static str = "metrics.nodepool";
 
     fn shape(&self) -> Shape {
-        Shape::periodic(INTERVAL).concurrency(4)
+        Shape::periodic(INTERVAL)
     }
 
-    fn scan(&self, cluster: &Cluster, _: DateTime<Utc>, busy: Busy<'_>) -> Scan<PoolFigures> {
+    fn scan(&self, _: &Cluster, _: DateTime<Utc>, busy: Busy<'_>) -> Scan<Rebuild> {
         let mut scan = Scan::new();
-        for f in figures(cluster, busy) {
-            scan.step(name(&f), f);
+        if !busy.contains(Self::NAME) {
+            scan.step(Self::NAME, Rebuild);
         }
         scan
     }
 
-    async fn execute(&self, f: PoolFigures) -> Result<Action, std::convert::Infallible> {
-        let metrics = &self.ctx.metrics;
-        let name = name(&f);
-        for (resource, quantity) in &f.resources {
-            if let Ok(q) = quantity.0.parse::<karpenter_scheduling::Quantity>() {
-                metrics.nodepool_usage(
-                    &name,
-                    &resource_type(resource),
-                    resource_value(resource, q),
-                );
+    async fn execute(&self, _: Rebuild) -> Result<Action, std::convert::Infallible> {
+        // Prices from the instance types the other loops listed last (none before the first
+        // listing or while one is under way: the costs wait for the next pass).
+        let catalogs = self.ctx.catalogs.latest();
+        let (mut usage, mut limit, mut cost) = (Vec::new(), Vec::new(), Vec::new());
+        {
+            let cluster = self.ctx.cache.lock();
+            for f in figures(&cluster, Busy::none()) {
+                let name = name(&f);
+                for (resource, quantity) in &f.resources {
+                    if let Ok(q) = quantity.0.parse::<karpenter_scheduling::Quantity>() {
+                        usage.push((pool_resource(&name, resource), resource_value(resource, q)));
+                    }
+                }
+                for (resource, quantity) in f.limits.iter().flat_map(|l| l.iter()) {
+                    limit.push((
+                        pool_resource(&name, resource),
+                        resource_value(resource, *quantity),
+                    ));
+                }
+                if let Some(catalogs) = &catalogs {
+                    let price = pool_cost(&cluster, &name, catalogs.instance_types.get(&name));
+                    cost.push((vec![("nodepool", name)], price));
+                }
             }
         }
-        for (resource, quantity) in f.limits.iter().flat_map(|l| l.iter()) {
-            metrics.nodepool_limit(
-                &name,
-                &resource_type(resource),
-                resource_value(resource, *quantity),
-            );
+        let metrics = &self.ctx.metrics;
+        let mut series = match self.series.lock() {
+            Ok(series) => series,
+            // Only the label sets of the last pass: keep using them.
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        replace(&metrics.nodepool_usage, &mut series.usage, usage);
+        replace(&metrics.nodepool_limit, &mut series.limit, limit);
+        if catalogs.is_some() {
+            replace(&metrics.nodepools_cost, &mut series.cost, cost);
         }
         Ok(Action::RequeueAfter(INTERVAL))
     }
@@ -159,7 +268,112 @@ impl<C: Send + Sync + 'static> Reconciler for NodePoolMetrics<C> {
         Retry::Backoff
     }
 
-    fn step_name(_: &PoolFigures) -> &'static str {
+    fn step_name(_: &Rebuild) -> &'static str {
         "gauges"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use karpenter_scheduling::{InstanceType, Offering};
+    use karpenter_state::Object;
+
+    use super::*;
+    use crate::http::Metrics;
+    use crate::report::metrics::ControllerMetrics;
+
+    fn claim(name: &str, pool: &str, it: &str, zone: &str) -> karpenter_api::v1::NodeClaim {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {
+                "karpenter.sh/nodepool": pool, "node.kubernetes.io/instance-type": it,
+                "karpenter.sh/capacity-type": "spot", "topology.kubernetes.io/zone": zone}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []}
+        }))
+        .expect("a NodeClaim")
+    }
+
+    fn instance_type(name: &str, price: f64) -> InstanceType {
+        InstanceType {
+            name: name.to_owned(),
+            requirements: Vec::new(),
+            offerings: vec![Offering {
+                zone: "us-east-1a".into(),
+                capacity_type: "spot".into(),
+                price,
+                available: true,
+                requirements: Vec::new(),
+            }],
+            capacity: ResourceList::new(),
+            overhead: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_pools_cost_sums_its_nodeclaims_offering_prices() {
+        let mut cluster = Cluster::new();
+        cluster.apply(Object::NodeClaim(claim(
+            "a",
+            "general",
+            "m5.large",
+            "us-east-1a",
+        )));
+        cluster.apply(Object::NodeClaim(claim(
+            "b",
+            "general",
+            "m5.large",
+            "us-east-1a",
+        )));
+        cluster.apply(Object::NodeClaim(claim(
+            "c",
+            "general",
+            "c5.large",
+            "us-east-1a",
+        )));
+        cluster.apply(Object::NodeClaim(claim(
+            "d",
+            "general",
+            "m5.large",
+            "us-east-1b",
+        )));
+        cluster.apply(Object::NodeClaim(claim(
+            "e",
+            "other",
+            "m5.large",
+            "us-east-1a",
+        )));
+        let types = vec![
+            instance_type("m5.large", 0.04),
+            instance_type("c5.large", 0.03),
+        ];
+        let cost = pool_cost(&cluster, "general", Some(&types));
+        assert!(
+            (cost - 0.11).abs() < 1e-9,
+            "{cost}: the offering in us-east-1b is unknown"
+        );
+        assert_eq!(pool_cost(&cluster, "general", None), 0.0);
+    }
+
+    #[test]
+    fn a_series_no_longer_wanted_is_removed() {
+        let registry = Metrics::new();
+        let metrics = ControllerMetrics::register(&registry);
+        let mut previous = HashSet::new();
+        let labels = |pool: &str| vec![("nodepool", pool.to_owned())];
+        replace(
+            &metrics.nodepools_cost,
+            &mut previous,
+            vec![(labels("a"), 1.0), (labels("b"), 2.0)],
+        );
+        replace(
+            &metrics.nodepools_cost,
+            &mut previous,
+            vec![(labels("b"), 3.0)],
+        );
+        let text = registry.encode().expect("encodes");
+        assert!(!text.contains("nodepool=\"a\""), "{text}");
+        assert!(
+            text.contains("karpenter_nodepools_cost_total{nodepool=\"b\"} 3.0"),
+            "{text}"
+        );
     }
 }

@@ -25,7 +25,6 @@ use karpenter_scheduling::{
     MinValuesPolicy, NewNodeClaim, PreferencePolicy, ResourceList, SolveOptions, SolveResult,
 };
 use karpenter_state::Cluster;
-use tokio::time::Instant;
 
 use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
@@ -160,6 +159,15 @@ impl<C: CloudProvider + 'static> Reconciler for Provisioner<C> {
             return scan;
         }
         let (solve, wake) = poll_batch(&mut self.batcher(), cluster, now);
+        // Every pending pod is acknowledged when first seen (upstream's `AckPods`), so the time
+        // until a decision about it counts from then; the pods gone are forgotten.
+        for pod in cluster.provisionable_pods() {
+            self.ctx.pod_times.ack(&pod.key(), now);
+        }
+        self.ctx.pod_times.retain(|key| {
+            key.split_once('/')
+                .is_some_and(|(namespace, name)| cluster.pod(namespace, name).is_some())
+        });
         if solve {
             scan.step(Self::NAME, Provision);
         }
@@ -195,7 +203,6 @@ impl<C: CloudProvider + 'static> Reconciler for Provisioner<C> {
 impl<C: CloudProvider + 'static> Provisioner<C> {
     /// One batch: solve the provisionable pods and act on the result.
     pub async fn provision(&self) -> Result<BatchOutcome, ProvisionError> {
-        let started = Instant::now();
         let (any_pending, pools, not_ready) = {
             let cluster = self.ctx.cache.lock();
             let (pools, not_ready) = launchable_pools(&cluster);
@@ -267,6 +274,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                 .await;
         }
         if input.pods.is_empty() {
+            self.decided(&SolveResult::default(), &dra);
             return Ok(BatchOutcome {
                 pods: dra.len(),
                 unschedulable: dra.len(),
@@ -286,17 +294,16 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             }
         }
         // The input comes back with the result: its pods are the batch's (no second copy).
+        let solving = self.ctx.metrics.solving(Self::NAME);
         let (result, input): (SolveResult, _) = tokio::task::spawn_blocking(move || {
             let result = karpenter_scheduling::solve(&input);
             (result, input)
         })
         .await
         .map_err(ProvisionError::Solver)?;
+        drop(solving);
         let pods = input.pods;
-        self.ctx
-            .metrics
-            .scheduling_duration
-            .observe(started.elapsed().as_secs_f64());
+        self.decided(&result, &dra);
         let mut outcome = BatchOutcome {
             pods: pods.len() + dra.len(),
             unschedulable: dra.len(),
@@ -361,11 +368,40 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                     .await;
             }
         }
-        self.ctx
-            .metrics
-            .unschedulable_pods
-            .set(i64::try_from(outcome.unschedulable).unwrap_or(i64::MAX));
         Ok(outcome)
+    }
+
+    /// What the simulation decided about each pod, for the pod and scheduler metrics: where
+    /// each pod was placed (or not), how many pods it left out (`dra`, and those failing
+    /// validation) and how many it could not place.
+    fn decided(&self, result: &SolveResult, dra: &[Arc<PodRecord>]) {
+        let validation = result
+            .unschedulable
+            .iter()
+            .filter(|u| u.reasons.iter().any(|(k, _)| k == "validation"))
+            .count();
+        let metrics = &self.ctx.metrics;
+        metrics.ignored_pods(dra.len() + validation);
+        metrics.unschedulable_pods(Self::NAME, result.unschedulable.len() - validation);
+        let placed: Vec<String> = result
+            .new_node_claims
+            .iter()
+            .flat_map(|c| c.pods.iter().map(ToString::to_string))
+            .chain(result.existing_placements.iter().map(|p| p.pod.to_string()))
+            .collect();
+        let unplaced: Vec<String> = result
+            .unschedulable
+            .iter()
+            .map(|u| u.pod.to_string())
+            .chain(dra.iter().map(|p| p.key()))
+            .collect();
+        for seconds in self.ctx.pod_times.decided(
+            placed.iter().map(String::as_str),
+            unplaced.iter().map(String::as_str),
+            Utc::now(),
+        ) {
+            metrics.pod_scheduling_decision(seconds);
+        }
     }
 
     /// The pool's current usage against its limits (upstream `Limits.ExceededBy`).

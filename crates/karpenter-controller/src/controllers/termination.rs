@@ -15,6 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_api::v1::nodeclaim::conditions::DISRUPTION_REASON;
@@ -354,15 +355,20 @@ impl<C: CloudProvider + 'static> Termination<C> {
             .unwrap_or_default();
         let metrics = &self.ctx.metrics;
         metrics.node_drained(&pool);
-        metrics.node_terminated(&pool);
-        if let Some(since) = node
-            .metadata
-            .deletion_timestamp
-            .as_ref()
-            .and_then(karpenter_state::conditions::from_api_time)
-        {
-            metrics
-                .node_termination_duration(&pool, (Utc::now() - since).as_seconds_f64().max(0.0));
+        metrics.node_terminated(
+            &pool,
+            node.labels().get(labels::ZONE).map_or("", String::as_str),
+        );
+        let now = Utc::now();
+        let since = |time: Option<&Time>| {
+            time.and_then(karpenter_state::conditions::from_api_time)
+                .map(|t| (now - t).as_seconds_f64().max(0.0))
+        };
+        if let Some(seconds) = since(node.metadata.deletion_timestamp.as_ref()) {
+            metrics.node_termination_duration(&pool, seconds);
+        }
+        if let Some(seconds) = since(node.metadata.creation_timestamp.as_ref()) {
+            metrics.node_lifetime(&pool, seconds);
         }
         tracing::info!(node = %name, "drained and terminated");
     }

@@ -23,6 +23,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -180,6 +182,35 @@ pub enum LeaderState {
     Lost,
 }
 
+/// `leader_election_master_status{name}` (controller-runtime's, for client-go's elector): 0
+/// once the election starts, 1 while this replica holds the Lease, 0 again when it loses it.
+/// `name` is the Lease's name, as controller-runtime's election ID. (A release on shutdown
+/// leaves it, as client-go does.)
+#[derive(Debug, Clone, Default)]
+pub struct LeaderMetrics {
+    master_status: Family<Vec<(&'static str, String)>, Gauge>,
+}
+
+impl LeaderMetrics {
+    /// Creates the metric and registers it in `registry`.
+    pub fn register(registry: &crate::http::Metrics) -> Self {
+        let metrics = LeaderMetrics::default();
+        registry.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+            metrics.master_status.clone(),
+        );
+        metrics
+    }
+
+    /// Whether this replica leads the Lease `name`.
+    pub fn leading(&self, name: &str, leading: bool) {
+        self.master_status
+            .get_or_create(&vec![("name", name.to_owned())])
+            .set(i64::from(leading));
+    }
+}
+
 /// The running election: watch its state, wait for it to end.
 #[derive(Debug)]
 pub struct Leadership {
@@ -191,6 +222,16 @@ pub struct Leadership {
 impl Leadership {
     /// Starts electing on the Lease. Cancel `cancel` to stop and release.
     pub fn spawn(client: Client, config: LeaseConfig, cancel: CancellationToken) -> Self {
+        Self::spawn_with(client, config, cancel, LeaderMetrics::default())
+    }
+
+    /// [`Leadership::spawn`], reporting leadership in `metrics`.
+    pub fn spawn_with(
+        client: Client,
+        config: LeaseConfig,
+        cancel: CancellationToken,
+        metrics: LeaderMetrics,
+    ) -> Self {
         let (tx, rx) = watch::channel(LeaderState::Standby);
         let api = Api::<Lease>::namespaced(client, &config.namespace);
         let elector = Elector::new(
@@ -200,7 +241,15 @@ impl Leadership {
             config.timings.lease_duration,
         );
         let fence = Fence::closed();
-        let task = tokio::spawn(run_election(elector, config, cancel, tx, fence.clone()));
+        metrics.leading(&config.name, false);
+        let task = tokio::spawn(run_election(
+            elector,
+            config,
+            cancel,
+            tx,
+            fence.clone(),
+            metrics,
+        ));
         Self {
             state: rx,
             fence,
@@ -277,6 +326,7 @@ async fn run_election(
     cancel: CancellationToken,
     tx: watch::Sender<LeaderState>,
     fence: Fence,
+    metrics: LeaderMetrics,
 ) -> Result<(), LeaderError> {
     let LeaseTimings {
         renew_deadline,
@@ -317,6 +367,7 @@ async fn run_election(
         }
     }
     tracing::info!(lease = %lease, identity = %config.identity, "acquired the leader lease");
+    metrics.leading(&config.name, true);
     tx.send_replace(LeaderState::Leading);
 
     // Renew.
@@ -346,6 +397,7 @@ async fn run_election(
             }
         };
         fence.close();
+        metrics.leading(&config.name, false);
         tracing::error!(lease = %lease, reason = %reason, "lost the leader lease");
         tx.send_replace(LeaderState::Lost);
         return Err(LeaderError::Lost {

@@ -138,6 +138,13 @@ impl Catalogs {
         value
     }
 
+    /// The last conversion made, without listing (`None` before the first one, or while one
+    /// is being made).
+    pub fn latest(&self) -> Option<Arc<PoolCatalogs>> {
+        let entry = self.entry.try_lock().ok()?;
+        entry.as_ref().map(|e| e.value.clone())
+    }
+
     /// Just the instance types by NodePool name.
     pub async fn instance_types<C: CloudProvider>(
         &self,

@@ -1,7 +1,10 @@
 //! What every loop executes its steps with: one [`Context`] instead of the same fields in
 //! every loop.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, Utc};
 
 use karpenter_lifecycle::registration_health::RegistrationHealth;
 
@@ -14,6 +17,19 @@ use crate::reconcile::catalogs::Catalogs;
 use crate::report::events::Events;
 use crate::report::metrics::ControllerMetrics;
 use crate::settings::Settings;
+
+tokio::task_local! {
+    /// The loop whose step is running (its upstream controller name): the `controller` label
+    /// of what the step measures (upstream's `injection.WithControllerName`). Set by the driver
+    /// around each step.
+    pub static CONTROLLER: &'static str;
+}
+
+/// The loop whose step is running, or `""` outside a step (as upstream's
+/// `injection.GetControllerName` of a context without one).
+pub fn current_controller() -> &'static str {
+    CONTROLLER.try_with(|name| *name).unwrap_or("")
+}
 
 /// The clients, the shared index, the cloud, events, metrics and settings.
 pub struct Context<C> {
@@ -36,6 +52,97 @@ pub struct Context<C> {
     /// Each NodePool's recent registration outcomes (the lifecycle records them, the NodePool
     /// status loop writes them as `NodeRegistrationHealthy`).
     pub registrations: Registrations,
+    /// When the provisioner first saw each pending pod and decided about it (the pod metrics
+    /// read them).
+    pub pod_times: PodTimes,
+}
+
+/// When the provisioner first saw a pending pod, first decided about it, and first found it a
+/// place (upstream's cluster state `podAcks`, `podsSchedulingAttempted`,
+/// `podsSchedulableTimes`), by `namespace/name`. An entry goes once the pod started, finished or
+/// is gone.
+#[derive(Debug, Clone, Default)]
+pub struct PodTimes(Arc<Mutex<HashMap<String, PodTime>>>);
+
+/// One pod's times.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PodTime {
+    pub acked: Option<DateTime<Utc>>,
+    pub decided: Option<DateTime<Utc>>,
+    pub schedulable: Option<DateTime<Utc>>,
+}
+
+impl PodTimes {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, PodTime>> {
+        // Timestamps only: a panicked holder leaves them usable.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The provisioner sees pending pod `key` (the first time counts).
+    pub fn ack(&self, key: &str, now: DateTime<Utc>) {
+        let mut times = self.lock();
+        if let Some(time) = times.get_mut(key) {
+            time.acked.get_or_insert(now);
+        } else {
+            times.insert(
+                key.to_owned(),
+                PodTime {
+                    acked: Some(now),
+                    ..PodTime::default()
+                },
+            );
+        }
+    }
+
+    /// A scheduling simulation decided about pods: `placed` found a place, `unplaced` did not
+    /// (and is no longer known schedulable). Returns, for each pod decided about the first
+    /// time, the seconds since it was first seen (upstream's
+    /// `karpenter_pods_scheduling_decision_duration_seconds`).
+    pub fn decided<'a>(
+        &self,
+        placed: impl IntoIterator<Item = &'a str>,
+        unplaced: impl IntoIterator<Item = &'a str>,
+        now: DateTime<Utc>,
+    ) -> Vec<f64> {
+        let mut times = self.lock();
+        let mut first = Vec::new();
+        let mut decide = |key: &str, schedulable: bool| {
+            let time = times.entry(key.to_owned()).or_default();
+            if schedulable {
+                time.schedulable.get_or_insert(now);
+            } else {
+                time.schedulable = None;
+            }
+            if time.decided.is_none() {
+                time.decided = Some(now);
+                if let Some(acked) = time.acked {
+                    first.push((now - acked).as_seconds_f64().max(0.0));
+                }
+            }
+        };
+        for key in placed {
+            decide(key, true);
+        }
+        for key in unplaced {
+            decide(key, false);
+        }
+        first
+    }
+
+    /// Pod `key`'s times.
+    pub fn get(&self, key: &str) -> PodTime {
+        self.lock().get(key).copied().unwrap_or_default()
+    }
+
+    /// Forgets pod `key` (it started or finished).
+    pub fn clear(&self, key: &str) {
+        self.lock().remove(key);
+    }
+
+    /// Keeps only the pods `keep` says are still there.
+    pub fn retain(&self, mut keep: impl FnMut(&str) -> bool) {
+        self.lock().retain(|key, _| keep(key));
+    }
 }
 
 /// Each NodePool's recent registration outcomes, shared.
@@ -71,6 +178,7 @@ impl<C> Clone for Context<C> {
             catalogs: self.catalogs.clone(),
             fence: self.fence.clone(),
             registrations: self.registrations.clone(),
+            pod_times: self.pod_times.clone(),
         }
     }
 }

@@ -18,8 +18,10 @@
 //!   is logged as a warning the first time and when its message changes, otherwise at debug;
 //! - **metrics**: `controller_runtime_reconcile_total{controller,result}`,
 //!   `controller_runtime_reconcile_errors_total`, `controller_runtime_reconcile_time_seconds`,
-//!   `controller_runtime_active_workers` and `controller_runtime_max_concurrent_reconciles`,
-//!   labelled with the loop's upstream name;
+//!   `controller_runtime_reconcile_panics_total`, `controller_runtime_active_workers` and
+//!   `controller_runtime_max_concurrent_reconciles`, labelled with the loop's upstream name, and
+//!   its queue's `workqueue_*{controller,name}` ([`crate::report::runtime`]); the step runs with
+//!   its loop's name as [`super::context::CONTROLLER`], for what it measures (the cloud's calls);
 //! - **shutdown**: once cancelled, no step starts and the steps in flight finish (the run loop
 //!   bounds that with its drain timeout).
 //!
@@ -42,6 +44,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
+use super::context::CONTROLLER;
 use crate::cluster::index::ClusterCache;
 use crate::leader::Fence;
 use crate::report::metrics::{ControllerMetrics, Reconciled};
@@ -252,6 +255,7 @@ pub async fn run<R: Reconciler>(
         tasks: JoinSet::new(),
         fence,
     };
+    metrics.loop_started(R::NAME);
     metrics.max_concurrent_reconciles(R::NAME, shape.concurrency.max(1));
     metrics.active_workers(R::NAME, 0);
     let mut changes = cache.changes(shape.debounce);
@@ -333,11 +337,17 @@ impl<R: Reconciler> Driver<R> {
         let task_key = key.clone();
         let controller = R::controller(&step);
         let concurrency = self.shape.concurrency.max(1);
+        metrics.runtime.added(R::NAME);
+        let queued = Instant::now();
         let handle = self.tasks.spawn(async move {
             let semaphore = Arc::clone(&permits);
             // The semaphore is never closed: acquiring cannot fail (and would only mean
             // running without the bound).
             let _permit = permits.acquire_owned().await;
+            // Until the step ends (or panics): it runs, holding a worker.
+            let _working = metrics
+                .runtime
+                .working(R::NAME, queued.elapsed().as_secs_f64());
             metrics.active_workers(
                 R::NAME,
                 concurrency.saturating_sub(semaphore.available_permits()),
@@ -346,7 +356,7 @@ impl<R: Reconciler> Driver<R> {
             // Checked after the wait for a permit, which can be long: a replica paused past
             // its renew deadline starts nothing when it wakes up.
             let result = match fence.check() {
-                Ok(()) => Some(reconciler.execute(step).await),
+                Ok(()) => Some(CONTROLLER.scope(controller, reconciler.execute(step)).await),
                 Err(fenced) => {
                     tracing::warn!(controller = R::NAME, key = %task_key, step = name, %fenced, "step not started");
                     None
@@ -392,7 +402,11 @@ impl<R: Reconciler> Driver<R> {
                     .remove(&join_error.id())
                     .unwrap_or_else(|| (String::new(), "unknown"));
                 tracing::error!(controller = R::NAME, %key, step, error = %join_error, "a step panicked; it is retried with backoff");
+                if join_error.is_panic() {
+                    self.metrics.runtime.panicked(R::NAME);
+                }
                 self.metrics.reconciled(R::NAME, Reconciled::Error, 0.0);
+                self.metrics.runtime.retried(R::NAME);
                 self.busy.remove(&key);
                 let failed = self
                     .backoff
@@ -419,6 +433,9 @@ impl<R: Reconciler> Driver<R> {
                     Action::AwaitChange => Reconciled::Success,
                     Action::RequeueAfter(after) => {
                         wake = wake.min(now + after);
+                        if !after.is_zero() {
+                            self.metrics.runtime.retried(R::NAME);
+                        }
                         Reconciled::RequeueAfter
                     }
                 };
@@ -427,6 +444,8 @@ impl<R: Reconciler> Driver<R> {
             Err(error) => {
                 self.metrics
                     .reconciled(controller, Reconciled::Error, seconds);
+                // Retried: at once from a fresher copy, or after a backoff.
+                self.metrics.runtime.retried(R::NAME);
                 let message = error.to_string();
                 match reconciler.error_policy(&error) {
                     Retry::Now => {

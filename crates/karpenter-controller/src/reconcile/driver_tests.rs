@@ -225,6 +225,32 @@ async fn a_failing_step_backs_off_per_key_doubling() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn each_step_goes_through_the_loops_queue_and_each_failure_is_a_retry() {
+    let (cache, metrics, registry) = world();
+    let mut fake = Fake::new(
+        &["a", "b"],
+        Shape::new(Duration::from_millis(10), Duration::from_millis(100)),
+    );
+    fake.outcome = Outcome::Fail(Retry::Backoff);
+    let fake = Arc::new(fake);
+    drive_for(fake.clone(), cache, metrics, Duration::from_millis(1_500)).await;
+    let text = registry.encode().unwrap_or_else(|e| panic!("{e}"));
+    let queue = r#"{name="fake",controller="fake"}"#;
+    for line in [
+        format!("workqueue_adds_total{queue} 4"),
+        format!("workqueue_retries_total{queue} 4"),
+        format!("workqueue_work_duration_seconds_count{queue} 4"),
+        format!("workqueue_queue_duration_seconds_count{queue} 4"),
+        r#"workqueue_depth{name="fake",controller="fake",priority="0"} 0"#.to_owned(),
+        format!("workqueue_unfinished_work_seconds{queue} 0.0"),
+        r#"controller_runtime_reconcile_panics_total{controller="fake"} 0"#.to_owned(),
+        r#"controller_runtime_reconcile_total{controller="fake",result="success"} 0"#.to_owned(),
+    ] {
+        assert!(text.contains(&line), "{line} in\n{text}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_conflict_is_retried_at_the_next_scan_without_backoff() {
     let (cache, metrics, _) = world();
     let mut fake = Fake::new(

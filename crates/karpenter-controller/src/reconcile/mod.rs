@@ -11,8 +11,10 @@
 
 pub mod backoff;
 pub mod catalogs;
+pub mod cloud;
 pub mod context;
 pub mod driver;
 
+pub use cloud::MeteredCloud;
 pub use context::Context;
 pub use driver::{Action, Busy, Reconciler, Retry, Scan, Shape, run};

@@ -5,3 +5,8 @@
 pub mod event_series;
 pub mod events;
 pub mod metrics;
+#[cfg(test)]
+mod parity;
+pub mod runtime;
+pub mod series;
+pub mod status;

@@ -140,6 +140,61 @@ pub fn pod_requests(spec: Option<&PodSpec>) -> Result<ResourceList, PodError> {
     Ok(reqs)
 }
 
+/// Kubernetes `PodLimits` (what upstream's node gauges sum): containers' limits summed,
+/// restartable init containers (sidecars) added, the max with each regular init container (plus
+/// sidecars started before it), pod-level limits in place of the containers' for the resources
+/// they name, overhead added to the limits that are set and not zero; plus `pods: 1`, as
+/// upstream's `LimitsForPods` counts each pod.
+pub fn pod_limits(spec: Option<&PodSpec>) -> Result<ResourceList, PodError> {
+    let err = |e: crate::resources::ResourceParseError| PodError::Resources(e.to_string());
+    let Some(spec) = spec else {
+        return Ok(ResourceList::new().with("pods", crate::Quantity::from_units(1)));
+    };
+    let container_limits =
+        |c: &k8s_openapi::api::core::v1::Container| -> Result<ResourceList, PodError> {
+            match c.resources.as_ref().and_then(|r| r.limits.as_ref()) {
+                Some(limits) => ResourceList::from_k8s(limits).map_err(err),
+                None => Ok(ResourceList::new()),
+            }
+        };
+    let mut limits = ResourceList::new();
+    for c in &spec.containers {
+        limits.add(&container_limits(c)?);
+    }
+    let mut sidecars = ResourceList::new();
+    let mut init_max = ResourceList::new();
+    for c in spec.init_containers.iter().flatten() {
+        let l = container_limits(c)?;
+        if c.restart_policy.as_deref() == Some("Always") {
+            limits.add(&l);
+            sidecars.add(&l);
+            init_max.max_with(&sidecars);
+        } else {
+            let mut tmp = l;
+            tmp.add(&sidecars);
+            init_max.max_with(&tmp);
+        }
+    }
+    limits.max_with(&init_max);
+    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.limits.as_ref()) {
+        for (k, v) in ResourceList::from_k8s(pod_level).map_err(err)?.iter() {
+            if k == "cpu" || k == "memory" || k.starts_with("hugepages-") {
+                limits.set(k, *v);
+            }
+        }
+    }
+    if let Some(overhead) = spec.overhead.as_ref() {
+        for (k, v) in ResourceList::from_k8s(overhead).map_err(err)?.iter() {
+            let current = limits.get(k);
+            if !current.is_zero() {
+                limits.set(k, current + *v);
+            }
+        }
+    }
+    limits.set("pods", crate::Quantity::from_units(1));
+    Ok(limits)
+}
+
 fn node_selector_requirements(
     exprs: &[NodeSelectorRequirement],
     interner: &mut Interner,
@@ -425,5 +480,48 @@ impl PodInfo {
 
     pub fn memory(&self) -> i64 {
         dims::get(&self.requests, dims::MEMORY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(value: serde_json::Value) -> PodSpec {
+        serde_json::from_value(value).expect("a pod spec")
+    }
+
+    #[test]
+    fn limits_sum_containers_and_sidecars_take_the_larger_init_container_and_add_overhead() {
+        let spec = spec(serde_json::json!({
+            "containers": [
+                {"name": "a", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}},
+                {"name": "b", "resources": {"requests": {"cpu": "5"}}}
+            ],
+            "initContainers": [
+                {"name": "sidecar", "restartPolicy": "Always", "resources": {"limits": {"cpu": "500m"}}},
+                {"name": "init", "resources": {"limits": {"memory": "3Gi"}}}
+            ],
+            "overhead": {"cpu": "100m", "ephemeral-storage": "1Gi"}
+        }));
+        let limits = pod_limits(Some(&spec)).expect("limits");
+        let q = |s: &str| s.parse::<crate::Quantity>().expect("a quantity");
+        assert_eq!(
+            limits.get("cpu"),
+            q("1600m"),
+            "containers, sidecar, overhead"
+        );
+        assert_eq!(
+            limits.get("memory"),
+            q("3Gi"),
+            "the init container's is larger"
+        );
+        assert_eq!(
+            limits.get("ephemeral-storage"),
+            q("0"),
+            "overhead only where a limit is set"
+        );
+        assert_eq!(limits.get("pods"), q("1"));
+        assert_eq!(pod_limits(None).expect("limits").get("pods"), q("1"));
     }
 }
