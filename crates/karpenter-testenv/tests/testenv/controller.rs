@@ -1436,7 +1436,8 @@ async fn a_deleted_node_claim_is_drained_through_evictions_that_never_break_a_pd
         value("karpenter_nodes_termination_duration_seconds_count"),
         1.0
     );
-    let pool = format!("{{nodepool=\"{}\"}}", h.pool);
+    // The node's pool (and, for the terminations, its zone: upstream labels them by both).
+    let pool = format!("{{nodepool=\"{}\"", h.pool);
     assert_eq!(value(&format!("karpenter_nodes_drained_total{pool}")), 1.0);
     assert_eq!(
         value(&format!("karpenter_nodes_terminated_total{pool}")),
