@@ -161,6 +161,13 @@ impl<C: CloudProvider> CloudProvider for MeteredCloud<C> {
     fn node_classes(&self) -> NodeClasses {
         self.inner.node_classes()
     }
+
+    async fn registration(
+        &self,
+        node_claim: &NodeClaim,
+    ) -> Result<karpenter_cloud::Registration, CloudError> {
+        self.inner.registration(node_claim).await
+    }
 }
 
 #[cfg(test)]
