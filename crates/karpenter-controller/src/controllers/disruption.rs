@@ -302,10 +302,8 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                     "Consolidation candidate: {} (savings: ${:.2})",
                     command.explanation, command.savings_per_hour
                 );
-                for candidate in &command.candidates {
-                    self.node_event(&candidate.node, "ConsolidationCandidate", &note)
-                        .await;
-                }
+                self.tell_candidates(&command, "ConsolidationCandidate", &note)
+                    .await;
                 self.tell_approved(&command).await;
             }
             let step = state.queue.submit(command, now);
@@ -387,10 +385,8 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                         "Consolidation rejected: {}, reason: {rejection} (savings: ${:.2})",
                         command.explanation, command.savings_per_hour
                     );
-                    for candidate in &command.candidates {
-                        self.node_event(&candidate.node, "ConsolidationRejected", &note)
-                            .await;
-                    }
+                    self.tell_candidates(&command, "ConsolidationRejected", &note)
+                        .await;
                 }
             }
         }
@@ -739,6 +735,13 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                 self.node_event(&considered.node, event, &note).await;
             }
             told.insert(considered.node.clone(), (text, Instant::now()));
+        }
+    }
+
+    /// An event on every candidate of `command` (its Node and NodeClaim).
+    async fn tell_candidates(&self, command: &Command, reason: &str, note: &str) {
+        for candidate in &command.candidates {
+            self.node_event(&candidate.node, reason, note).await;
         }
     }
 
