@@ -117,6 +117,10 @@ pub struct Decision {
     /// `karpenter_voluntary_disruption_decision_evaluation_duration_seconds`).
     #[serde(skip)]
     pub evaluated: Vec<(Method, std::time::Duration)>,
+    /// The consolidation moves this pass decided or a Balanced pool rejected
+    /// (`karpenter_consolidation_moves_total`, `karpenter_consolidation_score`).
+    #[serde(skip)]
+    pub moves: Vec<crate::methods::balanced::ConsolidationMove>,
 }
 
 impl Decision {

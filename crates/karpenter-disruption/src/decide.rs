@@ -82,6 +82,7 @@ pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>) -> Decision {
         considered,
         eligible: pass.eligible,
         evaluated,
+        moves: pass.moves,
     }
 }
 

@@ -67,7 +67,7 @@ pub use conditions::{ClaimConditions, claim_conditions};
 pub use consolidatable::consolidatable;
 pub use decide::{PASS_INTERVAL, decide};
 pub use drift_detect::drift as detect_drift;
-pub use methods::balanced::BalancedScore;
+pub use methods::balanced::{BalancedScore, ConsolidationMove};
 pub use methods::expiration::{Expired, expired};
 pub use pdb::Pdb;
 pub use queue::{CommandId, Queue, Replacement, Step};

@@ -26,6 +26,8 @@ pub struct Pass<'a> {
     /// Per method run, in order: its reason and how many candidates it could disrupt
     /// (upstream sets `karpenter_voluntary_disruption_eligible_nodes` from these).
     pub eligible: Vec<(DisruptionReason, usize)>,
+    /// The consolidation moves decided or Balanced-rejected, for upstream's move metrics.
+    pub moves: Vec<crate::methods::balanced::ConsolidationMove>,
 }
 
 impl<'a> Pass<'a> {
@@ -42,6 +44,7 @@ impl<'a> Pass<'a> {
             sim: Simulator::new(snapshot, now),
             notes: BTreeMap::new(),
             eligible: Vec::new(),
+            moves: Vec::new(),
         };
         let unconverted = pass.sim.unconverted.clone();
         for (pool, error) in unconverted {

@@ -273,6 +273,11 @@ struct Expect {
     /// `ConsolidationApproved`).
     #[serde(default)]
     approved_by: Option<Vec<String>>,
+    /// The consolidation moves counted (`karpenter_consolidation_moves_total`), each
+    /// `<approved|rejected> <nodepool> <policy>` and, for a Balanced pool,
+    /// ` score <s> <its own verdict>` (`karpenter_consolidation_score`).
+    #[serde(default)]
+    moves: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -619,6 +624,28 @@ fn check(sc: &Scenario, d: &Decision) -> Vec<String> {
         }
         if cmd.is_some_and(|c| c.balanced.iter().any(|b| b.score < 0.5)) {
             errs.push("an approving score is below the threshold".to_owned());
+        }
+    }
+    if let Some(want) = &e.moves {
+        let verdict = |approved: bool| if approved { "approved" } else { "rejected" };
+        let got: Vec<String> = d
+            .moves
+            .iter()
+            .map(|m| {
+                let mut line = format!(
+                    "{} {} {}",
+                    verdict(m.approved),
+                    m.node_pool,
+                    m.policy.as_str()
+                );
+                if let Some(s) = &m.score {
+                    line.push_str(&format!(" score {:.2} {}", s.score, verdict(s.approved())));
+                }
+                line
+            })
+            .collect();
+        if *want != got {
+            errs.push(format!("moves: want {want:?}, got {got:?}"));
         }
     }
     if let Some(n) = e.candidate_count {

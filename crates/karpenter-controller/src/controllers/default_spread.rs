@@ -4,6 +4,10 @@
 //! [`karpenter_scheduling::default_spread`] can deduce each pod's selector as the
 //! kube-scheduler does. A failed lookup (a controller gone, a Service list the RBAC does not
 //! allow) leaves that part out, as upstream does.
+//!
+//! Provisioning applies them to the pending pods; disruption ([`inject_snapshot`]) to every pod
+//! its simulation may move (the pods of the nodes and the pending ones), as upstream's scheduler
+//! does for both.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -155,4 +159,33 @@ pub fn apply(
             }
         })
         .collect()
+}
+
+/// `snapshot` with the default constraints on every pod the disruption simulation may
+/// reschedule: the nodes' pods and the pending ones. The selectors are looked up once for the
+/// snapshot (one per pod shape, see [`selectors`]).
+pub async fn inject_snapshot(
+    client: &Client,
+    defaults: &[TopologySpreadConstraint],
+    mut snapshot: karpenter_disruption::Snapshot,
+) -> karpenter_disruption::Snapshot {
+    if defaults.is_empty() {
+        return snapshot;
+    }
+    let pods: Vec<Arc<PodRecord>> = snapshot
+        .nodes
+        .iter()
+        .flat_map(|n| n.pods.iter().cloned())
+        .chain(snapshot.pending_pods.iter().cloned())
+        .collect();
+    let selectors = selectors(client, &pods).await;
+    for node in &mut snapshot.nodes {
+        node.pods = apply(std::mem::take(&mut node.pods), defaults, &selectors);
+    }
+    snapshot.pending_pods = apply(
+        std::mem::take(&mut snapshot.pending_pods),
+        defaults,
+        &selectors,
+    );
+    snapshot
 }

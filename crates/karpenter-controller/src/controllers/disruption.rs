@@ -249,7 +249,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         }
         let instance_types = self.instance_types().await;
         while let Some(command) = state.queue.pop_due(now) {
-            let snapshot = self.snapshot(&instance_types, &state.queue, now);
+            let snapshot = self.snapshot(&instance_types, &state.queue, now).await;
             let step = state.queue.validate(command, &snapshot, now);
             self.execute(&mut state.queue, step).await;
         }
@@ -260,7 +260,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             return Ok(());
         }
         state.next_pass = Instant::now() + PASS_INTERVAL;
-        let snapshot = self.snapshot(&instance_types, &state.queue, now);
+        let snapshot = self.snapshot(&instance_types, &state.queue, now).await;
         self.expire(&snapshot, now).await;
         self.report_budgets(&snapshot, now);
         let decided = tokio::task::spawn_blocking(move || {
@@ -278,6 +278,9 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         }
         // Each method run sets its reason's figure; a later one of the same reason wins, as
         // upstream's gauge is set method by method.
+        for mv in &decision.moves {
+            self.ctx.metrics.consolidation_move(mv);
+        }
         for (reason, count) in &decision.eligible {
             self.ctx
                 .metrics
@@ -320,20 +323,28 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             .await
     }
 
-    /// The cluster as disruption sees it at `now`, the held commands' nodes queued.
-    fn snapshot(
+    /// The cluster as disruption sees it at `now`, the held commands' nodes queued, with
+    /// `SCHEDULER_CONFIG`'s default spread constraints on the pods the simulation may move
+    /// (as upstream's, which shares the provisioner's scheduler).
+    async fn snapshot(
         &self,
         instance_types: &PoolInstanceTypes,
         queue: &Queue,
         now: chrono::DateTime<Utc>,
     ) -> Snapshot {
-        snapshot(
+        let snapshot = snapshot(
             &self.ctx.cache,
             &self.ctx.settings,
             instance_types.clone(),
             &queue.held_nodes(),
             now,
+        );
+        super::default_spread::inject_snapshot(
+            &self.ctx.client,
+            self.ctx.settings.default_spread_constraints(),
+            snapshot,
         )
+        .await
     }
 
     /// What became of a replacement NodeClaim.

@@ -226,13 +226,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         let by_name = &catalogs.by_name;
         // `SCHEDULER_CONFIG`'s default spread constraints: the selectors are looked up before
         // the one look at the index below (lookups wait on the API server).
-        let defaults = self
-            .ctx
-            .settings
-            .scheduler_config
-            .as_ref()
-            .map(|c| c.default_constraints())
-            .unwrap_or_default();
+        let defaults = self.ctx.settings.default_spread_constraints();
         let selectors = if defaults.is_empty() {
             Default::default()
         } else {

@@ -184,6 +184,8 @@ pub struct ControllerMetrics {
     node_termination_duration: Summary,
     pod_startup_duration: Summary,
     eligible_nodes: Family<Labels, Gauge>,
+    consolidation_moves: Family<Labels, Counter>,
+    consolidation_score: Family<Labels, Histogram, fn() -> Histogram>,
     reconcile_time: Family<Labels, Histogram, fn() -> Histogram>,
     reconcile_total: Family<Labels, Counter>,
     reconcile_errors: Family<Labels, Counter>,
@@ -368,6 +370,11 @@ fn duration_histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
 }
 
+/// Upstream's `karpenter_consolidation_score` buckets.
+fn score_histogram() -> Histogram {
+    Histogram::new([0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0])
+}
+
 impl ControllerMetrics {
     /// Creates the metrics and registers them in `registry`.
     pub fn register(registry: &Metrics) -> Self {
@@ -402,6 +409,8 @@ impl ControllerMetrics {
             node_termination_duration: Summary::default(),
             pod_startup_duration: Summary::default(),
             eligible_nodes: Family::default(),
+            consolidation_moves: Family::default(),
+            consolidation_score: Family::new_with_constructor(score_histogram),
             reconcile_time: Family::new_with_constructor(reconcile_histogram),
             reconcile_total: Family::default(),
             reconcile_errors: Family::default(),
@@ -686,6 +695,16 @@ impl ControllerMetrics {
             "karpenter_voluntary_disruption_eligible_nodes",
             "Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason.",
             metrics.eligible_nodes.clone(),
+        );
+        registry.register(
+            "karpenter_consolidation_moves",
+            "Number of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+            metrics.consolidation_moves.clone(),
+        );
+        registry.register(
+            "karpenter_consolidation_score",
+            "Score of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+            metrics.consolidation_score.clone(),
         );
         registry.register(
             "controller_runtime_reconcile_time_seconds",
@@ -1024,6 +1043,27 @@ impl ControllerMetrics {
 
     /// A disruption method (its `reason`: `empty`, `drifted`, `underutilized`) found `count`
     /// candidates it could disrupt.
+    /// A consolidation move was decided or rejected (`karpenter_consolidation_moves_total`),
+    /// with its Balanced pool's score (`karpenter_consolidation_score`, labelled by the pool's
+    /// own verdict, as upstream).
+    pub fn consolidation_move(&self, mv: &karpenter_disruption::ConsolidationMove) {
+        let labels = |decision: bool| {
+            vec![
+                ("decision", approval(decision).to_owned()),
+                ("nodepool", mv.node_pool.clone()),
+                ("policy", mv.policy.as_str().to_owned()),
+            ]
+        };
+        self.consolidation_moves
+            .get_or_create(&labels(mv.approved))
+            .inc();
+        if let Some(score) = &mv.score {
+            self.consolidation_score
+                .get_or_create(&labels(score.approved()))
+                .observe(score.score);
+        }
+    }
+
     pub fn eligible_nodes(&self, reason: &str, count: usize) {
         self.eligible_nodes
             .get_or_create(&vec![("reason", reason.to_owned())])
@@ -1081,6 +1121,11 @@ impl ControllerMetrics {
             .get_or_create(&vec![("code", code.to_string())])
             .inc();
     }
+}
+
+/// Upstream's `decision` label of the consolidation move metrics.
+fn approval(approved: bool) -> &'static str {
+    if approved { "approved" } else { "rejected" }
 }
 
 #[cfg(test)]

@@ -41,14 +41,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "no request batcher: each CreateFleet, TerminateInstances and DescribeInstances call is made on its own",
     ),
     (
-        "karpenter_consolidation_moves_total",
-        "[parity] Balanced consolidation: the disruption core approves or rejects a move without reporting its per-NodePool score yet",
-    ),
-    (
-        "karpenter_consolidation_score",
-        "[parity] Balanced consolidation: the disruption core approves or rejects a move without reporting its per-NodePool score yet",
-    ),
-    (
         "karpenter_interruption_instance_status_unhealthy_total",
         "[health] EC2 instance status checks (DescribeInstanceStatus) are not polled",
     ),
@@ -490,6 +482,17 @@ pub fn exported() -> Metrics {
     );
     m.pod_startup_duration(4.0);
     m.eligible_nodes("underutilized", 2);
+    m.consolidation_move(&karpenter_disruption::ConsolidationMove {
+        node_pool: "default".into(),
+        policy: karpenter_api::v1::ConsolidationPolicy::Balanced,
+        approved: true,
+        score: Some(karpenter_disruption::BalancedScore {
+            node_pool: "default".into(),
+            score: 0.8,
+            savings_fraction: 0.4,
+            disruption_fraction: 0.5,
+        }),
+    });
     m.loop_started("provisioner");
     m.runtime.added("provisioner");
     drop(m.runtime.working("provisioner", 0.001));

@@ -335,6 +335,16 @@ fn parse_optional_path(input: &str) -> Result<Option<PathBuf>, String> {
 }
 
 impl Settings {
+    /// `SCHEDULER_CONFIG`'s default topology spread constraints (empty: none).
+    pub fn default_spread_constraints(
+        &self,
+    ) -> &[k8s_openapi::api::core::v1::TopologySpreadConstraint] {
+        self.scheduler_config
+            .as_ref()
+            .map(SchedulerConfig::default_constraints)
+            .unwrap_or_default()
+    }
+
     /// Parses `args` (the first item is the program name) over `env`
     /// (`NAME=value` pairs), without reading the process environment.
     pub fn parse_from<A, E, K, V>(args: A, env: E) -> Result<Self, SettingsError>

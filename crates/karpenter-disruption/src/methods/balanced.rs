@@ -89,6 +89,11 @@ pub struct BalancedScore {
 }
 
 impl BalancedScore {
+    /// The pool approves: the score reaches `1/k`.
+    pub fn approved(&self) -> bool {
+        self.score >= 1.0 / K
+    }
+
     /// Upstream's message: `score 1.20 >= threshold 0.50 (k: 2, savings 12.0%, disruption 10.0%)`.
     pub fn message(&self) -> String {
         format!(
@@ -102,6 +107,42 @@ impl BalancedScore {
     }
 }
 
+/// Every Balanced pool's score of a move (none when no pool of the move is Balanced), in pool
+/// name order.
+pub fn evaluate(
+    pass: &Pass<'_>,
+    candidates: &[&Candidate],
+    replacement_cost: f64,
+) -> Vec<BalancedScore> {
+    let pools: BTreeSet<&str> = candidates.iter().map(|c| c.node_pool.as_str()).collect();
+    pools
+        .into_iter()
+        .filter(|name| {
+            pass.snapshot
+                .node_pool(name)
+                .is_some_and(|p| pool::policy(p) == ConsolidationPolicy::Balanced)
+        })
+        .map(|name| scored(pass, name, candidates, replacement_cost))
+        .collect()
+}
+
+/// The scores when every Balanced pool approves the move; else why the first that does not
+/// rejects it.
+pub fn verdict(scores: Vec<BalancedScore>) -> Result<Vec<BalancedScore>, Reason> {
+    match scores.iter().find(|s| !s.approved()) {
+        Some(rejected) => Err(Reason::new(
+            Code::BalancedThreshold,
+            format!(
+                "Balanced: nodepool {} scores {:.2} < {:.2} (savings do not justify the disruption)",
+                rejected.node_pool,
+                rejected.score,
+                1.0 / K
+            ),
+        )),
+        None => Ok(scores),
+    }
+}
+
 /// The Balanced pools' scores when every Balanced pool in the move approves it (none when no
 /// pool of the move is Balanced).
 pub fn approve(
@@ -109,29 +150,44 @@ pub fn approve(
     candidates: &[&Candidate],
     replacement_cost: f64,
 ) -> Result<Vec<BalancedScore>, Reason> {
+    verdict(evaluate(pass, candidates, replacement_cost))
+}
+
+/// A consolidation move as upstream counts it (`karpenter_consolidation_moves_total`, and
+/// `karpenter_consolidation_score` where the pool is Balanced): one per NodePool the move
+/// takes nodes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsolidationMove {
+    pub node_pool: String,
+    pub policy: ConsolidationPolicy,
+    /// The move as a whole was approved (every Balanced pool of it approved).
+    pub approved: bool,
+    /// The pool's own score, when it is Balanced.
+    pub score: Option<BalancedScore>,
+}
+
+/// The moves of one decided (or, with `approved` false, Balanced-rejected) consolidation over
+/// `candidates`: one per pool, with its Balanced score if any.
+pub fn moves(
+    pass: &Pass<'_>,
+    candidates: &[&Candidate],
+    scores: &[BalancedScore],
+    approved: bool,
+) -> Vec<ConsolidationMove> {
     let pools: BTreeSet<&str> = candidates.iter().map(|c| c.node_pool.as_str()).collect();
-    let mut approved = Vec::new();
-    for name in pools {
-        let Some(p) = pass.snapshot.node_pool(name) else {
-            continue;
-        };
-        if pool::policy(p) != ConsolidationPolicy::Balanced {
-            continue;
-        }
-        let verdict = scored(pass, name, candidates, replacement_cost);
-        let s = verdict.score;
-        if s < 1.0 / K {
-            return Err(Reason::new(
-                Code::BalancedThreshold,
-                format!(
-                    "Balanced: nodepool {name} scores {s:.2} < {:.2} (savings do not justify the disruption)",
-                    1.0 / K
-                ),
-            ));
-        }
-        approved.push(verdict);
-    }
-    Ok(approved)
+    pools
+        .into_iter()
+        .map(|name| ConsolidationMove {
+            node_pool: name.to_owned(),
+            policy: pass
+                .snapshot
+                .node_pool(name)
+                .map(pool::policy)
+                .unwrap_or_default(),
+            approved,
+            score: scores.iter().find(|s| s.node_pool == name).cloned(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

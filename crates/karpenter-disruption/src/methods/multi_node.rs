@@ -38,18 +38,25 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     } else {
         MAX_PARALLEL
     };
-    let mut best: Option<Command> = None;
+    let mut best: Option<(Command, usize)> = None;
+    // The smallest Balanced-rejected batch, counted as a rejected move when nothing is found
+    // (upstream counts once per search, not per probe).
+    let mut rejected: Option<(usize, Vec<balanced::BalancedScore>)> = None;
     while lo <= hi {
         let mid = (lo + hi) / 2;
         let batch: Vec<&Candidate> = within.iter().take(mid + 1).collect();
         let ok =
             consolidation::compute(pass, &batch, Method::MultiNodeConsolidation).and_then(|cmd| {
                 let cost: f64 = cmd.replacements.iter().map(|r| r.cheapest_price()).sum();
-                balanced::approve(pass, &batch, cost).map(|balanced| Command { balanced, ..cmd })
+                let scores = balanced::evaluate(pass, &batch, cost);
+                if !scores.iter().all(balanced::BalancedScore::approved) {
+                    rejected = Some((batch.len(), scores.clone()));
+                }
+                balanced::verdict(scores).map(|balanced| Command { balanced, ..cmd })
             });
         match ok {
             Ok(cmd) => {
-                best = Some(cmd);
+                best = Some((cmd, batch.len()));
                 lo = mid + 1;
             }
             Err(_) => {
@@ -60,5 +67,17 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             }
         }
     }
-    best.into_iter().collect()
+    let moves = match (&best, &rejected) {
+        (Some((cmd, n)), _) => {
+            let batch: Vec<&Candidate> = within.iter().take(*n).collect();
+            balanced::moves(pass, &batch, &cmd.balanced, true)
+        }
+        (None, Some((n, scores))) => {
+            let batch: Vec<&Candidate> = within.iter().take(*n).collect();
+            balanced::moves(pass, &batch, scores, false)
+        }
+        (None, None) => Vec::new(),
+    };
+    pass.moves.extend(moves);
+    best.into_iter().map(|(cmd, _)| cmd).collect()
 }

@@ -57,7 +57,11 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         let result =
             consolidation::compute(pass, &[c], Method::SingleNodeConsolidation).and_then(|cmd| {
                 let cost: f64 = cmd.replacements.iter().map(|r| r.cheapest_price()).sum();
-                balanced::approve(pass, &[c], cost).map(|balanced| Command { balanced, ..cmd })
+                let scores = balanced::evaluate(pass, &[c], cost);
+                let approved = scores.iter().all(balanced::BalancedScore::approved);
+                let moves = balanced::moves(pass, &[c], &scores, approved);
+                pass.moves.extend(moves);
+                balanced::verdict(scores).map(|balanced| Command { balanced, ..cmd })
             });
         match result {
             Ok(cmd) => return vec![cmd],

@@ -416,6 +416,44 @@ async fn a_node_consolidation_leaves_is_told_unconsolidatable_on_its_node_and_no
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn consolidation_keeps_scheduler_config_default_spread_for_pods_without_their_own() {
+    let config = r#"{"podTopologySpread":{"defaultConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}]}}"#;
+    let h = start(
+        "disrupt-default-spread",
+        &["--scheduler-config", config],
+        KwokOptions::default(),
+    )
+    .await;
+    // Three 500m pods, one per zone by the default spread: without it, consolidation packs
+    // them onto one c5.large (the three pods fit) and removes two nodes.
+    h.node_pool_disrupting(
+        serde_json::json!({"consolidateAfter": "0s", "consolidationPolicy": "WhenEmptyOrUnderutilized"}),
+        only(&["c5.large"]),
+    )
+    .await;
+    h.create_deployment("spread", 3, "500m").await;
+    h.wait_running(3, Duration::from_secs(120)).await;
+    let before = h.node_claims().await;
+    assert_eq!(before.len(), 3, "one NodeClaim per zone");
+    // Every node is judged and left: moving its pod to another zone would break the skew,
+    // and a new node in its zone costs the same.
+    for claim in &before {
+        let node = node_name(claim).expect("a registered node");
+        h.wait_object_event("Node", &node, "Unconsolidatable", "")
+            .await;
+    }
+    let after = h.node_claims().await;
+    assert_eq!(names(&after), names(&before), "no node was consolidated");
+    assert!(
+        after
+            .iter()
+            .all(|c| c.metadata.deletion_timestamp.is_none())
+    );
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
 async fn a_zero_budget_blocks_emptiness_until_its_schedule_window_is_not_active() {
     let h = start("disrupt-budget", &[], KwokOptions::default()).await;
     h.node_pool_disrupting(
