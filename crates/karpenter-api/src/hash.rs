@@ -230,7 +230,8 @@ fn is_zero(value: &Value) -> bool {
     }
 }
 
-fn fnv1a64(bytes: &[u8]) -> u64 {
+/// 64-bit FNV-1a: the workspace's one non-cryptographic content hash (names, cache keys).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in bytes {
         hash ^= u64::from(*byte);

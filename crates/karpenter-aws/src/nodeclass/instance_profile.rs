@@ -23,11 +23,7 @@ pub fn path(region: &str, cluster: &str, class_uid: &str) -> String {
 pub fn name(region: &str, cluster: &str, class: &EC2NodeClass) -> String {
     let class_name = class.metadata.name.as_deref().unwrap_or_default();
     let uid = class.metadata.uid.as_deref().unwrap_or_default();
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in format!("{region}/{class_name}/{uid}").bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    let hash = karpenter_api::hash::fnv1a64(format!("{region}/{class_name}/{uid}").as_bytes());
     let suffix = format!("_{hash}");
     let room = MAX_NAME_LENGTH - suffix.len();
     let prefix: String = cluster.chars().take(room).collect();
