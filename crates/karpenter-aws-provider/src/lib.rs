@@ -30,4 +30,4 @@ pub mod tagging;
 
 pub use clients::AwsClients;
 pub use error::AwsError;
-pub use provider::{AwsCloud, AwsSettings, NodeClasses};
+pub use provider::{AwsCloud, AwsSettings, DryRun, NodeClasses};

@@ -13,6 +13,9 @@
 //! - **Get / list / delete** by instance id and cluster tags; **drift** from the EC2NodeClass
 //!   hash, AMIs, security groups and subnets.
 
+mod dry_run;
+pub use dry_run::DryRun;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -699,12 +702,11 @@ impl<L: NodeClasses> AwsCloud<L> {
         }
     }
 
-    async fn create_fleet(
+    /// The `CreateFleet` call for `request` (instant, one instance), ready to send.
+    fn fleet_call(
         &self,
         request: &FleetRequest,
-        plan: &LaunchPlan,
-        class: &EC2NodeClass,
-    ) -> Result<(FleetOutcome, Vec<FleetError>), CloudError> {
+    ) -> aws_sdk_ec2::operation::create_fleet::builders::CreateFleetFluentBuilder {
         let configs = request
             .configs
             .iter()
@@ -777,6 +779,16 @@ impl<L: NodeClasses> AwsCloud<L> {
                     .build(),
             ),
         };
+        call
+    }
+
+    async fn create_fleet(
+        &self,
+        request: &FleetRequest,
+        plan: &LaunchPlan,
+        class: &EC2NodeClass,
+    ) -> Result<(FleetOutcome, Vec<FleetError>), CloudError> {
+        let call = self.fleet_call(request);
         let out = call
             .send()
             .await

@@ -19,6 +19,9 @@ use super::status::Outcome;
 /// How long a verdict is reused for an unchanged class (upstream's `ValidationTTL`).
 pub const TTL: Duration = Duration::from_secs(30 * 60);
 
+/// The reason when `CreateLaunchTemplate` refuses the user data's size.
+pub const USER_DATA_TOO_LARGE: &str = "UserDataSizeLimitExceeded";
+
 /// The checks, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Check {
@@ -97,7 +100,7 @@ pub fn verdict(check: Check, answer: Answer<'_>) -> Verdict {
         && message.to_ascii_lowercase().contains("too large")
     {
         return Verdict::Invalid {
-            reason: "UserDataSizeLimitExceeded".into(),
+            reason: USER_DATA_TOO_LARGE.into(),
             message: format!(
                 "ec2:CreateLaunchTemplate rejected the rendered user data as too large: {message}"
             ),

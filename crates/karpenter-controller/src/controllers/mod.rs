@@ -185,6 +185,7 @@ pub async fn run_aws(
                     ca_bundle,
                     refresh,
                     resolved: nodeclass::Resolved::default(),
+                    dry_runs: nodeclass::DryRuns::default(),
                 },
                 context,
                 cancel,

@@ -17,9 +17,10 @@ use chrono::{DateTime, Utc};
 use karpenter_api::hash::{node_class_annotations, node_class_hash, restamp_node_class};
 use karpenter_api::labels::AWS_TERMINATION_FINALIZER as FINALIZER;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim};
-use karpenter_aws::nodeclass::status;
+use karpenter_aws::nodeclass::dry_run;
+use karpenter_aws::nodeclass::status::{self, Outcome};
 use karpenter_aws_provider::nodeclass::NodeClassResolver;
-use karpenter_aws_provider::{AwsCloud, AwsError, NodeClasses};
+use karpenter_aws_provider::{AwsCloud, AwsError, DryRun, NodeClasses};
 use karpenter_state::Cluster;
 use serde_json::json;
 
@@ -75,6 +76,44 @@ pub struct NodeClassController<L> {
     pub refresh: Duration,
     /// When each class was last resolved, at which generation.
     pub resolved: Resolved,
+    /// The authorization dry runs' verdicts, by class.
+    pub dry_runs: DryRuns,
+}
+
+/// Per class: the last verdict of the authorization dry runs, what it was given for
+/// ([`karpenter_aws::nodeclass::dry_run::cache_key`]) and when (kept for
+/// [`karpenter_aws::nodeclass::dry_run::TTL`]).
+#[derive(Debug, Clone, Default)]
+pub struct DryRuns(Arc<Mutex<HashMap<String, Verdict>>>);
+
+/// A cached verdict: its key, when it was given, the outcome.
+type Verdict = (String, Instant, Outcome<()>);
+
+impl DryRuns {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Verdict>> {
+        match self.0.lock() {
+            Ok(map) => map,
+            // Only cached verdicts: a panicked holder at worst makes the calls once more.
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// The verdict for `key`, while it is fresh.
+    fn get(&self, class: &str, key: &str) -> Option<Outcome<()>> {
+        self.lock()
+            .get(class)
+            .filter(|(k, at, _)| k == key && at.elapsed() < dry_run::TTL)
+            .map(|(_, _, outcome)| outcome.clone())
+    }
+
+    fn put(&self, class: &str, key: String, outcome: Outcome<()>) {
+        self.lock()
+            .insert(class.to_owned(), (key, Instant::now(), outcome));
+    }
+
+    fn forget(&self, class: &str) {
+        self.lock().remove(class);
+    }
 }
 
 fn uses(claim: &NodeClaim, class: &str) -> bool {
@@ -292,7 +331,7 @@ impl<L: NodeClasses + 'static> NodeClassController<L> {
         if !resolve {
             return Ok(());
         }
-        let (resolution, _ips) = self
+        let (mut resolution, _ips) = self
             .resolver
             .resolve(&class, &self.k8s_version, Utc::now())
             .await;
@@ -301,12 +340,21 @@ impl<L: NodeClasses + 'static> NodeClassController<L> {
         };
         // Transition times move only with a status, so an unchanged resolution is an equal
         // status and nothing is written.
-        let new = status::status(
+        let mut new = status::status(
             class.status.as_ref(),
             class.metadata.generation,
             &resolution,
-            at,
+            at.clone(),
         );
+        if let Some(validation) = self.authorization(&class, &resolution, &new).await {
+            resolution.validation = validation;
+            new = status::status(
+                class.status.as_ref(),
+                class.metadata.generation,
+                &resolution,
+                at,
+            );
+        }
         if class.status.as_ref() != Some(&new)
             && writer
                 .patch_status(&class, json!(new), "writing the status")
@@ -332,6 +380,73 @@ impl<L: NodeClasses + 'static> NodeClassController<L> {
             self.report(&class, &new, &problems).await;
         }
         Ok(())
+    }
+
+    /// `ValidationSucceeded`'s authorization dry runs (upstream's validation controller),
+    /// once the class's subnets, security groups, AMIs and instance profile resolved and its
+    /// spec passed the other checks; `None` leaves the outcome as resolved. A verdict is kept
+    /// for `dry_run::TTL` while nothing it depends on changes; when EC2 cannot answer now, the
+    /// condition stays as it was. `DISABLE_DRY_RUN=true` skips them (the condition is `True`),
+    /// as upstream.
+    async fn authorization(
+        &self,
+        class: &EC2NodeClass,
+        resolution: &status::Resolution,
+        new: &karpenter_api::v1::EC2NodeClassStatus,
+    ) -> Option<Outcome<()>> {
+        if self.ctx.settings.disable_dry_run
+            || !(resolution.subnets.is_ready()
+                && resolution.security_groups.is_ready()
+                && resolution.amis.is_ready()
+                && resolution.instance_profile.is_ready()
+                && resolution.validation.is_ready())
+        {
+            return None;
+        }
+        let name = class.metadata.name.clone().unwrap_or_default();
+        let mut resolved = class.clone();
+        resolved.status = Some(new.clone());
+        let pool = {
+            let cluster = self.ctx.cache.lock();
+            cluster
+                .node_pools()
+                .find(|p| {
+                    p.spec.template.spec.node_class_ref.kind == "EC2NodeClass"
+                        && p.spec.template.spec.node_class_ref.name == name
+                })
+                .cloned()
+        };
+        let probe_claim_tags = karpenter_aws::launch_template::launch_tags(
+            &resolved,
+            &NodeClaim::new("", probe_spec(&name)?),
+            &self.ctx.settings.cluster_name,
+        );
+        let key = dry_run::cache_key(&resolved, &probe_claim_tags);
+        if let Some(outcome) = self.dry_runs.get(&name, &key) {
+            return Some(outcome);
+        }
+        match self
+            .ctx
+            .cloud
+            .inner()
+            .authorization_dry_runs(&resolved, pool.as_ref())
+            .await
+        {
+            DryRun::Done(verdict) => {
+                let outcome = verdict.outcome()?;
+                if let Outcome::NotReady { reason, message } = &outcome {
+                    tracing::error!(ec2nodeclass = %name, reason, "{message}");
+                }
+                self.dry_runs.put(&name, key, outcome.clone());
+                Some(outcome)
+            }
+            DryRun::Retry(why) => {
+                tracing::debug!(ec2nodeclass = %name, %why, "authorization checks asked again later");
+                Some(previous_validation(class).unwrap_or_else(|| {
+                    Outcome::failed("AuthorizationCheckPending", format!("asking again: {why}"))
+                }))
+            }
+        }
     }
 
     /// Says once per change what the class could not resolve: a log line and an event on the
@@ -369,6 +484,7 @@ impl<L: NodeClasses + 'static> NodeClassController<L> {
 
     async fn finalize(&self, class: &EC2NodeClass) -> Result<(), ClassError> {
         let name = class.metadata.name.clone().unwrap_or_default();
+        self.dry_runs.forget(&name);
         let cloud = &self.ctx.cloud;
         if let Err(source) = self.resolver.delete_instance_profile(class).await {
             self.ctx
@@ -447,5 +563,36 @@ impl<L: NodeClasses + 'static> Reconciler for LaunchTemplateSweep<L> {
 
     fn step_name(_: &Sweep) -> &'static str {
         "sweep"
+    }
+}
+
+/// The probe NodeClaim's spec the launch tags are computed for (no name: upstream's).
+fn probe_spec(class: &str) -> Option<karpenter_api::v1::NodeClaimSpec> {
+    serde_json::from_value(json!({
+        "requirements": [],
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": class},
+    }))
+    .ok()
+}
+
+/// The class's `ValidationSucceeded` as it stands, as an outcome (`None`: not decided yet).
+fn previous_validation(class: &EC2NodeClass) -> Option<Outcome<()>> {
+    let condition = karpenter_api::conditions::get(
+        class.status.as_ref()?.conditions.as_deref(),
+        "ValidationSucceeded",
+    )?;
+    let ours = [
+        dry_run::Check::CreateLaunchTemplate.reason(),
+        dry_run::Check::CreateFleet.reason(),
+        dry_run::Check::RunInstances.reason(),
+        dry_run::USER_DATA_TOO_LARGE,
+    ];
+    match condition.status.as_str() {
+        "True" => Some(Outcome::Ready(())),
+        "False" if ours.contains(&condition.reason.as_str()) => Some(Outcome::not_ready(
+            &condition.reason,
+            condition.message.clone(),
+        )),
+        _ => None,
     }
 }

@@ -1028,7 +1028,8 @@ async fn a_leaked_instance_is_collected_and_a_changed_ami_alias_drifts_the_node(
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment with KWOK and the AWS emulator: run scripts/test-integration"]
-async fn a_missing_permission_is_named_and_nothing_is_half_created() {
+async fn a_missing_permission_is_named_on_the_class_before_any_launch_and_nothing_is_half_created()
+{
     let _classes = crate::NODE_CLASSES.write().await;
     let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
     // The statement that allows creating launch templates (and launching) is left out.
@@ -1039,29 +1040,43 @@ async fn a_missing_permission_is_named_and_nothing_is_half_created() {
     )
     .await;
     create_node_class(&h, &cloud, "al2023@latest").await;
-    wait_class_ready(&h).await;
-    h.node_pool(None, requirements()).await;
-    h.create_deployment("web", 1, "500m").await;
-    let message = wait_for(
-        "a NodeClaim whose launch failed",
+    // Upstream's validation: the class's authorization checks find the refused call, so the
+    // class is not Ready and no NodeClaim is made for it.
+    let api = Api::<EC2NodeClass>::all(h.client.clone());
+    let validation = wait_for(
+        "ValidationSucceeded False naming ec2:CreateLaunchTemplate",
         Duration::from_secs(120),
         || async {
-            let failed = h.node_claims().await.into_iter().find_map(|c| {
-                condition(
-                    c.status.as_ref().and_then(|s| s.conditions.as_deref()),
-                    "Launched",
-                )
-                .filter(|c| c.status == "False")
-                .map(|c| c.message.clone())
-            });
-            Ok(failed)
+            let class = api
+                .get(&h.node_class)
+                .await
+                .map_err(kube_error("reading the EC2NodeClass"))?;
+            Ok(condition(
+                class.status.as_ref().and_then(|s| s.conditions.as_deref()),
+                "ValidationSucceeded",
+            )
+            .filter(|c| c.status == "False")
+            .cloned())
         },
     )
     .await
-    .expect("the launch fails");
+    .expect("the class says what it may not do");
+    assert_eq!(validation.reason, "CreateLaunchTemplateAuthCheckFailed");
     assert!(
-        message.contains("ec2:CreateLaunchTemplate") && message.contains("karpenter iam policy"),
-        "the error names the missing permission: {message}"
+        validation
+            .message
+            .starts_with("Controller isn't authorized to call ec2:CreateLaunchTemplate")
+            && validation.message.contains("karpenter iam policy"),
+        "the message names the call and where the policy comes from: {}",
+        validation.message
+    );
+    h.node_pool(None, requirements()).await;
+    h.create_deployment("web", 1, "500m").await;
+    h.wait_pool_condition(&h.pool, "Ready", "False", Some("UnhealthyDependents"))
+        .await;
+    assert!(
+        h.node_claims().await.is_empty(),
+        "no NodeClaim is made for a class that is not Ready"
     );
     let instances = aws
         .ec2()
