@@ -225,6 +225,8 @@ for verb in ("get", "update"):
     check(allowed(ns_rules, "coordination.k8s.io", "leases", verb, "karpenter-leader-election"), f"RBAC: {verb} lease")
 check(allowed(ns_rules, "coordination.k8s.io", "leases", "create"), "RBAC: create lease")
 check(not allowed(ns_rules, "coordination.k8s.io", "leases", "update", "another-lease"), "RBAC: update on any lease")
+check(not allowed(cluster_rules, "", "pods", "patch"),
+      "RBAC: patch on pods without featureGates.podDeletionCostManagement (upstream grants it only with the gate)")
 check(not allowed(cluster_rules, "", "secrets", "get") and not allowed(cluster_rules, "*", "*", "*"),
       "RBAC: the controller can read secrets or everything")
 for r in cluster_rules + ns_rules:
@@ -261,6 +263,9 @@ c = container(docs)
 env = env_of(c)
 check(env.get("CLUSTER_NAME") == "karpenter-cluster", f"tpl in clusterName: {env.get('CLUSTER_NAME')}")
 check("SpotToSpotConsolidation=true" in env.get("FEATURE_GATES", ""), "featureGates.spotToSpotConsolidation")
+check("PodDeletionCostManagement=true" in env.get("FEATURE_GATES", ""), "featureGates.podDeletionCostManagement")
+check(allowed(one(docs, "ClusterRole", "karpenter-core")["rules"], "", "pods", "patch"),
+      "RBAC: patch on pods with featureGates.podDeletionCostManagement (controllers/deletion_cost.rs)")
 check(env.get("IGNORE_DRA_REQUESTS") == "false", "ignoreDRARequests: false is rendered (upstream drops it)")
 check(env.get("BATCH_MAX_DURATION") == "20s", "batchMaxDuration")
 check(env.get("LOG_LEVEL") == "error", "controller.env overrides the chart's LOG_LEVEL (last entry wins)")

@@ -150,11 +150,15 @@ pub fn build(snapshot: &Snapshot, index: usize, now: DateTime<Utc>) -> Option<Ca
         .filter(|(_, p)| p.is_reschedulable() && !pdb::fully_blocked(&snapshot.pdbs, p))
         .map(|(i, _)| i)
         .collect();
-    let all: Vec<PodCostInput> = node.pods.iter().map(|p| pods::cost_input(p)).collect();
+    let all: Vec<PodCostInput> = node
+        .pods
+        .iter()
+        .map(|p| pods::cost_input(p, snapshot.features))
+        .collect();
     let moving: Vec<PodCostInput> = reschedulable
         .iter()
         .filter_map(|&i| node.pods.get(i))
-        .map(|p| pods::cost_input(p))
+        .map(|p| pods::cost_input(p, snapshot.features))
         .collect();
     let age = (now - node.created).to_std().unwrap_or_default();
     let lifetime = cost::lifetime_remaining(node.expire_after, age);

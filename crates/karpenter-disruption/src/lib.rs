@@ -31,6 +31,9 @@
 //! - what goes: [`decide`] runs the `methods/` in upstream order over the pass (`pass.rs`),
 //!   which simulates rescheduling with the solver (`simulate.rs`); each decision a [`Command`]
 //!   ([`command`]) or a [`Reason`] ([`reason`]);
+//! - beside the passes: [`deletion_cost`] ranks the nodes for the ReplicaSet controller
+//!   (`controller.kubernetes.io/pod-deletion-cost`, gate `PodDeletionCostManagement`) in the
+//!   order consolidation would take them;
 //! - after the decision: [`validation`] re-checks a command after its delay and [`queue`]
 //!   carries it through replacement and deletion; `conditions.rs` is what the NodeClaims'
 //!   `Drifted` and `Consolidatable` conditions should say.
@@ -42,6 +45,7 @@ pub(crate) mod conditions;
 pub(crate) mod consolidatable;
 pub(crate) mod cost;
 pub(crate) mod decide;
+pub mod deletion_cost;
 pub mod do_not_disrupt;
 pub(crate) mod drift_detect;
 /// The consolidation benchmark cluster; with the `test-support` feature.

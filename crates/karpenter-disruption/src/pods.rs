@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use karpenter_scheduling::PodRecord;
 
 use crate::cost::PodCostInput;
+use crate::snapshot::Features;
 
 /// `controller.kubernetes.io/pod-deletion-cost`.
 pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
@@ -17,12 +18,15 @@ pub fn started(pod: &PodRecord) -> Option<DateTime<Utc>> {
     DateTime::from_timestamp(ts.0.as_second(), 0)
 }
 
-/// A pod's eviction-cost inputs (upstream `EvictionCost`, `PodDeletionCostManagement` off):
-/// `karpenter.sh/disruption-cost` when present, else `controller.kubernetes.io/pod-deletion-cost`;
-/// a value that is not a 32-bit integer counts as none (upstream logs it and skips it).
-pub fn cost_input(pod: &PodRecord) -> PodCostInput {
+/// A pod's eviction-cost inputs (upstream `EvictionCost`): `karpenter.sh/disruption-cost` when
+/// present, else, unless `PodDeletionCostManagement` is on (Karpenter then writes
+/// `controller.kubernetes.io/pod-deletion-cost` itself, for the ReplicaSet controller, and no
+/// longer reads it as the user's word), `controller.kubernetes.io/pod-deletion-cost`; a value
+/// that is not a 32-bit integer counts as none (upstream logs it and skips it).
+pub fn cost_input(pod: &PodRecord, features: Features) -> PodCostInput {
     let deletion_cost = match pod.annotation(DISRUPTION_COST) {
         Some(value) => value.parse().ok(),
+        None if features.pod_deletion_cost_management => None,
         None => pod
             .annotation(POD_DELETION_COST)
             .and_then(|v| v.parse().ok()),
@@ -49,18 +53,39 @@ mod tests {
         pod
     }
 
+    const GATE_OFF: Features = Features {
+        spot_to_spot_consolidation: false,
+        pod_deletion_cost_management: false,
+    };
+    const GATE_ON: Features = Features {
+        spot_to_spot_consolidation: false,
+        pod_deletion_cost_management: true,
+    };
+
     #[test]
     fn disruption_cost_is_read_before_pod_deletion_cost() {
         let both = annotated(&[(DISRUPTION_COST, "-5"), (POD_DELETION_COST, "100")]);
-        assert_eq!(cost_input(&both).deletion_cost, Some(-5));
+        assert_eq!(cost_input(&both, GATE_OFF).deletion_cost, Some(-5));
         let legacy = annotated(&[(POD_DELETION_COST, "100")]);
-        assert_eq!(cost_input(&legacy).deletion_cost, Some(100));
+        assert_eq!(cost_input(&legacy, GATE_OFF).deletion_cost, Some(100));
         let bad = annotated(&[(DISRUPTION_COST, "lots"), (POD_DELETION_COST, "100")]);
         assert_eq!(
-            cost_input(&bad).deletion_cost,
+            cost_input(&bad, GATE_OFF).deletion_cost,
             None,
             "an unparsable disruption-cost is skipped, not replaced by the legacy one"
         );
-        assert_eq!(cost_input(&annotated(&[])).deletion_cost, None);
+        assert_eq!(cost_input(&annotated(&[]), GATE_OFF).deletion_cost, None);
+    }
+
+    #[test]
+    fn pod_deletion_cost_is_not_read_as_a_disruption_cost_once_karpenter_manages_it() {
+        let legacy = annotated(&[(POD_DELETION_COST, "100")]);
+        assert_eq!(cost_input(&legacy, GATE_ON).deletion_cost, None);
+        let both = annotated(&[(DISRUPTION_COST, "-5"), (POD_DELETION_COST, "100")]);
+        assert_eq!(
+            cost_input(&both, GATE_ON).deletion_cost,
+            Some(-5),
+            "karpenter.sh/disruption-cost is still the user's word"
+        );
     }
 }

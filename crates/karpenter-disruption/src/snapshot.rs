@@ -24,6 +24,9 @@ use crate::pdb::Pdb;
 pub struct Features {
     /// `SpotToSpotConsolidation`: allow replacing spot nodes with cheaper spot nodes.
     pub spot_to_spot_consolidation: bool,
+    /// `PodDeletionCostManagement`: Karpenter writes `controller.kubernetes.io/pod-deletion-cost`
+    /// ([`crate::deletion_cost`]) and stops reading it as a pod's disruption cost.
+    pub pod_deletion_cost_management: bool,
 }
 
 /// A `Drifted=True` condition as the NodeClaim disruption controller set it.

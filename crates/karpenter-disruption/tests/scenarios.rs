@@ -588,6 +588,7 @@ fn snapshot(sc: &Scenario) -> Result<Snapshot, String> {
             .collect::<Result<_, _>>()?,
         features: Features {
             spot_to_spot_consolidation: sc.features.spot_to_spot_consolidation,
+            ..Features::default()
         },
         ..Default::default()
     })

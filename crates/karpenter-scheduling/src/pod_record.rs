@@ -96,6 +96,17 @@ impl PodRecord {
             .map(|r| r.kind.as_str())
     }
 
+    /// Controlled by an owner of `api_version` and `kind`: its owner reference marked
+    /// `controller: true` names them (upstream `IsControlledBy`; an owner reference without
+    /// the mark is garbage-collection linkage, not control).
+    pub fn controlled_by(&self, api_version: &str, kind: &str) -> bool {
+        self.metadata
+            .owner_references
+            .as_ref()
+            .and_then(|o| o.iter().find(|r| r.controller == Some(true)))
+            .is_some_and(|r| r.api_version == api_version && r.kind == kind)
+    }
+
     /// Controlled by a DaemonSet.
     pub fn is_daemonset(&self) -> bool {
         self.owner_kind() == Some("DaemonSet")
@@ -293,6 +304,24 @@ mod tests {
         annotated.metadata.annotations = Some([(MIRROR_POD.to_owned(), "x".to_owned())].into());
         assert!(annotated.is_mirror() && !annotated.is_reschedulable());
         assert!(owned_by("ReplicaSet", Some(true)).is_reschedulable());
+    }
+
+    #[test]
+    fn only_an_owner_reference_marked_controller_makes_a_pod_controlled_by_its_kind() {
+        let mut pod = owned_by("ReplicaSet", Some(true));
+        assert!(!pod.controlled_by("apps/v1", "ReplicaSet"), "no apiVersion");
+        if let Some(o) = pod.metadata.owner_references.as_mut() {
+            o[0].api_version = "apps/v1".into();
+        }
+        assert!(pod.controlled_by("apps/v1", "ReplicaSet"));
+        assert!(!pod.controlled_by("batch/v1", "Job"));
+        if let Some(o) = pod.metadata.owner_references.as_mut() {
+            o[0].controller = None;
+        }
+        assert!(
+            !pod.controlled_by("apps/v1", "ReplicaSet"),
+            "an unmarked owner reference does not control"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //!   to one has nothing left to write ([`is_not_found`], the one place that says so).
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
 use karpenter_lifecycle::lifecycle::set_condition;
 use karpenter_lifecycle::termination::disrupted_taint;
@@ -463,5 +463,44 @@ impl Writer {
         )
         .await
         .map(drop)
+    }
+
+    /// Sets annotation `key` of pod `namespace/name` to `value`, or removes it (`None`), by a
+    /// merge patch guarded by `resource_version` (upstream's optimistic lock: a pod written
+    /// since answers 409, [`WriteError::is_conflict`]); the answer goes into the index. A gone
+    /// pod: `Ok(None)`.
+    pub async fn annotate_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource_version: Option<&str>,
+        key: &str,
+        value: Option<&str>,
+        step: &'static str,
+    ) -> Result<Option<Pod>, WriteError> {
+        let error = |source: WriteFailure| WriteError {
+            step,
+            kind: "pod",
+            name: format!("{namespace}/{name}"),
+            source,
+        };
+        self.fence.check().map_err(|f| error(f.into()))?;
+        let patch = json!({"metadata": {
+            "resourceVersion": resource_version,
+            "annotations": {key: value},
+        }});
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        match api.patch(name, &params(), &Patch::Merge(&patch)).await {
+            Ok(patched) => {
+                self.cache.apply(Object::Pod(patched.clone()));
+                Ok(Some(patched))
+            }
+            Err(e) if is_not_found(&e) => {
+                self.cache
+                    .delete(&ObjectRef::new(Kind::Pod, Some(namespace), name));
+                Ok(None)
+            }
+            Err(source) => Err(error(source.into())),
+        }
     }
 }

@@ -61,10 +61,22 @@ pub fn snapshot(
     queued: &BTreeSet<&str>,
     now: chrono::DateTime<Utc>,
 ) -> Snapshot {
+    snapshot_of(&cache.lock(), settings, instance_types, queued, now)
+}
+
+/// [`snapshot`] of an index already locked (a scan's).
+pub fn snapshot_of(
+    cluster: &Cluster,
+    settings: &Settings,
+    instance_types: PoolInstanceTypes,
+    queued: &BTreeSet<&str>,
+    now: chrono::DateTime<Utc>,
+) -> Snapshot {
     let features = Features {
         spot_to_spot_consolidation: settings.feature_gates.spot_to_spot_consolidation,
+        pod_deletion_cost_management: settings.feature_gates.pod_deletion_cost_management,
     };
-    let mut snapshot = cache.lock().disruption_snapshot(
+    let mut snapshot = cluster.disruption_snapshot(
         now,
         instance_types,
         queued,

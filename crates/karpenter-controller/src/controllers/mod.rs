@@ -6,6 +6,7 @@
 pub mod claim_disruption;
 pub mod cloud_metrics;
 pub mod default_spread;
+pub mod deletion_cost;
 pub mod discovered_capacity;
 pub mod disruption;
 pub mod garbage;
@@ -430,6 +431,17 @@ async fn run_with<C: CloudProvider + 'static>(
         &context,
         cancel,
     );
+    if ctx.settings.feature_gates.pod_deletion_cost_management {
+        spawn(
+            &mut tasks,
+            deletion_cost::PodDeletionCost {
+                ctx: context.clone(),
+                metrics: deletion_cost::DeletionCostMetrics::register(&ctx.metrics),
+            },
+            &context,
+            cancel,
+        );
+    }
     spawn_observability(&mut tasks, &context, cancel);
     while tasks.join_next().await.is_some() {}
     Ok(())

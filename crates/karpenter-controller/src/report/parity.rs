@@ -22,6 +22,7 @@ use karpenter_api::v1::NodeClaim;
 use karpenter_state::Object;
 
 use crate::cluster::index::ClusterCache;
+use crate::controllers::deletion_cost::DeletionCostMetrics;
 use crate::controllers::gauges::{NODE_LABELS, StateMetrics};
 use crate::controllers::interruption::InterruptionMetrics;
 use crate::http::Metrics;
@@ -63,14 +64,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
     (
         "karpenter_nodes_reboots_total",
         "[health] node repair by reboot",
-    ),
-    (
-        "karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes",
-        "[parity] pod-deletion-cost management",
-    ),
-    (
-        "karpenter_pod_deletion_cost_pod_annotation_writes_total",
-        "[parity] pod-deletion-cost management",
     ),
     (
         "karpenter_scheduler_pending_pods_by_effective_zone_count",
@@ -525,6 +518,15 @@ pub fn exported() -> Metrics {
     let client = crate::client::ClientMetrics::default();
     client.register(&registry);
     client.request("GET", "/api/v1/nodes", Some(200), 0.01);
+    let deletion_cost = DeletionCostMetrics::register(&registry);
+    deletion_cost.pending(&[karpenter_disruption::deletion_cost::NodeWrites {
+        node: "n".into(),
+        node_pool: "general".into(),
+        group: karpenter_disruption::deletion_cost::Group::Consolidatable,
+        desired: karpenter_disruption::deletion_cost::Desired::Cost(-1),
+        pods: Vec::new(),
+    }]);
+    deletion_cost.written("updated");
     let interruption = InterruptionMetrics::register(&registry);
     interruption.received("spot_interrupted");
     interruption.deleted();

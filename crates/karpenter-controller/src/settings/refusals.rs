@@ -149,11 +149,6 @@ const RULES: &[Rule] = &[
         |s| s.feature_gates.terminate_first_repair,
         "node repair (and so terminate-first repair) is not implemented yet in karpenter-rs; set TerminateFirstRepair=false",
     ),
-    gate(
-        "PodDeletionCostManagement",
-        |s| s.feature_gates.pod_deletion_cost_management,
-        "managing pod-deletion-cost annotations is not implemented yet in karpenter-rs; set PodDeletionCostManagement=false",
-    ),
     setting(
         "LEGACY_NODE_REPAIR",
         "--legacy-node-repair",

@@ -446,11 +446,6 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
             "TerminateFirstRepair=true in FEATURE_GATES (--feature-gates): node repair",
         ),
         (
-            "FEATURE_GATES",
-            "PodDeletionCostManagement=true",
-            "PodDeletionCostManagement=true in FEATURE_GATES (--feature-gates): managing pod-deletion-cost",
-        ),
-        (
             "IGNORE_DRA_REQUESTS",
             "false",
             "IGNORE_DRA_REQUESTS=false (--ignore-dra-requests): simulating dynamic resource allocation (DRA) is not implemented yet",
@@ -521,6 +516,8 @@ fn the_feature_gates_karpenter_rs_implements_or_accepts_are_not_refused_either_w
         "SpotToSpotConsolidation=false",
         "ReservedCapacity=true",
         "ReservedCapacity=false",
+        "PodDeletionCostManagement=true",
+        "PodDeletionCostManagement=false",
     ] {
         let settings = parse(&[], &[("FEATURE_GATES", value)]).expect(value);
         assert_eq!(settings.validate(), Ok(()), "{value}");

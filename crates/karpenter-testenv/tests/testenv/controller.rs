@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 mod aws;
 mod chart;
 mod dashboards;
+mod deletion_cost;
 mod disruption;
 mod faults;
 mod interruption;

@@ -71,7 +71,7 @@ impl Harness {
 
     /// The sum of every sample of `/metrics` whose line starts with `metric` and contains
     /// each of `labels`.
-    async fn metric(&self, metric: &str, labels: &[&str]) -> f64 {
+    pub(super) async fn metric(&self, metric: &str, labels: &[&str]) -> f64 {
         let scraped =
             crate::leader_election::http_get(self.controllers[0].metrics, "/metrics").await;
         scraped
