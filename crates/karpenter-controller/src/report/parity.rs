@@ -49,10 +49,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "[parity] Balanced consolidation: the disruption core approves or rejects a move without reporting its per-NodePool score yet",
     ),
     (
-        "karpenter_interruption_instance_status_unhealthy_total",
-        "[health] EC2 instance status checks (DescribeInstanceStatus) are not polled",
-    ),
-    (
         "karpenter_nodeclaims_unhealthy_disrupted_total",
         "[health] node repair",
     ),
@@ -526,6 +522,8 @@ pub fn exported() -> Metrics {
     interruption.received("spot_interrupted");
     interruption.deleted();
     interruption.queued_for(1.0);
+    crate::controllers::instance_status::InstanceStatusMetrics::register(&registry)
+        .unhealthy(karpenter_aws::interruption::instance_status::Category::SystemStatus);
     registry
 }
 
