@@ -38,6 +38,12 @@ launcher adds CreatePlacementGroup, DescribePlacementGroups and DeletePlacementG
 gives instances launched by CreateFleet the Placement of their launch template (group,
 partition, tenancy). See the function's docstring and testenv/README.md.
 
+Instance status checks (`install_instance_status`): `POST /testenv/instance-status` makes
+DescribeInstanceStatus report an instance impaired or with scheduled events, and its status
+and event filters work. ARC zonal shift (`install_arc_zonal_shift`): GetManagedResource,
+StartZonalShift, ListZonalShifts and CancelZonalShift for EKS clusters of moto's EKS backend,
+under IAM enforcement. See the functions' docstrings and testenv/README.md.
+
 IAM enforcement uses moto's own switch: `settings.INITIAL_NO_AUTH_ACTION_COUNT`
 (0 = every request is authenticated and authorized, inf = none). It is set
 from --iam-enforcement at start and can be flipped at run time with
@@ -49,6 +55,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
+import io
 import json
 import os
 import signal
@@ -191,6 +198,8 @@ def install_reset_hook(account_id: str, regions: list[str], k8s_versions: list[s
 
     def reset_and_seed(self):  # type: ignore[no-untyped-def]
         original(self)
+        for state in TESTENV_STATE.values():
+            state.clear()
         seed(account_id, regions, k8s_versions)
 
     MotoAPIBackend.reset = reset_and_seed  # type: ignore[method-assign]
@@ -352,6 +361,29 @@ def install_faults() -> Faults:
             except (ValueError, KeyError) as e:
                 return respond(start_response, "400 Bad Request", json.dumps({"error": str(e)}).encode(), "application/json")
             return respond(start_response, "200 OK", json.dumps(out).encode(), "application/json")
+        if path in TESTENV_HANDLERS and environ.get("REQUEST_METHOD") == "POST":
+            try:
+                length = int(environ.get("CONTENT_LENGTH") or 0)
+                TESTENV_HANDLERS[path](json.loads(environ["wsgi.input"].read(length) or b"{}"))
+            except (ValueError, KeyError) as e:
+                return respond(start_response, "400 Bad Request", json.dumps({"error": str(e)}).encode(), "application/json")
+            return respond(start_response, "200 OK", b'{"ok": true}', "application/json")
+        served = re.search(
+            r"Credential=[^/]+/[^/]+/([^/]+)/([^/]+)/", environ.get("HTTP_AUTHORIZATION", "")
+        )
+        if served and served.group(2) in TESTENV_SERVICES:
+            try:
+                status, out = TESTENV_SERVICES[served.group(2)](environ, served.group(1))
+            except Exception as e:  # moto's IAM errors: AccessDenied, SignatureDoesNotMatch, ...
+                status = getattr(e, "code", 500) if isinstance(getattr(e, "code", None), int) else 500
+                out = {"__type": getattr(e, "error_type", type(e).__name__), "message": getattr(e, "message", str(e))}
+            body = json.dumps(out).encode()
+            reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found"}.get(status, "Error")
+            headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            if status >= 400:
+                headers.append(("x-amzn-ErrorType", out["__type"]))
+            start_response(f"{status} {reason}", headers)
+            return [body]
         found = credential.search(environ.get("HTTP_AUTHORIZATION", ""))
         if found:
             key, service = found.group(1), found.group(2)
@@ -523,6 +555,259 @@ def install_placement_groups() -> None:
     Fleet.__init__ = fleet_init  # type: ignore[method-assign]
 
 
+
+# Instance status checks and ARC zonal shift state, per region, for the test hooks below.
+TESTENV_STATE: dict = {"instance_status": {}, "zonal_shifts": {}}
+
+
+def install_instance_status(account_id: str) -> None:
+    """EC2 instance status checks tests can break (moto internals; moto 5.2.5 reports every
+    running instance `ok` and ignores DescribeInstanceStatus's status and event filters).
+
+    * `POST /testenv/instance-status` with `{"region": R, "instance_id": I,
+      "instance_status": "impaired", "system_status": "ok", "impaired_since": ISO 8601,
+      "events": ["system-maintenance"]}` sets what DescribeInstanceStatus says of the
+      instance: an `impaired` summary has one `reachability` detail `failed` since
+      `impaired_since` (default: an hour ago), an `ok` one a `passed` detail; each event code
+      becomes a scheduled event (`NotBefore` a day ahead). Omitted keys mean `ok` and no
+      events, so posting only the ids makes the instance healthy again.
+    * DescribeInstanceStatus honours the filters `instance-status.status`,
+      `system-status.status` and `event.code` (the filters of one call AND, as in EC2).
+    """
+    import datetime as dt
+
+    from moto.ec2.models.instances import Instance
+
+    def override(instance):  # type: ignore[no-untyped-def]
+        return TESTENV_STATE["instance_status"].get(instance.id)
+
+    def summary(status: str, since) -> dict:  # type: ignore[no-untyped-def]
+        if status == "impaired":
+            return {
+                "Status": "impaired",
+                "Details": [{"Name": "reachability", "Status": "failed", "ImpairedSince": since}],
+            }
+        return {"Status": status, "Details": [{"Name": "reachability", "Status": "passed"}]}
+
+    original_instance_status = Instance.instance_status
+    original_system_status = Instance.system_status
+
+    def instance_status(self):  # type: ignore[no-untyped-def]
+        o = override(self)
+        if o is None or self.state_code != 16:
+            return original_instance_status.fget(self)
+        return summary(o["instance_status"], o["impaired_since"])
+
+    def system_status(self):  # type: ignore[no-untyped-def]
+        o = override(self)
+        if o is None or self.state_code != 16:
+            return original_system_status.fget(self)
+        return summary(o["system_status"], o["impaired_since"])
+
+    def events(self):  # type: ignore[no-untyped-def]
+        o = override(self)
+        if o is None:
+            return []
+        return [
+            {
+                "InstanceEventId": f"instance-event-{abs(hash((self.id, code))) % 10**17:017d}",
+                "Code": code,
+                "Description": f"The instance is scheduled for {code} (karpenter-testenv)",
+                "NotBefore": o["impaired_since"] + dt.timedelta(days=1),
+            }
+            for code in o["events"]
+        ]
+
+    Instance.instance_status = property(instance_status)  # type: ignore[method-assign,assignment]
+    Instance.system_status = property(system_status)  # type: ignore[method-assign,assignment]
+    Instance.events = property(events)  # type: ignore[attr-defined]
+
+    original_applies = Instance.applies
+
+    def applies(self, filters):  # type: ignore[no-untyped-def]
+        for f in filters or []:
+            values = f["values"]
+            if f["name"] == "instance-status.status" and self.instance_status.get("Status") not in values:
+                return False
+            if f["name"] == "system-status.status" and self.system_status.get("Status") not in values:
+                return False
+            if f["name"] == "event.code" and not {e["Code"] for e in self.events} & set(values):
+                return False
+        return original_applies(self, filters)
+
+    Instance.applies = applies  # type: ignore[method-assign]
+
+    def configure(body: dict) -> None:
+        instance_id = body["instance_id"]
+        since = body.get("impaired_since")
+        since = (
+            dt.datetime.fromisoformat(since.replace("Z", "+00:00"))
+            if since
+            else dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)
+        )
+        for key in ("instance_status", "system_status"):
+            if body.get(key, "ok") not in ("ok", "impaired"):
+                raise ValueError(f"{key} must be ok or impaired")
+        TESTENV_STATE["instance_status"][instance_id] = {
+            "instance_status": body.get("instance_status", "ok"),
+            "system_status": body.get("system_status", "ok"),
+            "impaired_since": since,
+            "events": list(body.get("events") or []),
+        }
+
+    TESTENV_HANDLERS["/testenv/instance-status"] = configure
+
+
+def install_arc_zonal_shift(account_id: str) -> None:
+    """Amazon Application Recovery Controller zonal shift (moto 5.2.5 has no such service).
+
+    Served on the moto endpoint for requests signed for the service `arc-zonal-shift`
+    (REST-JSON, as the AWS API reference documents it), authenticated and authorized through
+    moto's IAM enforcement like any other call:
+
+    * `GET /managedresources/{resourceIdentifier}` (GetManagedResource): the managed resource
+      is an EKS cluster of moto's EKS backend, named by ARN or name; answers `arn`, `name`,
+      `appliedWeights` (`1.0` per zone id not shifted away from), `zonalShifts` (the active
+      shifts of the resource: `zonalShiftId`, `resourceIdentifier`, `awayFrom`, `expiryTime`,
+      `startTime`, `comment`, `appliedStatus` `APPLIED`, `shiftType` `ZONAL_SHIFT`) and
+      `autoshifts` (empty); an unknown resource is 404 `ResourceNotFoundException`;
+    * `POST /zonalshifts` (StartZonalShift: `resourceIdentifier`, `awayFrom`, `expiresIn` as
+      `<n>m` or `<n>h`, `comment`) starts a shift and answers it (`status` `ACTIVE`);
+    * `GET /zonalshifts` (ListZonalShifts) lists the region's shifts, `status` `ACTIVE`,
+      `EXPIRED` or `CANCELED`; `DELETE /zonalshifts/{zonalShiftId}` (CancelZonalShift)
+      cancels one.
+
+    Shifts live per region in this process and are dropped at `POST /moto-api/reset`.
+    """
+    import datetime as dt
+    import re
+    import uuid
+
+    from moto import settings
+    from moto.core.authorization import ActionAuthenticatorMixin
+    from moto.eks.models import eks_backends
+    from moto.iam.access_control import IAMRequest
+
+    def now() -> dt.datetime:
+        return dt.datetime.now(dt.timezone.utc)
+
+    def cluster_arn(region: str, identifier: str):  # type: ignore[no-untyped-def]
+        backend = eks_backends[account_id][region]
+        for name, cluster in backend.clusters.items():
+            if identifier in (name, cluster.arn):
+                return cluster.arn, name
+        return None
+
+    def status(shift: dict) -> str:
+        if shift["canceled"]:
+            return "CANCELED"
+        return "ACTIVE" if shift["expiryTime"] > now() else "EXPIRED"
+
+    def view(shift: dict) -> dict:
+        out = {k: v for k, v in shift.items() if k != "canceled"}
+        out["expiryTime"] = shift["expiryTime"].timestamp()
+        out["startTime"] = shift["startTime"].timestamp()
+        out["status"] = status(shift)
+        return out
+
+    def authorize(environ, region: str, method: str, path: str, action: str) -> None:  # type: ignore[no-untyped-def]
+        if ActionAuthenticatorMixin.request_count < settings.INITIAL_NO_AUTH_ACTION_COUNT:
+            return
+        headers = {
+            key[5:].replace("_", "-").title(): value
+            for key, value in environ.items()
+            if key.startswith("HTTP_")
+        }
+        if environ.get("CONTENT_TYPE"):
+            headers["Content-Type"] = environ["CONTENT_TYPE"]
+        if environ.get("CONTENT_LENGTH"):
+            headers["Content-Length"] = environ["CONTENT_LENGTH"]
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        request = IAMRequest(
+            account_id=account_id,
+            method=method,
+            path=path,
+            data={},
+            body=body,
+            headers=headers,
+            action=action,
+        )
+        request.check_signature()
+        request.check_action_permitted("*")
+
+    def handle(environ, region: str):  # type: ignore[no-untyped-def]
+        method = environ.get("REQUEST_METHOD", "GET")
+        raw = environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "")
+        raw_path = raw.split("?", 1)[0]
+        path = environ.get("PATH_INFO", "")
+        shifts = TESTENV_STATE["zonal_shifts"].setdefault(region, [])
+        if method == "GET" and path.startswith("/managedresources/"):
+            authorize(environ, region, method, raw_path, "GetManagedResource")
+            found = cluster_arn(region, path[len("/managedresources/"):])
+            if found is None:
+                return 404, {"__type": "ResourceNotFoundException", "message": "The input requested a resource that was not found."}
+            arn, name = found
+            active = [s for s in shifts if s["resourceIdentifier"] == arn and status(s) == "ACTIVE"]
+            zone_ids = {
+                z.zone_id
+                for z in __import__("moto.ec2.models", fromlist=["ec2_backends"]).ec2_backends[account_id][region].describe_availability_zones()
+            }
+            shifted = {s["awayFrom"] for s in active}
+            return 200, {
+                "arn": arn,
+                "name": name,
+                "appliedWeights": {z: (0.0 if z in shifted else 1.0) for z in sorted(zone_ids)},
+                "zonalShifts": [
+                    {k: v for k, v in view(s).items() if k != "status"} | {"appliedStatus": "APPLIED", "shiftType": "ZONAL_SHIFT"}
+                    for s in active
+                ],
+                "autoshifts": [],
+                "zonalAutoshiftStatus": "DISABLED",
+            }
+        if method == "POST" and path == "/zonalshifts":
+            authorize(environ, region, method, raw_path, "StartZonalShift")
+            body = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) or b"{}")
+            found = cluster_arn(region, body.get("resourceIdentifier", ""))
+            if found is None:
+                return 404, {"__type": "ResourceNotFoundException", "message": "The input requested a resource that was not found."}
+            matched = re.fullmatch(r"(\d+)([mh])", body.get("expiresIn", ""))
+            if not matched:
+                return 400, {"__type": "ValidationException", "message": "expiresIn must be <n>m or <n>h"}
+            minutes = int(matched.group(1)) * (60 if matched.group(2) == "h" else 1)
+            shift = {
+                "zonalShiftId": str(uuid.uuid4()),
+                "resourceIdentifier": found[0],
+                "awayFrom": body.get("awayFrom", ""),
+                "comment": body.get("comment", ""),
+                "startTime": now(),
+                "expiryTime": now() + dt.timedelta(minutes=minutes),
+                "canceled": False,
+            }
+            shifts.append(shift)
+            return 200, view(shift)
+        if method == "GET" and path == "/zonalshifts":
+            authorize(environ, region, method, raw_path, "ListZonalShifts")
+            return 200, {"items": [view(s) for s in shifts]}
+        if method in ("DELETE", "PATCH") and path.startswith("/zonalshifts/"):
+            authorize(environ, region, method, raw_path, "CancelZonalShift")
+            wanted = path[len("/zonalshifts/"):]
+            for shift in shifts:
+                if shift["zonalShiftId"] == wanted:
+                    shift["canceled"] = True
+                    return 200, view(shift)
+            return 404, {"__type": "ResourceNotFoundException", "message": "The zonal shift was not found."}
+        return 404, {"__type": "UnknownOperationException", "message": f"{method} {path} is not served"}
+
+    TESTENV_SERVICES["arc-zonal-shift"] = handle
+
+
+# Test hooks by path (`POST` with a JSON body) and services served here, by SigV4 service
+# name; install_faults' dispatcher wrapper routes to them.
+TESTENV_HANDLERS: dict = {}
+TESTENV_SERVICES: dict = {}
+
 def set_iam_enforcement(enabled: bool) -> None:
     from moto import settings
     from moto.core.authorization import ActionAuthenticatorMixin
@@ -560,6 +845,8 @@ def main() -> int:
     install_reset_hook(DEFAULT_ACCOUNT_ID, regions, k8s_versions)
     sign_what_was_sent()
     install_placement_groups()
+    install_instance_status(DEFAULT_ACCOUNT_ID)
+    install_arc_zonal_shift(DEFAULT_ACCOUNT_ID)
     install_faults()
     set_iam_enforcement(args.iam_enforcement == "on")
 

@@ -26,7 +26,7 @@ use crate::metrics::{SdkRequest, metrics};
 /// The pricing endpoint region for a cluster region (upstream's mapping).
 pub use karpenter_aws::pricing::pricing_endpoint_region;
 
-/// EC2, SSM, IAM, EKS and Pricing clients for one region.
+/// EC2, SSM, IAM, EKS, Pricing and ARC zonal shift clients for one region.
 #[derive(Debug, Clone)]
 pub struct AwsClients {
     pub region: String,
@@ -36,6 +36,8 @@ pub struct AwsClients {
     pub eks: aws_sdk_eks::Client,
     /// In the pricing endpoint's region ([`pricing_endpoint_region`]).
     pub pricing: aws_sdk_pricing::Client,
+    /// Amazon Application Recovery Controller zonal shift (only with `ENABLE_ZONAL_SHIFT`).
+    pub arc: aws_sdk_arczonalshift::Client,
 }
 
 /// Why the clients could not be built.
@@ -115,7 +117,8 @@ impl AwsClients {
             .region(aws_sdk_pricing::config::Region::new(
                 pricing_endpoint_region(&region),
             ))
-            .timeout_config(timeouts);
+            .timeout_config(timeouts.clone());
+        let mut arc = aws_sdk_arczonalshift::config::Builder::from(config).timeout_config(timeouts);
         // Every request is counted and timed (`aws_sdk_go_request_*`).
         let interceptors =
             std::iter::once(SdkMetrics::interceptor()).chain(interceptors.iter().cloned());
@@ -125,6 +128,7 @@ impl AwsClients {
             iam.push_interceptor(interceptor.clone());
             eks.push_interceptor(interceptor.clone());
             pricing.push_interceptor(interceptor.clone());
+            arc.push_interceptor(interceptor.clone());
         }
         Ok(AwsClients {
             region,
@@ -133,6 +137,7 @@ impl AwsClients {
             iam: aws_sdk_iam::Client::from_conf(iam.build()),
             eks: aws_sdk_eks::Client::from_conf(eks.build()),
             pricing: aws_sdk_pricing::Client::from_conf(pricing.build()),
+            arc: aws_sdk_arczonalshift::Client::from_conf(arc.build()),
         })
     }
 }

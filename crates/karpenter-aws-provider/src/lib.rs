@@ -2,7 +2,8 @@
 //!
 //! It owns the AWS clients ([`clients`]), the EC2NodeClass resolution against EC2, SSM and IAM
 //! ([`nodeclass`]), the instance-type catalog and prices, launch templates, fleet launches,
-//! the instances it launched, instance tags ([`tagging`]) and the interruption queue ([`sqs`]):
+//! the instances it launched, instance tags ([`tagging`]), the interruption queue ([`sqs`]),
+//! EC2 instance status checks ([`instance_status`]) and ARC zonal shifts ([`zonal_shift`]):
 //! every AWS call the controller makes is here. Every decision (what to ask, what an answer means, what to
 //! launch) is a function of `karpenter-aws`; this crate asks and performs.
 //!
@@ -18,6 +19,7 @@ pub mod calls;
 pub mod catalog;
 pub mod clients;
 pub mod error;
+pub mod instance_status;
 pub mod instances;
 pub mod launch_templates;
 pub mod metrics;
@@ -27,6 +29,7 @@ pub mod pricing;
 pub mod provider;
 pub mod sqs;
 pub mod tagging;
+pub mod zonal_shift;
 
 pub use clients::AwsClients;
 pub use error::AwsError;

@@ -12,6 +12,9 @@
 //!   labels, capacity and the EC2NodeClass hash annotations.
 //! - **Get / list / delete** by instance id and cluster tags; **drift** from the EC2NodeClass
 //!   hash, AMIs, security groups and subnets.
+//! - **Zonal shifts** (`ENABLE_ZONAL_SHIFT`, [`AwsCloud::with_zonal_shifts`]): every offering
+//!   of a zone ARC has shifted away from is unavailable (listings and launches), and no
+//!   instance there is terminated while the shift lasts ([`karpenter_aws::zonal_shift`]).
 
 mod dry_run;
 pub use dry_run::DryRun;
@@ -54,6 +57,7 @@ use crate::launch_templates::LaunchTemplates;
 use crate::metrics::metrics;
 use crate::placement_groups::PlacementGroups;
 use crate::pricing::PriceBook;
+use crate::zonal_shift::ZonalShifts;
 
 /// How old the instance list drift reads may be.
 pub const INSTANCE_CACHE_TTL: Duration = Duration::from_secs(30);
@@ -116,6 +120,8 @@ pub struct AwsCloud<L> {
     group_unavailable: Mutex<HashMap<String, Arc<UnavailableOfferings>>>,
     /// Instance memory learned from registered nodes.
     discovered: DiscoveredMemory<Instant>,
+    /// The cluster's ARC zonal shifts, with `ENABLE_ZONAL_SHIFT`.
+    zonal_shifts: Option<Arc<ZonalShifts>>,
 }
 
 /// The cluster's instances by id, as last listed.
@@ -183,7 +189,24 @@ impl<L: NodeClasses> AwsCloud<L> {
             placement_groups: Arc::new(PlacementGroups::new()),
             group_unavailable: Mutex::new(HashMap::new()),
             discovered: DiscoveredMemory::new(),
+            zonal_shifts: None,
         })
+    }
+
+    /// Follows the cluster's ARC zonal shifts (`ENABLE_ZONAL_SHIFT`): offerings of a shifted
+    /// zone are unavailable and its instances are not terminated until the shift ends.
+    #[must_use]
+    pub fn with_zonal_shifts(mut self, shifts: Arc<ZonalShifts>) -> Self {
+        self.zonal_shifts = Some(shifts);
+        self
+    }
+
+    /// The zone ids shifted away from now (none without `ENABLE_ZONAL_SHIFT`).
+    fn shifted_zones(&self) -> std::collections::BTreeSet<String> {
+        self.zonal_shifts
+            .as_ref()
+            .map(|z| z.shifted(chrono::Utc::now()))
+            .unwrap_or_default()
     }
 
     pub fn clients(&self) -> &AwsClients {
@@ -547,10 +570,16 @@ impl<L: NodeClasses> AwsCloud<L> {
         let by_name: HashMap<&str, &InstanceTypeInfo> =
             infos.iter().map(|i| (i.name.as_str(), i)).collect();
         let unavailable = self.unavailable_now(group.as_ref());
-        let is_unavailable = |instance_type: &str, offering: &_| {
+        let shifted = self.shifted_zones();
+        let is_unavailable = |instance_type: &str, offering: &karpenter_cloud::Offering| {
             unavailable
                 .iter()
                 .any(|marks| marks.contains(instance_type, offering))
+                || karpenter_aws::zonal_shift::is_shifted(
+                    &offering.zone,
+                    |zone| zone_id_of(class, zone),
+                    &shifted,
+                )
         };
         let plan = plan::plan(claim, class, &|n| by_name.get(n).copied(), &is_unavailable)
             .map_err(|error| match error {
@@ -864,14 +893,7 @@ impl<L: NodeClasses> AwsCloud<L> {
     }
 
     fn zone_id(class: &EC2NodeClass, zone: &str) -> Option<String> {
-        class
-            .status
-            .as_ref()?
-            .subnets
-            .as_ref()?
-            .iter()
-            .find(|s| s.zone == zone)
-            .and_then(|s| s.zone_id.clone())
+        zone_id_of(class, zone).map(str::to_owned)
     }
 
     fn launched_view(
@@ -995,6 +1017,29 @@ impl<L: NodeClasses> AwsCloud<L> {
     }
 }
 
+/// The id of `zone` among the class's subnets.
+fn zone_id_of<'a>(class: &'a EC2NodeClass, zone: &str) -> Option<&'a str> {
+    class
+        .status
+        .as_ref()?
+        .subnets
+        .as_ref()?
+        .iter()
+        .find(|s| s.zone == zone)
+        .and_then(|s| s.zone_id.as_deref())
+}
+
+/// Why an instance in a shifted zone is not terminated now (retried until the shift ends).
+fn shifted_termination(id: &str, zone: &str, zone_id: &str) -> CloudError {
+    CloudError::Provider {
+        operation: "ec2:TerminateInstances",
+        message: format!(
+            "instance {id} is in zonally shifted availability zone {zone} ({zone_id}), skipping termination"
+        ),
+        retryable: true,
+    }
+}
+
 fn pool_of(claim: &NodeClaim) -> Option<String> {
     claim
         .metadata
@@ -1050,6 +1095,25 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
             .and_then(|s| s.provider_id.clone())
             .unwrap_or_default();
         let id = Self::instance_id(&provider_id)?;
+        let shifted = self.shifted_zones();
+        let claim_label = |key: &str| {
+            node_claim
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(key))
+                .cloned()
+                .unwrap_or_default()
+        };
+        // No call at all into a shifted zone when the NodeClaim says where it is.
+        let labelled_zone_id = claim_label(labels::ZONE_ID);
+        if shifted.contains(&labelled_zone_id) {
+            return Err(shifted_termination(
+                id,
+                &claim_label(labels::ZONE),
+                &labelled_zone_id,
+            ));
+        }
         let instance = instances::get(&self.clients, id)
             .await
             .map_err(AwsError::into_cloud)?;
@@ -1058,6 +1122,18 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
                 what: format!("instance {id}"),
             }),
             Some(instance) if instance.state == "shutting-down" => Ok(()),
+            Some(instance)
+                if instance
+                    .zone_id
+                    .as_ref()
+                    .is_some_and(|zone_id| shifted.contains(zone_id)) =>
+            {
+                Err(shifted_termination(
+                    id,
+                    &instance.zone,
+                    instance.zone_id.as_deref().unwrap_or_default(),
+                ))
+            }
             Some(instance) => {
                 instances::terminate(&self.clients, id).await.map_err(|e| {
                     metrics().termination_failure(
@@ -1111,6 +1187,11 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
         for marks in self.unavailable_now(group.as_ref()) {
             marks.apply(&mut infos);
         }
+        karpenter_aws::zonal_shift::apply(
+            &mut infos,
+            |zone| zone_id_of(&class, zone),
+            &self.shifted_zones(),
+        );
         let requirements: Vec<RequirementSpec> = karpenter_scheduling::v1::node_pool(node_pool)
             .map(|p| p.requirements)
             .unwrap_or_default();
@@ -1199,6 +1280,12 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
             .wrapping_add(self.classes.version().wrapping_mul(104_729))
             .wrapping_add(self.placement_groups.version().wrapping_mul(1_299_709))
             .wrapping_add(self.discovered.version().wrapping_mul(15_485_863))
+            .wrapping_add(
+                self.zonal_shifts
+                    .as_ref()
+                    .map_or(0, |z| z.version(chrono::Utc::now()))
+                    .wrapping_mul(32_452_843),
+            )
             .wrapping_add(
                 lock(&self.group_unavailable)
                     .values()

@@ -33,7 +33,10 @@
 //! and its conditions), [`placement_group`] (the class's placement group: its query, its
 //! condition, what it does to instance types, launches, labels and drift), [`launch`] (a
 //! NodeClaim's launch plan, tenancy and its `CreateFleet` request and answer),
-//! [`discovered_capacity`] (instance memory learned from registered nodes) and [`drift`].
+//! [`discovered_capacity`] (instance memory learned from registered nodes), [`drift`] and
+//! [`zonal_shift`] (ARC zonal shifts: which zones are shifted away from and what that does to
+//! offerings and NodePool events). EC2 instance status checks are
+//! [`interruption::instance_status`].
 //!
 //! The EC2 `CloudProvider` that asks AWS and performs these decisions is the crate
 //! `karpenter-aws-provider`. It must stay inside the contract: every call it makes has an entry
@@ -54,3 +57,4 @@ pub mod nodeclass;
 pub mod placement_group;
 pub mod pricing;
 pub mod userdata;
+pub mod zonal_shift;

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use karpenter_aws::interruption::message::{MAX_BODY_BYTES, NoOpReason, ScheduledChange};
 use karpenter_aws::interruption::{
     Action, ActionOutcome, ClaimRef, Detail, Disposition, EventType, InstanceState,
-    InterruptionEvent, Involved, MessageKind, ParseError, decide, parse, plan,
+    InterruptionEvent, Involved, MessageKind, ParseError, decide, decide_for, parse, plan,
 };
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
@@ -353,6 +353,49 @@ fn a_scheduled_change_deletes_only_the_nodeclaims_that_are_ours_and_marks_nothin
 }
 
 #[test]
+fn a_failed_status_check_expires_the_grace_then_deletes_and_an_event_only_deletes() {
+    let c = cluster();
+    let ids = [HEALTH_IDS[0].to_owned(), HEALTH_IDS[1].to_owned()];
+    let node = "ip-10-0-2-9.us-west-2.compute.internal";
+    let unhealthy = |involved| {
+        event(
+            involved,
+            EventType::Warning,
+            "InstanceUnhealthy",
+            "An unhealthy warning was triggered for the instance",
+        )
+    };
+    let delete = |reason| Action::DeleteNodeClaim {
+        name: "default-od2".into(),
+        node_name: Some(node.into()),
+        reason,
+    };
+    for kind in [MessageKind::InstanceStatus, MessageKind::SystemStatus] {
+        assert_eq!(
+            decide_for(kind, &ids, lookup(&c)),
+            vec![
+                unhealthy(Involved::NodeClaim("default-od2".into())),
+                unhealthy(Involved::Node(node.into())),
+                Action::ExpireTerminationGrace {
+                    name: "default-od2".into()
+                },
+                delete(kind),
+            ],
+            "{kind}: only our instance, grace expired before the deletion"
+        );
+    }
+    assert_eq!(
+        decide_for(MessageKind::EventStatus, &ids, lookup(&c)),
+        vec![
+            unhealthy(Involved::NodeClaim("default-od2".into())),
+            unhealthy(Involved::Node(node.into())),
+            delete(MessageKind::EventStatus),
+        ],
+        "a scheduled event drains as usual"
+    );
+}
+
+#[test]
 fn a_message_about_an_instance_that_is_not_ours_decides_nothing_and_is_deleted() {
     let body = fixture("spot_interruption.json").replace(SPOT_ID, "i-0fffffffffffffff0");
     let c = cluster();
@@ -600,6 +643,9 @@ fn message_kinds_use_upstream_label_values() {
             "scheduled_change",
             "instance_stopped",
             "instance_terminated",
+            "instance_status",
+            "system_status",
+            "event_status",
             "no_op"
         ]
     );

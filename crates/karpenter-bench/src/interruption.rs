@@ -137,7 +137,8 @@ pub fn run(a: InterruptionArgs, peak_rss_mb: fn() -> f64) -> anyhow::Result<Exit
             match action {
                 Action::DeleteNodeClaim { .. } => tally.deletions += 1,
                 Action::MarkUnavailable { .. } => tally.marks += 1,
-                Action::Event(_) => {}
+                // Queue messages never expire a grace (instance status checks do).
+                Action::Event(_) | Action::ExpireTerminationGrace { .. } => {}
             }
         }
         let outcomes = vec![ActionOutcome::Done; p.actions.len()];

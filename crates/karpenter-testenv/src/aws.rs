@@ -205,6 +205,22 @@ impl AwsEnv {
         aws_sdk_eks::Client::new(&self.sdk_config())
     }
 
+    /// An ARC zonal shift client (served by the launcher's extension: GetManagedResource,
+    /// StartZonalShift, ListZonalShifts, CancelZonalShift).
+    pub fn arc(&self) -> aws_sdk_arczonalshift::Client {
+        aws_sdk_arczonalshift::Client::new(&self.sdk_config())
+    }
+
+    /// Sets what `DescribeInstanceStatus` reports of an instance (the launcher's
+    /// `POST /testenv/instance-status`): `spec` is `{"region", "instance_id",
+    /// "instance_status", "system_status", "impaired_since", "events"}` as
+    /// `testenv/moto/launcher.py` documents; only the ids makes it healthy again.
+    pub async fn set_instance_status(&self, spec: &serde_json::Value) -> Result<()> {
+        self.moto_api("POST", "/testenv/instance-status", &spec.to_string())
+            .await
+            .map(drop)
+    }
+
     /// `POST /moto-api/reset`: wipes every backend; the launcher re-seeds the
     /// administrator, SSM parameters and images. Prefer [`exclusive`](Self::exclusive),
     /// which also keeps parallel tests of this process out of the way.

@@ -2,8 +2,10 @@
 //!
 //! Owns: per instance id that maps to one of our NodeClaims, in this order, the kind's events
 //! (NodeClaim and Node), marking the (spot, instance type, zone) offering unavailable for a spot
-//! interruption, and deleting the NodeClaim for every kind except a rebalance recommendation.
-//! Instance ids that are not ours produce nothing (the message is still deleted).
+//! interruption, expiring the termination grace of a NodeClaim whose instance or system status
+//! check failed (upstream's `ForcefulTermination`), and deleting the NodeClaim for every kind
+//! except a rebalance recommendation. Instance ids that are not ours produce nothing (the
+//! message is still deleted).
 //!
 //! Must not: look anything up itself (the caller's `lookup` maps instance ids to NodeClaims),
 //! call the API server or EC2, or read the clock.
@@ -43,18 +45,32 @@ pub enum Action {
         node_name: Option<String>,
         reason: MessageKind,
     },
+    /// Set `karpenter.sh/nodeclaim-termination-timestamp` to now (unless it is set), so the
+    /// termination that follows does not wait for the drain or volume detachment: the
+    /// instance is broken. Comes right before the NodeClaim's [`Action::DeleteNodeClaim`]; when
+    /// it fails, the deletion is not made (the next poll tries again), as upstream.
+    ExpireTerminationGrace { name: String },
     /// Record an event.
     Event(InterruptionEvent),
 }
 
 /// The actions for `message`. `lookup` maps an EC2 instance id to our NodeClaim, if any.
 pub fn decide(message: &Message, lookup: impl Fn(&str) -> Option<ClaimRef>) -> Vec<Action> {
-    let kind = message.kind();
+    decide_for(message.kind(), message.instance_ids(), lookup)
+}
+
+/// The actions for a message of `kind` about `instance_ids` (from the queue, or from an
+/// instance status check: [`super::instance_status`]).
+pub fn decide_for(
+    kind: MessageKind,
+    instance_ids: &[String],
+    lookup: impl Fn(&str) -> Option<ClaimRef>,
+) -> Vec<Action> {
     if kind == MessageKind::NoOp {
         return Vec::new();
     }
     let mut actions = Vec::new();
-    for instance_id in message.instance_ids() {
+    for instance_id in instance_ids {
         let Some(claim) = lookup(instance_id) else {
             continue;
         };
@@ -75,6 +91,14 @@ pub fn decide(message: &Message, lookup: impl Fn(&str) -> Option<ClaimRef>) -> V
                     capacity_type: karpenter_api::labels::CAPACITY_TYPE_SPOT,
                 });
             }
+        }
+        if matches!(
+            kind,
+            MessageKind::InstanceStatus | MessageKind::SystemStatus
+        ) {
+            actions.push(Action::ExpireTerminationGrace {
+                name: claim.name.clone(),
+            });
         }
         if kind != MessageKind::RebalanceRecommendation {
             actions.push(Action::DeleteNodeClaim {

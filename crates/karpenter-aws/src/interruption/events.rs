@@ -56,7 +56,10 @@ fn notice(kind: MessageKind) -> Option<(EventType, &'static str, &'static str)> 
             "SpotRebalanceRecommendation",
             "Spot rebalance recommendation was triggered",
         )),
-        MessageKind::ScheduledChange => Some((
+        MessageKind::ScheduledChange
+        | MessageKind::InstanceStatus
+        | MessageKind::SystemStatus
+        | MessageKind::EventStatus => Some((
             Warning,
             "InstanceUnhealthy",
             "An unhealthy warning was triggered for the instance",

@@ -31,21 +31,31 @@ pub enum MessageKind {
     ScheduledChange,
     InstanceStopped,
     InstanceTerminated,
+    /// An EC2 instance status check failed (`DescribeInstanceStatus`, not the queue).
+    InstanceStatus,
+    /// An EC2 system status check failed (the host).
+    SystemStatus,
+    /// EC2 scheduled an event (reboot, maintenance, retirement, stop) for the instance.
+    EventStatus,
     NoOp,
 }
 
 impl MessageKind {
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 9] = [
         Self::SpotInterrupted,
         Self::RebalanceRecommendation,
         Self::ScheduledChange,
         Self::InstanceStopped,
         Self::InstanceTerminated,
+        Self::InstanceStatus,
+        Self::SystemStatus,
+        Self::EventStatus,
         Self::NoOp,
     ];
 
     /// The `message_type` label value (and the `reason` of
-    /// `karpenter_nodeclaims_disrupted_total` for a deletion).
+    /// `karpenter_nodeclaims_disrupted_total` for a deletion). The status kinds never come
+    /// from the queue, so they are reasons only.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::SpotInterrupted => "spot_interrupted",
@@ -53,6 +63,9 @@ impl MessageKind {
             Self::ScheduledChange => "scheduled_change",
             Self::InstanceStopped => "instance_stopped",
             Self::InstanceTerminated => "instance_terminated",
+            Self::InstanceStatus => "instance_status",
+            Self::SystemStatus => "system_status",
+            Self::EventStatus => "event_status",
             Self::NoOp => "no_op",
         }
     }

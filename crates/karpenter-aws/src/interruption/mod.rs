@@ -16,16 +16,25 @@
 //! | rebalance recommendation | `SpotRebalanceRecommendation` | none |
 //! | anything else, other states, not ours | none | none |
 //!
+//! Without the queue, [`instance_status`] turns `DescribeInstanceStatus` answers into messages
+//! of three more kinds, decided the same way:
+//!
+//! | kind | events | actions |
+//! |---|---|---|
+//! | instance status / system status failed for 2 min | `InstanceUnhealthy` | expire the termination grace; delete NodeClaim |
+//! | scheduled event | `InstanceUnhealthy` | delete NodeClaim |
+//!
 //! Must not: do I/O, read the clock or panic on any body (see the property tests).
 
 pub mod decide;
 pub mod events;
+pub mod instance_status;
 pub mod kind;
 pub mod message;
 pub mod plan;
 pub mod provider_id;
 
-pub use decide::{Action, ClaimRef, decide};
+pub use decide::{Action, ClaimRef, decide, decide_for};
 pub use events::{EventType, InterruptionEvent, Involved};
 pub use kind::MessageKind;
 pub use message::{Detail, Envelope, InstanceState, Message, ParseError, parse};

@@ -121,7 +121,7 @@ impl<C: CloudProvider + 'static> Reconciler for Interruption<C> {
     async fn execute(&self, _: Receive) -> Result<reconcile::Action, AwsError> {
         let messages = self.queue.receive().await?;
         if !messages.is_empty() {
-            let claims = self.claims_by_instance();
+            let claims = claims_by_instance(&self.ctx.cache.lock());
             futures::stream::iter(messages)
                 .for_each_concurrent(CONCURRENCY, |message| self.handle(&claims, message))
                 .await;
@@ -144,31 +144,30 @@ fn label(claim: &karpenter_api::v1::NodeClaim, key: &str) -> Option<String> {
     claim.metadata.labels.as_ref()?.get(key).cloned()
 }
 
-impl<C: CloudProvider + 'static> Interruption<C> {
-    /// Our NodeClaims by EC2 instance id (from their provider ids). On the simulated cloud an
-    /// instance is named after its Node (`kwok://<name>`), so interruption events can be
-    /// rehearsed there with `instance-id` set to a node's name.
-    fn claims_by_instance(&self) -> HashMap<String, ClaimRef> {
-        let cluster = self.ctx.cache.lock();
-        cluster
-            .node_claims()
-            .filter_map(|c| {
-                let id = c.status.as_ref()?.provider_id.as_deref()?;
-                let id = provider_id::instance_id(id).or_else(|| id.strip_prefix("kwok://"))?;
-                Some((
-                    id.to_owned(),
-                    ClaimRef {
-                        name: c.metadata.name.clone()?,
-                        node_name: c.status.as_ref().and_then(|s| s.node_name.clone()),
-                        instance_type: label(c, labels::INSTANCE_TYPE),
-                        zone: label(c, labels::ZONE),
-                        capacity_type: label(c, labels::CAPACITY_TYPE),
-                    },
-                ))
-            })
-            .collect()
-    }
+/// Our NodeClaims by EC2 instance id (from their provider ids). On the simulated cloud an
+/// instance is named after its Node (`kwok://<name>`), so interruption events can be
+/// rehearsed there with `instance-id` set to a node's name.
+pub(crate) fn claims_by_instance(cluster: &Cluster) -> HashMap<String, ClaimRef> {
+    cluster
+        .node_claims()
+        .filter_map(|c| {
+            let id = c.status.as_ref()?.provider_id.as_deref()?;
+            let id = provider_id::instance_id(id).or_else(|| id.strip_prefix("kwok://"))?;
+            Some((
+                id.to_owned(),
+                ClaimRef {
+                    name: c.metadata.name.clone()?,
+                    node_name: c.status.as_ref().and_then(|s| s.node_name.clone()),
+                    instance_type: label(c, labels::INSTANCE_TYPE),
+                    zone: label(c, labels::ZONE),
+                    capacity_type: label(c, labels::CAPACITY_TYPE),
+                },
+            ))
+        })
+        .collect()
+}
 
+impl<C: CloudProvider + 'static> Interruption<C> {
     async fn handle(&self, claims: &HashMap<String, ClaimRef>, message: QueueMessage) {
         let id = message.id.as_deref().unwrap_or("<no id>");
         let planned = plan(&message.body, |instance| claims.get(instance).cloned());
@@ -187,7 +186,7 @@ impl<C: CloudProvider + 'static> Interruption<C> {
         }
         let mut outcomes = Vec::with_capacity(planned.actions.len());
         for action in &planned.actions {
-            outcomes.push(self.act(action).await);
+            outcomes.push(act(&self.ctx, action).await);
         }
         match planned.disposition(&outcomes) {
             Disposition::Delete => {
@@ -210,107 +209,133 @@ impl<C: CloudProvider + 'static> Interruption<C> {
             }
         }
     }
+}
 
-    async fn act(&self, action: &Action) -> ActionOutcome {
-        match action {
-            Action::MarkUnavailable {
-                instance_type,
-                zone,
+/// Performs one action of a plan (the queue's or an instance status check's).
+pub(crate) async fn act<C: CloudProvider + 'static>(
+    ctx: &Context<C>,
+    action: &Action,
+) -> ActionOutcome {
+    match action {
+        Action::MarkUnavailable {
+            instance_type,
+            zone,
+            capacity_type,
+        } => {
+            let capacity_type = if *capacity_type == "spot" {
+                CapacityType::Spot
+            } else {
+                CapacityType::OnDemand
+            };
+            ctx.cloud.mark_unavailable(&[OfferingRef {
+                instance_type: instance_type.clone(),
+                zone: zone.clone(),
                 capacity_type,
-            } => {
-                let capacity_type = if *capacity_type == "spot" {
-                    CapacityType::Spot
-                } else {
-                    CapacityType::OnDemand
-                };
-                self.ctx.cloud.mark_unavailable(&[OfferingRef {
-                    instance_type: instance_type.clone(),
-                    zone: zone.clone(),
-                    capacity_type,
-                }]);
-                ActionOutcome::Done
+            }]);
+            ActionOutcome::Done
+        }
+        Action::DeleteNodeClaim {
+            name,
+            node_name,
+            reason,
+        } => {
+            let claim = ctx.cache.lock().node_claim(name).cloned();
+            if claim
+                .as_ref()
+                .is_none_or(|c| c.metadata.deletion_timestamp.is_some())
+            {
+                // Gone or already being deleted: nothing to do, nothing to count.
+                return ActionOutcome::NotFound;
             }
-            Action::DeleteNodeClaim {
-                name,
-                node_name,
-                reason,
-            } => {
-                let claim = self.ctx.cache.lock().node_claim(name).cloned();
-                if claim
-                    .as_ref()
-                    .is_none_or(|c| c.metadata.deletion_timestamp.is_some())
-                {
-                    // Gone or already being deleted: nothing to do, nothing to count.
-                    return ActionOutcome::NotFound;
-                }
-                match self
-                    .ctx
-                    .writer()
-                    .delete::<NodeClaim>(name, "deleting")
-                    .await
-                {
-                    Ok(()) => {
-                        tracing::info!(nodeclaim = %name, reason = reason.as_str(), "interruption: NodeClaim deleted");
-                        // Upstream counts no pods for an interruption.
-                        self.ctx
-                            .metrics
-                            .nodeclaim_disrupted(&Disrupted::of(reason.as_str(), claim.as_ref()));
-                        for event in
-                            karpenter_aws::interruption::events::terminating_on_interruption(
-                                name,
-                                node_name.as_deref(),
-                            )
-                        {
-                            self.publish(&event).await;
-                        }
-                        ActionOutcome::Done
+            match ctx.writer().delete::<NodeClaim>(name, "deleting").await {
+                Ok(()) => {
+                    tracing::info!(nodeclaim = %name, reason = reason.as_str(), "interruption: NodeClaim deleted");
+                    // Upstream counts no pods for an interruption.
+                    ctx.metrics
+                        .nodeclaim_disrupted(&Disrupted::of(reason.as_str(), claim.as_ref()));
+                    for event in karpenter_aws::interruption::events::terminating_on_interruption(
+                        name,
+                        node_name.as_deref(),
+                    ) {
+                        publish(ctx, &event).await;
                     }
-                    Err(error) => {
-                        tracing::warn!(%error, "interruption: deleting a NodeClaim failed");
-                        ActionOutcome::Failed
-                    }
+                    ActionOutcome::Done
                 }
-            }
-            Action::Event(event) => {
-                self.publish(event).await;
-                ActionOutcome::Done
+                Err(error) => {
+                    tracing::warn!(%error, "interruption: deleting a NodeClaim failed");
+                    ActionOutcome::Failed
+                }
             }
         }
-    }
-
-    async fn publish(&self, event: &InterruptionEvent) {
-        let warning = event.event_type == EventType::Warning;
-        match &event.involved {
-            Involved::NodeClaim(name) => {
-                let claim = self.ctx.cache.lock().node_claim(name).cloned();
-                if let Some(claim) = claim {
-                    if warning {
-                        self.ctx
-                            .events
-                            .warn_node_claim(&claim, event.reason, event.message)
-                            .await;
-                    } else {
-                        self.ctx
-                            .events
-                            .normal_node_claim(&claim, event.reason, event.message)
-                            .await;
-                    }
+        Action::ExpireTerminationGrace { name } => {
+            let claim = ctx.cache.lock().node_claim(name).cloned();
+            let Some(claim) = claim else {
+                return ActionOutcome::NotFound;
+            };
+            if claim
+                .metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(labels::NODECLAIM_TERMINATION_TIMESTAMP))
+            {
+                return ActionOutcome::Done;
+            }
+            let now = karpenter_lifecycle::termination::deadline_annotation(Utc::now());
+            match ctx
+                .writer()
+                .merge_metadata::<NodeClaim>(
+                    name,
+                    serde_json::json!({"annotations": {
+                        labels::NODECLAIM_TERMINATION_TIMESTAMP: now,
+                    }}),
+                    "annotating the termination timestamp",
+                )
+                .await
+            {
+                Ok(Some(_)) => ActionOutcome::Done,
+                Ok(None) => ActionOutcome::NotFound,
+                Err(error) => {
+                    tracing::warn!(%error, nodeclaim = %name, "interruption: expiring a NodeClaim's termination grace failed");
+                    ActionOutcome::Failed
                 }
             }
-            Involved::Node(name) => {
-                let node = self.ctx.cache.lock().node(name).cloned();
-                if let Some(node) = node {
-                    if warning {
-                        self.ctx
-                            .events
-                            .warn_node(&node, event.reason, event.message)
-                            .await;
-                    } else {
-                        self.ctx
-                            .events
-                            .normal_node(&node, event.reason, event.message)
-                            .await;
-                    }
+        }
+        Action::Event(event) => {
+            publish(ctx, event).await;
+            ActionOutcome::Done
+        }
+    }
+}
+
+/// Records an interruption event on its NodeClaim or Node (when it still exists).
+pub(crate) async fn publish<C>(ctx: &Context<C>, event: &InterruptionEvent) {
+    let warning = event.event_type == EventType::Warning;
+    match &event.involved {
+        Involved::NodeClaim(name) => {
+            let claim = ctx.cache.lock().node_claim(name).cloned();
+            if let Some(claim) = claim {
+                if warning {
+                    ctx.events
+                        .warn_node_claim(&claim, event.reason, event.message)
+                        .await;
+                } else {
+                    ctx.events
+                        .normal_node_claim(&claim, event.reason, event.message)
+                        .await;
+                }
+            }
+        }
+        Involved::Node(name) => {
+            let node = ctx.cache.lock().node(name).cloned();
+            if let Some(node) = node {
+                if warning {
+                    ctx.events
+                        .warn_node(&node, event.reason, event.message)
+                        .await;
+                } else {
+                    ctx.events
+                        .normal_node(&node, event.reason, event.message)
+                        .await;
                 }
             }
         }

@@ -11,6 +11,7 @@ pub mod discovered_capacity;
 pub mod disruption;
 pub mod garbage;
 pub mod gauges;
+pub mod instance_status;
 pub mod instance_types;
 pub mod interruption;
 pub mod kube_dns;
@@ -23,6 +24,7 @@ pub mod provisioner;
 pub mod status_metrics;
 pub mod tagging;
 pub mod termination;
+pub mod zonal_shift;
 
 use std::sync::Arc;
 
@@ -66,6 +68,10 @@ pub enum StartError {
     AwsClients(#[from] karpenter_aws_provider::clients::ClientsError),
     #[error("starting the EC2 cloud provider")]
     Aws(#[from] karpenter_aws_provider::provider::StartError),
+    #[error(
+        "ENABLE_ZONAL_SHIFT: the cluster's ARN (eks:DescribeCluster) and its zonal shifts (arc-zonal-shift:GetManagedResource; is the cluster registered for zonal shift?)"
+    )]
+    ZonalShift(#[source] karpenter_aws_provider::AwsError),
     #[error("reading the API server's version (AMI aliases need it)")]
     KubernetesVersion(#[source] kube::Error),
 }
@@ -139,15 +145,30 @@ pub async fn run_aws(
         .await
         .map_err(StartError::KubernetesVersion)?
         .git_version;
-    let cloud = Arc::new(
-        AwsCloud::start(
-            clients.clone(),
-            aws_settings,
-            nodeclass::CachedClasses(cache.clone()),
-        )
-        .await
-        .map_err(StartError::from)?,
-    );
+    // Upstream validates the cluster with ARC at start: an unknown cluster stops it.
+    let zonal_shifts = if settings.enable_zonal_shift {
+        Some(Arc::new(
+            karpenter_aws_provider::zonal_shift::ZonalShifts::start(
+                &clients,
+                &settings.cluster_name,
+            )
+            .await
+            .map_err(StartError::ZonalShift)?,
+        ))
+    } else {
+        None
+    };
+    let mut aws_cloud = AwsCloud::start(
+        clients.clone(),
+        aws_settings,
+        nodeclass::CachedClasses(cache.clone()),
+    )
+    .await
+    .map_err(StartError::from)?;
+    if let Some(shifts) = &zonal_shifts {
+        aws_cloud = aws_cloud.with_zonal_shifts(shifts.clone());
+    }
+    let cloud = Arc::new(aws_cloud);
     // A class is resolved as a whole (AMIs, subnets, security groups): at the shortest interval.
     let refresh = settings
         .ami_refresh_interval
@@ -155,6 +176,7 @@ pub async fn run_aws(
         .min(settings.security_group_refresh_interval);
     let extra_cloud = cloud.clone();
     let placement_groups = cloud.placement_groups();
+    let status_clients = clients.clone();
     let extra: Extra<karpenter_aws_provider::AwsCloud<nodeclass::CachedClasses>> =
         Box::new(move |tasks, context, ctx| {
             let cancel = &ctx.cancel;
@@ -205,6 +227,25 @@ pub async fn run_aws(
                 context,
                 cancel,
             );
+            spawn(
+                tasks,
+                instance_status::InstanceStatus::new(
+                    context.clone(),
+                    status_clients.clone(),
+                    ctx.settings.instance_status_interval,
+                    instance_status::InstanceStatusMetrics::register(&ctx.metrics),
+                ),
+                context,
+                cancel,
+            );
+            if let Some(shifts) = zonal_shifts {
+                spawn(
+                    tasks,
+                    zonal_shift::ZonalShift::new(context.clone(), status_clients, shifts),
+                    context,
+                    cancel,
+                );
+            }
         });
     run_with(ctx, cache, metrics, cloud, sqs, Some(extra)).await
 }

@@ -42,10 +42,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "no request batcher: each CreateFleet, TerminateInstances and DescribeInstances call is made on its own",
     ),
     (
-        "karpenter_interruption_instance_status_unhealthy_total",
-        "[health] EC2 instance status checks (DescribeInstanceStatus) are not polled",
-    ),
-    (
         "karpenter_nodeclaims_unhealthy_disrupted_total",
         "[health] node repair",
     ),
@@ -531,6 +527,8 @@ pub fn exported() -> Metrics {
     interruption.received("spot_interrupted");
     interruption.deleted();
     interruption.queued_for(1.0);
+    crate::controllers::instance_status::InstanceStatusMetrics::register(&registry)
+        .unhealthy(karpenter_aws::interruption::instance_status::Category::SystemStatus);
     registry
 }
 

@@ -13,8 +13,8 @@
 //! clap's own error wording).
 //!
 //! Settings that are **not upstream** (karpenter-rs additions): `--cloud-provider`
-//! / `CLOUD_PROVIDER`, `--registration-ttl` / `REGISTRATION_TTL` and `--zone-pinning` /
-//! `ZONE_PINNING`.
+//! / `CLOUD_PROVIDER`, `--registration-ttl` / `REGISTRATION_TTL`, `--zone-pinning` /
+//! `ZONE_PINNING` and `--instance-status-interval` / `INSTANCE_STATUS_INTERVAL`.
 //! `--instance-types-file-path` / `INSTANCE_TYPES_FILE_PATH` is upstream's KWOK
 //! provider flag. docs/settings.md has the table.
 
@@ -239,9 +239,17 @@ pub struct Settings {
     #[arg(long, env = "DISABLE_DRY_RUN", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub disable_dry_run: bool,
 
-    /// Follow ARC zonal shifts: refused when true (not implemented yet).
+    /// Follow Amazon Application Recovery Controller zonal shifts of the EKS cluster (AWS
+    /// provider): no launches into a zone shifted away from, no terminations there while the
+    /// shift lasts. Needs `arc-zonal-shift:GetManagedResource`; a cluster ARC does not know
+    /// stops the start.
     #[arg(long, env = "ENABLE_ZONAL_SHIFT", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub enable_zonal_shift: bool,
+
+    /// karpenter-rs only: how often EC2 instance status checks are polled
+    /// (`ec2:DescribeInstanceStatus`, AWS provider; upstream's fixed 1m; at least 1s).
+    #[arg(long, env = "INSTANCE_STATUS_INTERVAL", default_value = "1m", value_parser = parse_poll_interval)]
+    pub instance_status_interval: Duration,
 
     /// How often EC2NodeClass AMIs are resolved again (AWS provider; at least 1m).
     #[arg(long, env = "AMI_REFRESH_INTERVAL", default_value = "1m", value_parser = parse_refresh_interval)]
@@ -325,6 +333,16 @@ fn parse_refresh_interval(input: &str) -> Result<Duration, String> {
     if value < Duration::from_secs(60) {
         return Err(format!(
             "{input:?} is too short; allowed: a Go duration of at least 1m"
+        ));
+    }
+    Ok(value)
+}
+
+fn parse_poll_interval(input: &str) -> Result<Duration, String> {
+    let value = parse_go_duration(input)?;
+    if value < Duration::from_secs(1) {
+        return Err(format!(
+            "{input:?} is too short; allowed: a Go duration of at least 1s"
         ));
     }
     Ok(value)

@@ -167,12 +167,6 @@ const RULES: &[Rule] = &[
         |s| s.eks_control_plane,
         "karpenter-rs reads the Kubernetes version from the API server, not from eks:DescribeCluster; unset it",
     ),
-    setting(
-        "ENABLE_ZONAL_SHIFT",
-        "--enable-zonal-shift",
-        |s| s.enable_zonal_shift,
-        "following ARC zonal shifts is not implemented yet in karpenter-rs; unset it",
-    ),
     Rule {
         env: "IGNORE_DRA_REQUESTS",
         flag: "--ignore-dra-requests",

@@ -57,6 +57,7 @@ fn with_nothing_set_every_setting_has_its_upstream_default() {
             reserved_enis: 0,
             disable_dry_run: false,
             enable_zonal_shift: false,
+            instance_status_interval: Duration::from_secs(60),
             ami_refresh_interval: Duration::from_secs(60),
             subnet_refresh_interval: Duration::from_secs(60),
             security_group_refresh_interval: Duration::from_secs(60),
@@ -164,6 +165,9 @@ fn each_setting_is_read_from_its_environment_variable() {
         ("RESERVED_ENIS", "1", |s| s.reserved_enis == 1),
         ("DISABLE_DRY_RUN", "true", |s| s.disable_dry_run),
         ("ENABLE_ZONAL_SHIFT", "true", |s| s.enable_zonal_shift),
+        ("INSTANCE_STATUS_INTERVAL", "10s", |s| {
+            s.instance_status_interval == Duration::from_secs(10)
+        }),
         ("AMI_REFRESH_INTERVAL", "5m", |s| {
             s.ami_refresh_interval == Duration::from_secs(300)
         }),
@@ -466,11 +470,6 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
             "EKS_CONTROL_PLANE=true (--eks-control-plane): karpenter-rs reads the Kubernetes version from the API server",
         ),
         (
-            "ENABLE_ZONAL_SHIFT",
-            "True",
-            "ENABLE_ZONAL_SHIFT=true (--enable-zonal-shift): following ARC zonal shifts is not implemented yet",
-        ),
-        (
             "AWS_FEATURE_GATES",
             "NodeClassCEL=true",
             "NodeClassCEL=true in AWS_FEATURE_GATES (--aws-feature-gates): CEL expressions",
@@ -524,6 +523,7 @@ fn the_feature_gates_karpenter_rs_implements_or_accepts_are_not_refused_either_w
     }
     for (env, value) in [
         ("DISABLE_DRY_RUN", "true"),
+        ("ENABLE_ZONAL_SHIFT", "true"),
         ("DISABLE_CONTROLLER_WARMUP", "false"),
         ("DISABLE_CLUSTER_STATE_OBSERVABILITY", "true"),
         ("MEMORY_LIMIT", "536870912"),
@@ -540,7 +540,7 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
         &["--enable-profiling"],
         &[
             ("FEATURE_GATES", "NodeRepair=true,NodeOverlay=true"),
-            ("ENABLE_ZONAL_SHIFT", "true"),
+            ("EKS_CONTROL_PLANE", "true"),
         ],
     )
     .expect("valid");
@@ -556,7 +556,7 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
             "NodeRepair",
             "NodeOverlay",
             "ENABLE_PROFILING",
-            "ENABLE_ZONAL_SHIFT"
+            "EKS_CONTROL_PLANE"
         ]
     );
     let message = err.to_string();

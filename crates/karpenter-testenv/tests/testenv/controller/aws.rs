@@ -29,6 +29,8 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
 use super::{Harness, prepare, spawn_controller};
 
+mod health;
+
 /// A Kubernetes error inside a wait, named.
 fn kube_error(action: &'static str) -> impl FnOnce(kube::Error) -> karpenter_testenv::Error {
     move |source| karpenter_testenv::Error::Kube {
@@ -300,7 +302,7 @@ async fn start_on_aws_with(
     without: &[&str],
     interruption: bool,
 ) -> (Harness, Cloud, CallRecorder) {
-    start_on_aws_faulty(test, aws, without, interruption, None).await
+    start_on_aws_faulty(test, aws, without, interruption, None, &[]).await
 }
 
 /// [`start_on_aws_with`], and with `faults` (the emulator's fault spec without its key) the
@@ -312,6 +314,23 @@ async fn start_on_aws_faulty(
     without: &[&str],
     interruption: bool,
     faults: Option<serde_json::Value>,
+    extra_args: &[&str],
+) -> (Harness, Cloud, CallRecorder) {
+    let (mut h, cloud, recorder) =
+        prepare_on_aws(test, aws, without, interruption, faults, extra_args).await;
+    spawn_on_aws(&mut h).await;
+    (h, cloud, recorder)
+}
+
+/// [`start_on_aws_faulty`] without starting the controller (the test arranges the emulator
+/// first, then calls [`spawn_on_aws`]).
+async fn prepare_on_aws(
+    test: &str,
+    aws: &AwsEnv,
+    without: &[&str],
+    interruption: bool,
+    faults: Option<serde_json::Value>,
+    extra_args: &[&str],
 ) -> (Harness, Cloud, CallRecorder) {
     let mut h = prepare(test, &[], KwokOptions::default()).await;
     clear_node_classes(&h.client).await;
@@ -337,6 +356,9 @@ async fn start_on_aws_faulty(
         format!("--cluster-name={}", cloud.cluster),
         format!("--cluster-endpoint={}", api_server(&h)),
     ];
+    h.spec
+        .args
+        .extend(extra_args.iter().map(|a| (*a).to_owned()));
     h.spec.aws = Some(clients);
     if interruption {
         aws.sqs()
@@ -351,9 +373,13 @@ async fn start_on_aws_faulty(
         h.spec.sqs = Some(controller_sqs(aws, &cloud, &recorder).await);
     }
     h.node_class = h.scope.name("class");
+    (h, cloud, recorder)
+}
+
+/// Starts the controller [`prepare_on_aws`] prepared.
+async fn spawn_on_aws(h: &mut Harness) {
     let controller = spawn_controller(&h.env, &h.scope, &h.spec, None).await;
     h.controllers.push(controller);
-    (h, cloud, recorder)
 }
 
 async fn create_node_class(h: &Harness, cloud: &Cloud, alias: &str) {
@@ -1252,6 +1278,7 @@ async fn with_a_fifth_of_ec2_calls_failing_every_pod_is_placed_nothing_leaks_and
             "rate": 0.2, "seed": seed, "services": ["ec2"],
             "kinds": ["throttle", "unavailable", "timeout", "lost"], "timeout_seconds": 4
         })),
+        &[],
     )
     .await;
     create_node_class(&h, &cloud, "al2023@latest").await;
