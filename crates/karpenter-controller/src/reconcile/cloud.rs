@@ -162,6 +162,10 @@ impl<C: CloudProvider> CloudProvider for MeteredCloud<C> {
         self.inner.node_classes()
     }
 
+    fn repair_policies(&self) -> Vec<karpenter_cloud::RepairPolicy> {
+        self.inner.repair_policies()
+    }
+
     async fn registration(
         &self,
         node_claim: &NodeClaim,
