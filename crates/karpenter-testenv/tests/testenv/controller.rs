@@ -36,6 +36,7 @@ mod dashboards;
 mod disruption;
 mod faults;
 mod interruption;
+mod repair;
 
 /// One controller test at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
