@@ -71,7 +71,7 @@ impl Harness {
 
     /// The sum of every sample of `/metrics` whose line starts with `metric` and contains
     /// each of `labels`.
-    async fn metric(&self, metric: &str, labels: &[&str]) -> f64 {
+    pub(super) async fn metric(&self, metric: &str, labels: &[&str]) -> f64 {
         let scraped =
             crate::leader_election::http_get(self.controllers[0].metrics, "/metrics").await;
         scraped
@@ -109,13 +109,19 @@ impl Harness {
     }
 
     /// Waits for a `DisruptionBlocked` event on `node` whose message contains `text`.
-    async fn wait_blocked(&self, node: &str, text: &str) -> String {
+    pub(super) async fn wait_blocked(&self, node: &str, text: &str) -> String {
         self.wait_object_event("Node", node, "DisruptionBlocked", text)
             .await
     }
 
     /// Waits for a `reason` event on the `kind` object `name` whose message contains `text`.
-    async fn wait_object_event(&self, kind: &str, name: &str, reason: &str, text: &str) -> String {
+    pub(super) async fn wait_object_event(
+        &self,
+        kind: &str,
+        name: &str,
+        reason: &str,
+        text: &str,
+    ) -> String {
         wait_for(
             &format!("a {reason} event on {kind} {name} containing {text:?}"),
             Duration::from_secs(90),
