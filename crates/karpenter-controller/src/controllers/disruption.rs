@@ -806,7 +806,8 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             .iter()
             .map(|c| c.node.as_str())
             .collect();
-        told.retain(|node, _| present.contains(node.as_str()));
+        // NodePool keys (`nodepool/<name>`: no node name has a `/`) are kept until they repeat.
+        told.retain(|key, _| key.starts_with("nodepool/") || present.contains(key.as_str()));
         for considered in &decision.considered {
             // Nodes Karpenter does not manage (a managed node group's) are not its to explain.
             if considered.reason.codes().contains(&Code::Unmanaged) {
