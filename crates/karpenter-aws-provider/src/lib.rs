@@ -27,6 +27,7 @@ pub mod nodeclass;
 pub mod placement_groups;
 pub mod pricing;
 pub mod provider;
+pub mod repair;
 pub mod sqs;
 pub mod tagging;
 pub mod zonal_shift;

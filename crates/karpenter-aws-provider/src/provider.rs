@@ -1294,4 +1294,8 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
                     .wrapping_mul(179_424_673),
             )
     }
+
+    fn repair_policies(&self) -> Vec<karpenter_cloud::RepairPolicy> {
+        crate::repair::policies()
+    }
 }

@@ -21,6 +21,9 @@
 //! - **The cloud-provider seam** ([`CloudProvider`], [`CloudError`]): what the controller asks
 //!   of a cloud (launch, delete, get, list, instance types, drift), implemented by the EC2
 //!   provider and the simulated (KWOK) one, and the typed errors it acts on.
+//! - **Repair policies** ([`repair`]): the unhealthy Node conditions a cloud repairs
+//!   ([`CloudProvider::repair_policies`]) and the pure matching of a Node's conditions against
+//!   them (which policy applies, when it becomes eligible).
 //! - **Unavailable offerings** ([`UnavailableOfferings`]): offerings a launch found without
 //!   capacity, left out for [`UNAVAILABLE_FOR`]; one cache for every provider.
 //! - **NodePool x EC2NodeClass -> instance types** ([`pool_types`]), which offerings a
@@ -79,6 +82,7 @@ pub mod pool_types;
 pub mod pricing;
 pub mod provider;
 pub mod regions;
+pub mod repair;
 pub mod resources;
 pub mod shape;
 #[cfg(feature = "scheduling")]
@@ -97,6 +101,7 @@ pub use pricing::PriceTable;
 pub use provider::{
     CloudError, CloudProvider, DriftReason, NodeClasses, OfferingRef, Registration,
 };
+pub use repair::{ConditionStatus, RepairAction, RepairMatcher, RepairPolicy};
 pub use resources::Resources;
 pub use shape::{
     Accelerator, Architecture, Gpu, InstanceShape, InstanceStore, NeuronDevice, UsageClass,

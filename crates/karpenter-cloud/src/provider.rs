@@ -172,6 +172,13 @@ pub trait CloudProvider: Send + Sync {
     /// converted catalogs under it.
     fn catalog_version(&self) -> u64;
 
+    /// The unhealthy Node conditions this cloud repairs, and how (upstream
+    /// `RepairPolicies`): the complete, static set, validated by
+    /// [`crate::RepairMatcher::new`]. None by default: node repair then refuses to start.
+    fn repair_policies(&self) -> Vec<crate::RepairPolicy> {
+        Vec::new()
+    }
+
     /// How this cloud reads a NodePool's `nodeClassRef`. Upstream's rule by default: only
     /// classes of [`NodeClasses::Resolved`]'s kind are this cloud's; a NodePool naming another
     /// kind is not managed, and one naming a missing or unready class is not `Ready`.

@@ -24,6 +24,9 @@ use crate::time_fmt::hms;
 pub enum Class {
     Graceful,
     Eventual,
+    /// Node repair: not discretionary, so an uninitialized node and the node-level
+    /// `do-not-disrupt` do not stop it (its own veto is `karpenter.sh/do-not-repair`).
+    Repair,
 }
 
 /// A node that may be disrupted, with its costs.
@@ -63,6 +66,17 @@ pub struct Excluded {
 
 /// Why the node itself (not its pods) cannot be disrupted at `now`.
 pub fn node_block(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> Option<Reason> {
+    node_block_for(snapshot, node, now, Class::Graceful)
+}
+
+/// [`node_block`] for a class of disruption.
+pub fn node_block_for(
+    snapshot: &Snapshot,
+    node: &NodeState,
+    now: DateTime<Utc>,
+    class: Class,
+) -> Option<Reason> {
+    let repair = class == Class::Repair;
     if node.node_claim.is_none() {
         return Some(Reason::new(
             Code::Unmanaged,
@@ -81,7 +95,7 @@ pub fn node_block(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> 
             "already being disrupted (in the orchestration queue)",
         ));
     }
-    if !node.initialized {
+    if !node.initialized && !repair {
         return Some(Reason::new(Code::NotInitialized, "node is not initialized"));
     }
     if node.deleting {
@@ -99,11 +113,13 @@ pub fn node_block(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> 
             format!("nominated for pending pods until {}", hms(until)),
         ));
     }
-    if do_not_disrupt::node_protected(
-        node.annotations
-            .get(karpenter_api::labels::DO_NOT_DISRUPT)
-            .map(String::as_str),
-    ) {
+    if !repair
+        && do_not_disrupt::node_protected(
+            node.annotations
+                .get(karpenter_api::labels::DO_NOT_DISRUPT)
+                .map(String::as_str),
+        )
+    {
         return Some(Reason::new(
             Code::NodeDoNotDisrupt,
             "node has karpenter.sh/do-not-disrupt=true",

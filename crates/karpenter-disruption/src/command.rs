@@ -16,6 +16,8 @@ pub enum Method {
     Drift,
     MultiNodeConsolidation,
     SingleNodeConsolidation,
+    /// Node repair (reason `Unhealthy`): runs first when the `NodeRepair` gate is on.
+    Repair,
 }
 
 impl Method {
@@ -26,6 +28,7 @@ impl Method {
             Method::Drift => "Drift",
             Method::MultiNodeConsolidation => "MultiNodeConsolidation",
             Method::SingleNodeConsolidation => "SingleNodeConsolidation",
+            Method::Repair => "Repair",
         }
     }
 
@@ -37,6 +40,7 @@ impl Method {
             Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
                 DisruptionReason::Underutilized
             }
+            Method::Repair => DisruptionReason::Unhealthy,
         }
     }
 }
@@ -84,6 +88,23 @@ pub struct Command {
     /// The scores of the Balanced pools that approved the move (empty for other policies).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub balanced: Vec<crate::methods::balanced::BalancedScore>,
+    /// What node repair decided (repair commands only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair: Option<RepairCommand>,
+}
+
+/// A repair command's policy decision (upstream's `RepairPolicyResult` on the candidate).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RepairCommand {
+    /// The condition type the repair is for (`Ready`), and its status and reason.
+    pub condition: String,
+    pub status: String,
+    pub reason: String,
+    /// The policy asked for a reboot, which is not implemented: the node is replaced.
+    pub reboot_replaced: bool,
+    /// The drain bound to stamp on the NodeClaim before it is deleted: `min(policy bound,
+    /// NodeClaim's terminationGracePeriod)`; `None` inherits the NodeClaim's own.
+    pub termination_grace_period: Option<std::time::Duration>,
 }
 
 impl Command {

@@ -1,5 +1,5 @@
 //! The entry point: one disruption pass over a snapshot. Methods run in upstream order
-//! (Emptiness, StaticDrift, Drift, MultiNodeConsolidation, SingleNodeConsolidation); the first that produces
+//! (Repair with the `NodeRepair` gate, Emptiness, StaticDrift, Drift, MultiNodeConsolidation, SingleNodeConsolidation); the first that produces
 //! a command wins. Every other node gets the reasons collected on the way.
 
 use std::time::{Duration, Instant};
@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use crate::command::{Considered, Decision, Method};
-use crate::methods::{drift, emptiness, multi_node, single_node, static_drift};
+use crate::methods::{drift, emptiness, multi_node, repair, single_node, static_drift};
 use crate::pass::Pass;
 use crate::reason::{Code, Reason, Reasons};
 use crate::snapshot::Snapshot;
@@ -20,7 +20,8 @@ pub const PASS_INTERVAL: Duration = Duration::from_secs(10);
 pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>) -> Decision {
     let mut pass = Pass::new(snapshot, now);
     type Compute = fn(&mut Pass<'_>) -> Vec<crate::command::Command>;
-    let methods: [(Method, Compute); 5] = [
+    let methods: [(Method, Compute); 6] = [
+        (Method::Repair, repair::compute),
         (Method::Emptiness, emptiness::compute),
         (Method::StaticDrift, static_drift::compute),
         (Method::Drift, drift::compute),
@@ -30,6 +31,10 @@ pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>) -> Decision {
     let mut commands = Vec::new();
     let mut evaluated = Vec::with_capacity(methods.len());
     for (method, compute) in methods {
+        // Like upstream, repair is not a method at all while its gate is off.
+        if method == Method::Repair && snapshot.repair.is_none() {
+            continue;
+        }
         let started = Instant::now();
         commands = compute(&mut pass);
         evaluated.push((method, started.elapsed()));

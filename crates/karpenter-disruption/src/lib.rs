@@ -2,7 +2,7 @@
 //!
 //! This crate owns *deciding* what to disrupt and why: disruption budgets, candidate eligibility
 //! (node- and pod-level blocks), the eviction- and disruption-cost formulas, and the methods:
-//! emptiness, static drift, drift, multi- and single-node consolidation (with the Balanced policy), plus
+//! node repair (gate `NodeRepair`), emptiness, static drift, drift, multi- and single-node consolidation (with the Balanced policy), plus
 //! validation of a command after its delay and the (forceful, budget-free) expiration list.
 //! Every decision carries a [`Reason`]: a stable [`Code`] for events and metric labels, and a
 //! sentence a human reads (`karpenter explain`, `simulate --timeline`).
@@ -66,15 +66,16 @@ pub(crate) mod time_fmt;
 pub mod validation;
 
 pub use budgets::{BudgetMap, PoolAllowance};
-pub use command::{Command, CommandCandidate, Considered, Decision, Method};
+pub use command::{Command, CommandCandidate, Considered, Decision, Method, RepairCommand};
 pub use conditions::{ClaimConditions, claim_conditions};
 pub use consolidatable::consolidatable;
 pub use decide::{PASS_INTERVAL, decide};
 pub use drift_detect::drift as detect_drift;
 pub use methods::balanced::{BalancedScore, ConsolidationMove};
 pub use methods::expiration::{Expired, expired};
+pub use methods::repair::{DO_NOT_REPAIR, RepairSettings, UnhealthyThreshold, unhealthy_counts};
 pub use pdb::Pdb;
 pub use queue::{CommandId, Queue, Replacement, Step};
 pub use reason::{Code, Reason, Reasons};
-pub use snapshot::{DriftMark, Features, NodeState, Snapshot};
+pub use snapshot::{DriftMark, Features, NodeState, ObservedCondition, Snapshot};
 pub use validation::{Rejection, validate};

@@ -2,7 +2,7 @@
 //! command between [`crate::decide`] and the deletion of its candidates.
 //!
 //! - A graceful command (emptiness, consolidation) is held for [`VALIDATION_DELAY`], then
-//!   validated again against the cluster as it is then ([`crate::validate`]); drift starts at
+//!   validated again against the cluster as it is then ([`crate::validate`]); drift (and repair) starts at
 //!   once.
 //! - Starting a command taints its candidates and launches its replacements
 //!   ([`Step::Start`]); a command without replacements deletes its candidates at once
@@ -109,7 +109,10 @@ impl Queue {
             ));
             return Step::Drop { command, rejection };
         }
-        if matches!(command.method, Method::Drift | Method::StaticDrift) {
+        if matches!(
+            command.method,
+            Method::Drift | Method::StaticDrift | Method::Repair
+        ) {
             return self.start(command, now);
         }
         let until = now + chrono::Duration::from_std(VALIDATION_DELAY).unwrap_or_default();
@@ -302,6 +305,7 @@ mod tests {
             savings_per_hour: 0.0,
             explanation: "test".into(),
             balanced: Vec::new(),
+            repair: None,
         }
     }
 

@@ -86,11 +86,19 @@ pub enum Code {
     CandidateChanged,
     /// Validation: the re-simulation gives a different answer.
     DecisionChanged,
+    /// A condition matches a repair policy, still within its toleration.
+    UnhealthyTolerated,
+    /// The node has `karpenter.sh/do-not-repair=true`.
+    DoNotRepair,
+    /// Repair would bypass blocking pods, but nothing bounds the drain.
+    RepairNeedsGracePeriod,
+    /// Too much of the node's NodePool is unhealthy: repair waits (never all at once).
+    UnhealthyThresholdExceeded,
 }
 
 impl Code {
     /// Every code, in declaration order.
-    pub const ALL: [Code; 37] = [
+    pub const ALL: [Code; 41] = [
         Code::Unmanaged,
         Code::NoNodePoolLabel,
         Code::NodePoolNotFound,
@@ -128,6 +136,10 @@ impl Code {
         Code::NothingFound,
         Code::CandidateChanged,
         Code::DecisionChanged,
+        Code::UnhealthyTolerated,
+        Code::DoNotRepair,
+        Code::RepairNeedsGracePeriod,
+        Code::UnhealthyThresholdExceeded,
     ];
 
     /// The stable name (CamelCase), for event reasons and metric labels. Never rename one.
@@ -170,6 +182,10 @@ impl Code {
             Code::NothingFound => "NothingFound",
             Code::CandidateChanged => "CandidateChanged",
             Code::DecisionChanged => "DecisionChanged",
+            Code::UnhealthyTolerated => "UnhealthyTolerated",
+            Code::DoNotRepair => "DoNotRepair",
+            Code::RepairNeedsGracePeriod => "RepairNeedsGracePeriod",
+            Code::UnhealthyThresholdExceeded => "UnhealthyThresholdExceeded",
         }
     }
 }
@@ -180,6 +196,9 @@ pub const DISRUPTION_BLOCKED: &str = "DisruptionBlocked";
 /// Upstream's event reason for a node consolidation looked at and left (policy, price,
 /// nowhere for its pods, spot-to-spot).
 pub const UNCONSOLIDATABLE: &str = "Unconsolidatable";
+/// Upstream's warning event reason for a node repair withholds because too much of its
+/// NodePool is unhealthy (on the Node, its NodeClaim and the NodePool).
+pub const NODE_REPAIR_BLOCKED: &str = "NodeRepairBlocked";
 /// Upstream's event reason for a move a Balanced NodePool's score refused.
 pub const CONSOLIDATION_REJECTED: &str = "ConsolidationRejected";
 
@@ -206,6 +225,7 @@ impl Code {
             | Code::OtherMethodChosen
             | Code::NothingFound => UNCONSOLIDATABLE,
             Code::BalancedThreshold => CONSOLIDATION_REJECTED,
+            Code::UnhealthyThresholdExceeded => NODE_REPAIR_BLOCKED,
             Code::Unmanaged
             | Code::NoNodePoolLabel
             | Code::NodePoolNotFound
@@ -225,7 +245,10 @@ impl Code {
             | Code::StaticPoolAtNodeLimit
             | Code::StaticPoolNoInstanceType
             | Code::CandidateChanged
-            | Code::DecisionChanged => DISRUPTION_BLOCKED,
+            | Code::DecisionChanged
+            | Code::UnhealthyTolerated
+            | Code::DoNotRepair
+            | Code::RepairNeedsGracePeriod => DISRUPTION_BLOCKED,
         }
     }
 }
@@ -401,7 +424,7 @@ mod tests {
     }
 
     /// The published names. Changing one breaks dashboards and alerts: add, never rename.
-    const STABLE: [(Code, &str); 37] = [
+    const STABLE: [(Code, &str); 41] = [
         (Code::Unmanaged, "Unmanaged"),
         (Code::NoNodePoolLabel, "NoNodePoolLabel"),
         (Code::NodePoolNotFound, "NodePoolNotFound"),
@@ -439,6 +462,13 @@ mod tests {
         (Code::NothingFound, "NothingFound"),
         (Code::CandidateChanged, "CandidateChanged"),
         (Code::DecisionChanged, "DecisionChanged"),
+        (Code::UnhealthyTolerated, "UnhealthyTolerated"),
+        (Code::DoNotRepair, "DoNotRepair"),
+        (Code::RepairNeedsGracePeriod, "RepairNeedsGracePeriod"),
+        (
+            Code::UnhealthyThresholdExceeded,
+            "UnhealthyThresholdExceeded",
+        ),
     ];
 
     #[test]

@@ -17,7 +17,9 @@ use karpenter_api::v1::NodePool;
 use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{InstanceType, ResourceList, SolveOptions};
 
+pub use crate::methods::repair::RepairSettings;
 use crate::pdb::Pdb;
+pub use karpenter_cloud::repair::ObservedCondition;
 
 /// Feature gates that change disruption decisions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -82,6 +84,10 @@ pub struct NodeState {
     pub termination_grace_period: Option<Duration>,
     /// Pods bound to the node.
     pub pods: Vec<Arc<PodRecord>>,
+    /// The Node's status conditions (node repair matches them against the cloud's policies).
+    pub conditions: Vec<ObservedCondition>,
+    /// A Node exists (false for a NodeClaim still in flight).
+    pub has_node: bool,
 }
 
 impl NodeState {
@@ -110,6 +116,8 @@ impl NodeState {
             expire_after: None,
             termination_grace_period: None,
             pods: Vec::new(),
+            conditions: Vec::new(),
+            has_node: true,
         }
     }
 
@@ -152,6 +160,9 @@ pub struct Snapshot {
     pub daemonsets: Vec<DaemonSet>,
     pub features: Features,
     pub solve_options: SolveOptions,
+    /// Node repair (feature gate `NodeRepair`): the cloud's policies and the threshold; `None`
+    /// when the gate is off.
+    pub repair: Option<RepairSettings>,
 }
 
 impl Snapshot {

@@ -92,7 +92,9 @@ pub fn validate(
         }
     }
     match command.method {
-        Method::Drift | Method::StaticDrift | Method::Emptiness => Ok(command.clone()),
+        Method::Drift | Method::StaticDrift | Method::Emptiness | Method::Repair => {
+            Ok(command.clone())
+        }
         Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
             let refs: Vec<&Candidate> = current.iter().collect();
             let again = consolidation::compute(&mut pass, &refs, command.method)

@@ -650,6 +650,10 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
     fn node_classes(&self) -> karpenter_cloud::NodeClasses {
         karpenter_cloud::NodeClasses::Simulated
     }
+
+    fn repair_policies(&self) -> Vec<karpenter_cloud::RepairPolicy> {
+        crate::repair::policies(self.cloud.options.repair_toleration)
+    }
 }
 
 #[cfg(test)]
@@ -762,6 +766,16 @@ mod tests {
             e.to_string()
                 .starts_with("KWOK_REGISTRATION_DELAY=\"soon\"")
         }));
+        let bad = KwokOptions::from_env(env(&[("KWOK_REPAIR_TOLERATION", "never")]));
+        assert!(bad.err().is_some_and(|e| {
+            e.to_string()
+                .starts_with("KWOK_REPAIR_TOLERATION=\"never\"")
+        }));
+        let short = KwokOptions::from_env(env(&[("KWOK_REPAIR_TOLERATION", "5s")]));
+        assert_eq!(
+            short.ok().and_then(|o| o.repair_toleration),
+            Some(Duration::from_secs(5))
+        );
     }
 
     #[test]

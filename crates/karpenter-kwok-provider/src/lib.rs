@@ -40,6 +40,7 @@
 mod catalog;
 mod cloud;
 mod options;
+pub mod repair;
 pub mod upstream_types;
 
 pub use catalog::{TypeSource, TypeSourceError};

@@ -14,6 +14,9 @@ pub struct KwokOptions {
     pub registration_delay: Duration,
     /// Offerings that always fail with insufficient capacity.
     pub insufficient_capacity: Vec<OfferingPattern>,
+    /// `KWOK_REPAIR_TOLERATION`: replaces the toleration of every repair policy
+    /// ([`crate::repair::policies`]).
+    pub repair_toleration: Option<Duration>,
 }
 
 /// `instance-type:zone:capacity-type`, `*` matching anything.
@@ -36,8 +39,12 @@ impl OfferingPattern {
 /// A malformed `KWOK_*` setting.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KwokOptionsError {
-    #[error("KWOK_REGISTRATION_DELAY={value:?}: {message} (a Go duration such as 0s, 5s, 1m)")]
-    Delay { value: String, message: String },
+    #[error("{name}={value:?}: {message} (a Go duration such as 0s, 5s, 1m)")]
+    Delay {
+        name: &'static str,
+        value: String,
+        message: String,
+    },
     #[error(
         "KWOK_INSUFFICIENT_CAPACITY: {entry:?} is not instance-type:zone:capacity-type (use * for any)"
     )]
@@ -45,15 +52,28 @@ pub enum KwokOptionsError {
 }
 
 impl KwokOptions {
-    /// Reads `KWOK_REGISTRATION_DELAY` and `KWOK_INSUFFICIENT_CAPACITY` from `env`.
+    /// Reads `KWOK_REGISTRATION_DELAY`, `KWOK_REPAIR_TOLERATION` and `KWOK_INSUFFICIENT_CAPACITY`
+    /// from `env`.
     pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<KwokOptions, KwokOptionsError> {
         let mut options = KwokOptions::default();
         if let Some(value) = env("KWOK_REGISTRATION_DELAY").filter(|v| !v.is_empty()) {
             options.registration_delay = karpenter_api::duration::parse_go_duration(&value)
                 .map_err(|e| KwokOptionsError::Delay {
+                    name: "KWOK_REGISTRATION_DELAY",
                     value: value.clone(),
                     message: e.to_string(),
                 })?;
+        }
+        if let Some(value) = env("KWOK_REPAIR_TOLERATION").filter(|v| !v.is_empty()) {
+            options.repair_toleration = Some(
+                karpenter_api::duration::parse_go_duration(&value).map_err(|e| {
+                    KwokOptionsError::Delay {
+                        name: "KWOK_REPAIR_TOLERATION",
+                        value: value.clone(),
+                        message: e.to_string(),
+                    }
+                })?,
+            );
         }
         if let Some(value) = env("KWOK_INSUFFICIENT_CAPACITY") {
             for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {

@@ -563,6 +563,7 @@ impl Cluster {
             daemonsets: self.daemonsets.values().cloned().collect(),
             features,
             solve_options,
+            repair: None,
         }
     }
 }

@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use karpenter_api::labels;
 use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_api::v1::{NodeClaim, Operator};
-use karpenter_disruption::{DriftMark, NodeState};
+use karpenter_disruption::{DriftMark, NodeState, ObservedCondition};
 use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{ExistingNode, ResourceList};
 
@@ -306,7 +306,27 @@ impl<'a> StateNode<'a> {
                 .map(karpenter_api::duration::GoDuration::as_duration);
         }
         state.pods = self.pods.iter().map(|p| Arc::clone(p)).collect();
+        state.has_node = self.node.is_some();
+        state.conditions = self.node_conditions();
         state
+    }
+
+    /// The Node's status conditions, as node repair matches them.
+    pub fn node_conditions(&self) -> Vec<ObservedCondition> {
+        self.node
+            .and_then(|n| n.status.as_ref())
+            .and_then(|s| s.conditions.as_ref())
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| ObservedCondition {
+                        type_: c.type_.clone(),
+                        status: c.status.clone(),
+                        reason: c.reason.clone().unwrap_or_default(),
+                        last_transition: c.last_transition_time.as_ref().and_then(time),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Reschedulable pods bound to the node.

@@ -495,3 +495,35 @@ fn replicas_on_one_node_share_their_spec_and_a_changed_spec_is_its_own() {
             .all(|p| p.node_name() == Some("n1"))
     );
 }
+
+#[test]
+fn a_nodes_conditions_reach_the_snapshot_for_node_repair_and_an_in_flight_claim_has_no_node() {
+    let mut cluster = Cluster::new();
+    let mut broken = node("n1", "kwok://n1", "2");
+    broken.status.as_mut().unwrap().conditions = Some(parse(json!([
+        {"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+         "lastTransitionTime": "2026-01-01T11:40:00Z"}
+    ])));
+    cluster.apply(Object::Node(broken));
+    cluster.apply(Object::NodeClaim(node_claim("n1", Some("kwok://n1"), true)));
+    cluster.apply(Object::NodeClaim(node_claim("n2", None, false)));
+    let snapshot = cluster.disruption_snapshot(
+        now(),
+        Default::default(),
+        &BTreeSet::new(),
+        Default::default(),
+        Default::default(),
+    );
+    let n1 = snapshot.nodes.iter().find(|n| n.name == "n1").unwrap();
+    assert!(n1.has_node);
+    assert_eq!(n1.conditions.len(), 1);
+    assert_eq!(n1.conditions[0].type_, "Ready");
+    assert_eq!(n1.conditions[0].status, "False");
+    assert_eq!(n1.conditions[0].reason, "KubeletNotReady");
+    assert_eq!(
+        n1.conditions[0].last_transition,
+        Utc.with_ymd_and_hms(2026, 1, 1, 11, 40, 0).single()
+    );
+    let n2 = snapshot.nodes.iter().find(|n| n.name == "n2").unwrap();
+    assert!(!n2.has_node && n2.conditions.is_empty());
+}

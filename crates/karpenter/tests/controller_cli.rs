@@ -29,7 +29,7 @@ fn controller(env: &[(&str, &str)]) -> Output {
 fn refused_settings_stop_the_controller_before_it_connects_listing_each() {
     let out = controller(&[
         ("ENABLE_PROFILING", "true"),
-        ("FEATURE_GATES", "NodeRepair=true"),
+        ("FEATURE_GATES", "NodeOverlay=true"),
     ]);
     let text = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{text}");
@@ -39,7 +39,7 @@ fn refused_settings_stop_the_controller_before_it_connects_listing_each() {
     );
     assert!(
         text.contains(
-            "NodeRepair=true in FEATURE_GATES (--feature-gates): node repair is not implemented yet"
+            "NodeOverlay=true in FEATURE_GATES (--feature-gates): NodeOverlay objects are not implemented yet"
         ),
         "{text}"
     );

@@ -16,6 +16,13 @@
 //! - **abandon**: a replacement that is gone or not initialized in time untaints the
 //!   candidates; they stay.
 //!
+//! Node repair (gate `NodeRepair`) is the pass's first method: a repair command starts at once
+//! like drift; before its candidate's NodeClaim is deleted, the policy's drain bound is stamped
+//! as `karpenter.sh/nodeclaim-termination-timestamp` (tightening, never extending, one already
+//! there), and `karpenter_nodeclaims_unhealthy_disrupted_total` counts it. A node repair
+//! withholds because too much of its pool is unhealthy gets upstream's `NodeRepairBlocked`
+//! warning, on the Node, its NodeClaim and the NodePool.
+//!
 //! Expiration is forceful and outside budgets: a NodeClaim past `expireAfter` is deleted on the
 //! next pass. A `karpenter.sh/disrupted` taint on a node no command holds (a restart mid-command)
 //! is removed, as upstream does. Every node a pass leaves alone gets its reason in a
@@ -31,8 +38,11 @@ use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_api::v1::nodeclaim::conditions::DISRUPTION_REASON;
 use karpenter_api::v1::{DisruptionReason, NodeClaim};
 use karpenter_cloud::CloudProvider;
+use karpenter_cloud::RepairMatcher;
+use karpenter_disruption::reason::NODE_REPAIR_BLOCKED;
 use karpenter_disruption::{
-    BudgetMap, Code, Command, Decision, Features, Method, Queue, Replacement, Snapshot, Step,
+    BudgetMap, Code, Command, Decision, Features, Method, Queue, RepairSettings, Replacement,
+    Snapshot, Step,
 };
 use karpenter_scheduling::PoolInstanceTypes;
 use karpenter_state::Cluster;
@@ -94,18 +104,63 @@ pub fn snapshot_of(
     snapshot
 }
 
+/// Node repair cannot start: the gate is on but the cloud's policies are missing or invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum RepairStartError {
+    #[error(
+        "node repair (NodeRepair=true) requires the {cloud} cloud provider to define repair policies, but it defines none"
+    )]
+    NoPolicies { cloud: &'static str },
+    #[error(
+        "node repair (NodeRepair=true) requires valid repair policies of the {cloud} cloud provider"
+    )]
+    Invalid {
+        cloud: &'static str,
+        #[source]
+        source: karpenter_cloud::repair::InvalidRepairPolicies,
+    },
+}
+
+/// The repair settings of a pass: `None` with the `NodeRepair` gate off; the cloud's policies
+/// compiled once (upstream `NewRepairPolicyMatcher`) and the threshold setting.
+pub fn repair_settings(
+    settings: &Settings,
+    cloud: &impl CloudProvider,
+) -> Result<Option<RepairSettings>, RepairStartError> {
+    if !settings.feature_gates.node_repair {
+        return Ok(None);
+    }
+    let policies = cloud.repair_policies();
+    if policies.is_empty() {
+        return Err(RepairStartError::NoPolicies {
+            cloud: cloud.name(),
+        });
+    }
+    let matcher = RepairMatcher::new(&policies).map_err(|source| RepairStartError::Invalid {
+        cloud: cloud.name(),
+        source,
+    })?;
+    Ok(Some(RepairSettings {
+        matcher: Arc::new(matcher),
+        unhealthy_threshold: settings.node_repair_unhealthy_threshold.clone(),
+    }))
+}
+
 /// The disruption loop: the orchestration queue every [`TICK`] (upstream's
 /// `disruption.queue`), and a pass every [`PASS_INTERVAL`] (upstream's `disruption`).
 #[derive(Debug)]
 pub struct Disruption<C> {
     pub ctx: Context<C>,
+    /// Node repair's settings; `None` with the gate off.
+    repair: Option<RepairSettings>,
     state: Arc<tokio::sync::Mutex<LoopState>>,
 }
 
 impl<C> Disruption<C> {
-    pub fn new(ctx: Context<C>) -> Self {
+    pub fn new(ctx: Context<C>, repair: Option<RepairSettings>) -> Self {
         Disruption {
             ctx,
+            repair,
             state: Arc::default(),
         }
     }
@@ -115,7 +170,7 @@ impl<C> Disruption<C> {
 #[derive(Debug)]
 struct LoopState {
     queue: Queue,
-    /// Node -> the reason last told, and when.
+    /// Node (or `nodepool/<name>` for NodePool events) -> the reason last told, and when.
     told: HashMap<String, (String, Instant)>,
     /// When the next pass is due.
     next_pass: Instant,
@@ -344,13 +399,14 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         queue: &Queue,
         now: chrono::DateTime<Utc>,
     ) -> Snapshot {
-        let snapshot = snapshot(
+        let mut snapshot = snapshot(
             &self.ctx.cache,
             &self.ctx.settings,
             instance_types.clone(),
             &queue.held_nodes(),
             now,
         );
+        snapshot.repair = self.repair.clone();
         super::default_spread::inject_snapshot(
             &self.ctx.client,
             self.ctx.settings.default_spread_constraints(),
@@ -568,6 +624,16 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             self.record_decision(command);
         }
         for candidate in &command.candidates {
+            // Repair stamps its drain bound after the replacements are ready, just before the
+            // deletion, so launch latency does not eat into it (as upstream).
+            if let Some(bound) = command
+                .repair
+                .as_ref()
+                .and_then(|r| r.termination_grace_period)
+            {
+                self.stamp_repair_deadline(&candidate.node_claim, bound)
+                    .await;
+            }
             if let Err(error) = self
                 .ctx
                 .writer()
@@ -600,6 +666,26 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                 },
                 candidate.pods,
             );
+            if let Some(repair) = &command.repair {
+                // The drain bound repair applied decides the mode; none inherits the NodeClaim's.
+                let mode = match repair.termination_grace_period {
+                    Some(bound) if bound.is_zero() => "forceful",
+                    Some(_) => "eventual",
+                    None => termination_mode(claim.as_ref()),
+                };
+                let image = claim
+                    .as_ref()
+                    .and_then(|c| c.status.as_ref())
+                    .and_then(|s| s.image_id.clone())
+                    .unwrap_or_default();
+                self.ctx.metrics.unhealthy_disrupted(
+                    &repair.condition,
+                    &candidate.node_pool,
+                    &candidate.capacity_type,
+                    &image,
+                    mode,
+                );
+            }
             self.node_event(
                 &candidate.node,
                 "DisruptionTerminating",
@@ -707,11 +793,16 @@ impl<C: CloudProvider + 'static> Disruption<C> {
     /// `karpenter_nodepools_allowed_disruptions` and `karpenter_nodepools_nodes_consuming_budgets`
     /// (`{nodepool, reason}`) for every pool and reason.
     fn report_budgets(&self, snapshot: &Snapshot, now: chrono::DateTime<Utc>) {
-        for reason in [
+        let mut reasons = vec![
             DisruptionReason::Empty,
             DisruptionReason::Drifted,
             DisruptionReason::Underutilized,
-        ] {
+        ];
+        // Upstream builds the Unhealthy mapping only when repair runs.
+        if snapshot.repair.is_some() {
+            reasons.insert(0, DisruptionReason::Unhealthy);
+        }
+        for reason in reasons {
             let map = BudgetMap::build(snapshot, reason, now);
             for (pool, allowance) in &map.pools {
                 // Upstream labels these two with the reason as written in the budget.
@@ -737,7 +828,8 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             .iter()
             .map(|c| c.node.as_str())
             .collect();
-        told.retain(|node, _| present.contains(node.as_str()));
+        // NodePool keys (`nodepool/<name>`: no node name has a `/`) are kept until they repeat.
+        told.retain(|key, _| key.starts_with("nodepool/") || present.contains(key.as_str()));
         for considered in &decision.considered {
             // Nodes Karpenter does not manage (a managed node group's) are not its to explain.
             if considered.reason.codes().contains(&Code::Unmanaged) {
@@ -755,9 +847,98 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             // Upstream's event reasons: `DisruptionBlocked`, `Unconsolidatable`,
             // `ConsolidationRejected`, on the Node and its NodeClaim.
             for (event, note) in considered.reason.by_event_reason() {
-                self.node_event(&considered.node, event, &note).await;
+                if event == NODE_REPAIR_BLOCKED {
+                    self.tell_repair_blocked(&considered.node, &note, told)
+                        .await;
+                } else {
+                    self.node_event(&considered.node, event, &note).await;
+                }
             }
             told.insert(considered.node.clone(), (text, Instant::now()));
+        }
+    }
+
+    /// Upstream's `NodeRepairBlocked` warning on the Node, its NodeClaim and (once per
+    /// [`BLOCKED_REPEAT`] and message) its NodePool.
+    async fn tell_repair_blocked(
+        &self,
+        node: &str,
+        note: &str,
+        told: &mut HashMap<String, (String, Instant)>,
+    ) {
+        let (node, claim, pool) = {
+            let cluster = self.ctx.cache.lock();
+            let state = cluster.state_node_named(node);
+            let node = state.as_ref().and_then(|s| s.node.cloned());
+            let claim = state.as_ref().and_then(|s| s.node_claim.cloned());
+            let pool = node
+                .as_ref()
+                .and_then(|n| n.metadata.labels.as_ref())
+                .and_then(|l| l.get(karpenter_api::labels::NODEPOOL))
+                .and_then(|name| cluster.node_pool(name).cloned());
+            (node, claim, pool)
+        };
+        if let Some(node) = node {
+            self.ctx
+                .events
+                .warn_node(&node, NODE_REPAIR_BLOCKED, note)
+                .await;
+        }
+        if let Some(claim) = claim {
+            self.ctx
+                .events
+                .warn_node_claim(&claim, NODE_REPAIR_BLOCKED, note)
+                .await;
+        }
+        if let Some(pool) = pool {
+            let key = format!(
+                "nodepool/{}",
+                pool.metadata.name.as_deref().unwrap_or_default()
+            );
+            let fresh = match told.get(&key) {
+                Some((last, at)) => last != note || at.elapsed() >= BLOCKED_REPEAT,
+                None => true,
+            };
+            if fresh {
+                self.ctx
+                    .events
+                    .warn_node_pool(&pool, NODE_REPAIR_BLOCKED, note)
+                    .await;
+                told.insert(key, (note.to_owned(), Instant::now()));
+            }
+        }
+    }
+
+    /// Before a repaired NodeClaim is deleted: its drain deadline, `now + bound`, unless one
+    /// already there is sooner (upstream `TightenTerminationTimestampAnnotation`).
+    async fn stamp_repair_deadline(&self, node_claim: &str, bound: Duration) {
+        let deadline = Utc::now() + chrono::Duration::from_std(bound).unwrap_or_default();
+        let existing = self
+            .ctx
+            .cache
+            .lock()
+            .node_claim(node_claim)
+            .and_then(|c| c.metadata.annotations.as_ref())
+            .and_then(|a| a.get(karpenter_api::labels::NODECLAIM_TERMINATION_TIMESTAMP))
+            .and_then(|v| DateTime::parse_from_rfc3339(v).ok())
+            .map(|t| t.with_timezone(&Utc));
+        if existing.is_some_and(|t| t <= deadline) {
+            return;
+        }
+        let value = karpenter_lifecycle::termination::deadline_annotation(deadline);
+        if let Err(error) = self
+            .ctx
+            .writer()
+            .merge_metadata::<NodeClaim>(
+                node_claim,
+                serde_json::json!({"annotations": {
+                    karpenter_api::labels::NODECLAIM_TERMINATION_TIMESTAMP: value,
+                }}),
+                "annotating the repair drain deadline",
+            )
+            .await
+        {
+            tracing::warn!(%error, nodeclaim = %node_claim, "stamping the repair drain deadline failed; the NodeClaim's own bound applies");
         }
     }
 

@@ -301,6 +301,8 @@ async fn run_with<C: CloudProvider + 'static>(
     sqs: Option<karpenter_aws_provider::sqs::Client>,
     extra: Option<Extra<C>>,
 ) -> Result<(), ControllerError> {
+    // Node repair's policies are checked before anything starts (upstream refuses to start too).
+    let repair = disruption::repair_settings(&ctx.settings, &*cloud)?;
     let mut tasks = JoinSet::new();
     // A standby keeps its caches warm and reports ready once they are synced; it writes
     // nothing until it leads.
@@ -434,7 +436,7 @@ async fn run_with<C: CloudProvider + 'static>(
     );
     spawn(
         &mut tasks,
-        disruption::Disruption::new(context.clone()),
+        disruption::Disruption::new(context.clone(), repair),
         &context,
         cancel,
     );

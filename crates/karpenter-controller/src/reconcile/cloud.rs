@@ -162,6 +162,10 @@ impl<C: CloudProvider> CloudProvider for MeteredCloud<C> {
         self.inner.node_classes()
     }
 
+    fn repair_policies(&self) -> Vec<karpenter_cloud::RepairPolicy> {
+        self.inner.repair_policies()
+    }
+
     async fn registration(
         &self,
         node_claim: &NodeClaim,
@@ -203,6 +207,14 @@ mod tests {
             Ok(None)
         }
         fn mark_unavailable(&self, _: &[OfferingRef]) {}
+        fn repair_policies(&self) -> Vec<karpenter_cloud::RepairPolicy> {
+            vec![karpenter_cloud::RepairPolicy::replace(
+                "Ready",
+                karpenter_cloud::ConditionStatus::False,
+                "",
+                std::time::Duration::from_secs(60),
+            )]
+        }
         fn catalog_version(&self) -> u64 {
             0
         }
@@ -250,6 +262,18 @@ mod tests {
             !text.contains("method=\"List\",provider=\"test\",error"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_metered_cloud_passes_the_providers_repair_policies_through() {
+        let registry = Metrics::new();
+        let cloud = MeteredCloud::new(
+            Arc::new(Failing(CloudError::NodeClaimNotFound { what: "x".into() })),
+            ControllerMetrics::register(&registry),
+        );
+        let policies = cloud.repair_policies();
+        assert_eq!(policies.len(), 1, "not the trait's default (none)");
+        assert_eq!(policies[0].condition_type, "Ready");
     }
 
     #[test]

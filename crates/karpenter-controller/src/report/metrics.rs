@@ -147,6 +147,22 @@ pub fn termination_mode(claim: Option<&NodeClaim>) -> &'static str {
     }
 }
 
+/// `AcceleratedHardwareReady` -> `accelerated_hardware_ready` (upstream's `pretty.ToSnakeCase`).
+pub fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A consolidation policy as upstream's `consolidation_policy` label writes it (snake case).
 pub fn consolidation_policy(policy: ConsolidationPolicy) -> &'static str {
     match policy {
@@ -162,6 +178,7 @@ pub struct ControllerMetrics {
     nodeclaims_created: Family<Labels, Counter>,
     nodeclaims_terminated: Family<Labels, Counter>,
     nodeclaims_disrupted: Family<Labels, Counter>,
+    nodeclaims_unhealthy_disrupted: Family<Labels, Counter>,
     nodes_created: Family<Labels, Counter>,
     nodes_drained: Family<Labels, Counter>,
     nodes_terminated: Family<Labels, Counter>,
@@ -382,6 +399,7 @@ impl ControllerMetrics {
             nodeclaims_created: Family::default(),
             nodeclaims_terminated: Family::default(),
             nodeclaims_disrupted: Family::default(),
+            nodeclaims_unhealthy_disrupted: Family::default(),
             nodes_created: Family::default(),
             nodes_drained: Family::default(),
             nodes_terminated: Family::default(),
@@ -600,6 +618,11 @@ impl ControllerMetrics {
             "karpenter_nodeclaims_disrupted",
             "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted, the owning nodepool, the capacity type, the consolidation policy, and the termination mode.",
             metrics.nodeclaims_disrupted.clone(),
+        );
+        registry.register(
+            "karpenter_nodeclaims_unhealthy_disrupted",
+            "Number of unhealthy nodeclaims disrupted in total by node repair. Labeled by the condition the node was disrupted on, the owning nodepool, the capacity type, the image ID, and the termination mode.",
+            metrics.nodeclaims_unhealthy_disrupted.clone(),
         );
         registry.register(
             "karpenter_nodes_created",
@@ -933,6 +956,27 @@ impl ControllerMetrics {
                 ("nodepool", nodepool.to_owned()),
                 ("capacity_type", capacity_type.to_owned()),
                 ("zone", zone.to_owned()),
+            ])
+            .inc();
+    }
+
+    /// Node repair disrupted a NodeClaim for `condition` (upstream's
+    /// `karpenter_nodeclaims_unhealthy_disrupted_total`; the condition in snake case).
+    pub fn unhealthy_disrupted(
+        &self,
+        condition: &str,
+        nodepool: &str,
+        capacity_type: &str,
+        image_id: &str,
+        termination_mode: &str,
+    ) {
+        self.nodeclaims_unhealthy_disrupted
+            .get_or_create(&vec![
+                ("condition", snake_case(condition)),
+                ("nodepool", nodepool.to_owned()),
+                ("capacity_type", capacity_type.to_owned()),
+                ("image_id", image_id.to_owned()),
+                ("termination_mode", termination_mode.to_owned()),
             ])
             .inc();
     }

@@ -42,10 +42,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "no request batcher: each CreateFleet, TerminateInstances and DescribeInstances call is made on its own",
     ),
     (
-        "karpenter_nodeclaims_unhealthy_disrupted_total",
-        "[health] node repair",
-    ),
-    (
         "karpenter_nodepools_cost_tracker_errors_total",
         "no cost tracker to fail: karpenter_nodepools_cost_total is priced each pass from the last instance-type listing",
     ),
@@ -407,6 +403,7 @@ pub fn exported() -> Metrics {
     .expect("a NodeClaim");
     m.nodeclaim_disrupted(&Disrupted::of("launch_timeout", Some(&claim)));
     m.disrupted(&Disrupted::of("expired", Some(&claim)), 3);
+    m.unhealthy_disrupted("Ready", "general", "spot", "ami-1", "forceful");
     m.node_created("general", "us-east-1a");
     m.node_drained("general");
     m.node_terminated("general", "us-east-1a");

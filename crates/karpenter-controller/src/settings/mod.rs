@@ -14,7 +14,8 @@
 //!
 //! Settings that are **not upstream** (karpenter-rs additions): `--cloud-provider`
 //! / `CLOUD_PROVIDER`, `--registration-ttl` / `REGISTRATION_TTL`, `--zone-pinning` /
-//! `ZONE_PINNING` and `--instance-status-interval` / `INSTANCE_STATUS_INTERVAL`.
+//! `ZONE_PINNING`, `--instance-status-interval` / `INSTANCE_STATUS_INTERVAL` and
+//! `--node-repair-unhealthy-threshold` / `NODE_REPAIR_UNHEALTHY_THRESHOLD`.
 //! `--instance-types-file-path` / `INSTANCE_TYPES_FILE_PATH` is upstream's KWOK
 //! provider flag. docs/settings.md has the table.
 
@@ -176,16 +177,22 @@ pub struct Settings {
     #[arg(long, env = "IGNORE_DRA_REQUESTS", default_value = "true", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub ignore_dra_requests: bool,
 
-    /// Run the legacy node repair controller (with NodeRepair): refused when true (no node
-    /// repair yet).
+    /// Run the legacy node repair controller (with NodeRepair) instead of repair as a
+    /// disruption method: refused when true (only the v1.15 method is implemented).
     #[arg(long, env = "LEGACY_NODE_REPAIR", default_value = "false", value_parser = parse_go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set)]
     pub legacy_node_repair: bool,
 
-    /// Feature gates, `Name=bool,...`; unnamed gates keep their defaults. SpotToSpotConsolidation
-    /// and ReservedCapacity are accepted both ways; turning on any other is refused (not
+    /// Feature gates, `Name=bool,...`; unnamed gates keep their defaults. SpotToSpotConsolidation,
+    /// ReservedCapacity and NodeRepair are accepted both ways; turning on any other is refused (not
     /// implemented yet).
     #[arg(long, env = "FEATURE_GATES", default_value = DEFAULT_FEATURE_GATES, value_parser = parse_feature_gates)]
     pub feature_gates: FeatureGates,
+
+    /// karpenter-rs only: node repair (gate `NodeRepair`) repairs no node of a NodePool while
+    /// more than this share of its nodes is unhealthy: a percentage (rounded up) or a node
+    /// count. Upstream's fixed value, `20%`, by default.
+    #[arg(long, env = "NODE_REPAIR_UNHEALTHY_THRESHOLD", default_value = "20%", value_parser = parse_unhealthy_threshold)]
+    pub node_repair_unhealthy_threshold: karpenter_disruption::UnhealthyThreshold,
 
     /// The parts of the cluster's kube-scheduler configuration the simulation mirrors, as an
     /// inline YAML/JSON document (today `podTopologySpread.defaultConstraints`); empty: none.
@@ -317,6 +324,12 @@ fn parse_optional_url(input: &str) -> Result<Option<String>, String> {
         return Err("the URL has no host; allowed: https://host[:port][/path]".to_string());
     }
     Ok(Some(input.to_owned()))
+}
+
+fn parse_unhealthy_threshold(
+    input: &str,
+) -> Result<karpenter_disruption::UnhealthyThreshold, String> {
+    karpenter_disruption::UnhealthyThreshold::parse(input)
 }
 
 fn parse_fraction(input: &str) -> Result<f64, String> {

@@ -115,15 +115,10 @@ const fn setting(
     }
 }
 
-/// Every refused value. `SpotToSpotConsolidation` is implemented and `ReservedCapacity` is
-/// accepted both ways (an EC2NodeClass selecting capacity reservations is not Ready with
+/// Every refused value. `SpotToSpotConsolidation` and `NodeRepair` are implemented and
+/// `ReservedCapacity` is accepted both ways (an EC2NodeClass selecting capacity reservations is not Ready with
 /// `CapacityReservationsUnsupported`), so neither is here.
 const RULES: &[Rule] = &[
-    gate(
-        "NodeRepair",
-        |s| s.feature_gates.node_repair,
-        "node repair is not implemented yet in karpenter-rs; set NodeRepair=false",
-    ),
     gate(
         "NodeOverlay",
         |s| s.feature_gates.node_overlay,
@@ -147,13 +142,13 @@ const RULES: &[Rule] = &[
     gate(
         "TerminateFirstRepair",
         |s| s.feature_gates.terminate_first_repair,
-        "node repair (and so terminate-first repair) is not implemented yet in karpenter-rs; set TerminateFirstRepair=false",
+        "terminate-first repair (for reserved capacity, which karpenter-rs does not launch yet) is not implemented; set TerminateFirstRepair=false",
     ),
     setting(
         "LEGACY_NODE_REPAIR",
         "--legacy-node-repair",
         |s| s.legacy_node_repair,
-        "node repair (legacy or not) is not implemented yet in karpenter-rs; unset it",
+        "the legacy node repair controller is not implemented in karpenter-rs (node repair is the v1.15 disruption method); unset it",
     ),
     setting(
         "ENABLE_PROFILING",
@@ -193,7 +188,7 @@ const RULES: &[Rule] = &[
     aws_gate(
         "RebootForRepair",
         |s| s.aws_feature_gates.reboot_for_repair,
-        "node repair (and so rebooting for repair) is not implemented yet in karpenter-rs; set RebootForRepair=false",
+        "rebooting for repair is not implemented yet in karpenter-rs (node repair replaces); set RebootForRepair=false",
     ),
 ];
 

@@ -45,6 +45,7 @@ fn with_nothing_set_every_setting_has_its_upstream_default() {
             ignore_dra_requests: true,
             legacy_node_repair: false,
             feature_gates: FeatureGates::default(),
+            node_repair_unhealthy_threshold: karpenter_disruption::UnhealthyThreshold::default(),
             scheduler_config: None,
             cloud_provider: CloudProviderKind::Kwok,
             interruption_queue: None,
@@ -179,6 +180,9 @@ fn each_setting_is_read_from_its_environment_variable() {
         }),
         ("AWS_FEATURE_GATES", "NodeClassCEL=true", |s| {
             s.aws_feature_gates.node_class_cel
+        }),
+        ("NODE_REPAIR_UNHEALTHY_THRESHOLD", "40%", |s| {
+            s.node_repair_unhealthy_threshold.as_str() == "40%"
         }),
     ];
     for (env, value, check) in cases {
@@ -421,11 +425,6 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
     let cases: &[(&str, &str, &str)] = &[
         (
             "FEATURE_GATES",
-            "NodeRepair=true",
-            "NodeRepair=true in FEATURE_GATES (--feature-gates): node repair is not implemented yet",
-        ),
-        (
-            "FEATURE_GATES",
             "NodeOverlay=true",
             "NodeOverlay=true in FEATURE_GATES (--feature-gates): NodeOverlay objects are not implemented yet",
         ),
@@ -447,7 +446,7 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
         (
             "FEATURE_GATES",
             "TerminateFirstRepair=true",
-            "TerminateFirstRepair=true in FEATURE_GATES (--feature-gates): node repair",
+            "TerminateFirstRepair=true in FEATURE_GATES (--feature-gates): terminate-first repair",
         ),
         (
             "IGNORE_DRA_REQUESTS",
@@ -457,7 +456,7 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
         (
             "LEGACY_NODE_REPAIR",
             "true",
-            "LEGACY_NODE_REPAIR=true (--legacy-node-repair): node repair (legacy or not) is not implemented yet",
+            "LEGACY_NODE_REPAIR=true (--legacy-node-repair): the legacy node repair controller is not implemented",
         ),
         (
             "ENABLE_PROFILING",
@@ -487,7 +486,7 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
         (
             "AWS_FEATURE_GATES",
             "RebootForRepair=true",
-            "RebootForRepair=true in AWS_FEATURE_GATES (--aws-feature-gates): node repair",
+            "RebootForRepair=true in AWS_FEATURE_GATES (--aws-feature-gates): rebooting for repair",
         ),
     ];
     for (env, value, expected) in cases {
@@ -517,6 +516,8 @@ fn the_feature_gates_karpenter_rs_implements_or_accepts_are_not_refused_either_w
         "ReservedCapacity=false",
         "PodDeletionCostManagement=true",
         "PodDeletionCostManagement=false",
+        "NodeRepair=true",
+        "NodeRepair=false",
     ] {
         let settings = parse(&[], &[("FEATURE_GATES", value)]).expect(value);
         assert_eq!(settings.validate(), Ok(()), "{value}");
@@ -539,7 +540,10 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
     let settings = parse(
         &["--enable-profiling"],
         &[
-            ("FEATURE_GATES", "NodeRepair=true,NodeOverlay=true"),
+            (
+                "FEATURE_GATES",
+                "NodeRepair=true,NodeOverlay=true,StaticCapacity=true",
+            ),
             ("EKS_CONTROL_PLANE", "true"),
         ],
     )
@@ -553,8 +557,8 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
     assert_eq!(
         settings_named,
         [
-            "NodeRepair",
             "NodeOverlay",
+            "StaticCapacity",
             "ENABLE_PROFILING",
             "EKS_CONTROL_PLANE"
         ]
@@ -562,9 +566,24 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
     let message = err.to_string();
     assert!(
         message.starts_with(
-            "refusing to start: 4 settings ask for what karpenter-rs does not do:\n  - NodeRepair=true in FEATURE_GATES"
+            "refusing to start: 4 settings ask for what karpenter-rs does not do:\n  - NodeOverlay=true in FEATURE_GATES"
         ),
         "{message}"
     );
     assert_eq!(message.lines().count(), 5, "{message}");
+}
+
+#[test]
+fn the_node_repair_threshold_is_upstreams_20_percent_by_default_and_settable() {
+    let settings = parse(&[], &[]).expect("defaults");
+    assert_eq!(settings.node_repair_unhealthy_threshold.as_str(), "20%");
+    let settings = parse(&["--node-repair-unhealthy-threshold=35%"], &[]).expect("a percentage");
+    assert_eq!(settings.node_repair_unhealthy_threshold.as_str(), "35%");
+    let settings = parse(&[], &[("NODE_REPAIR_UNHEALTHY_THRESHOLD", "3")]).expect("a count");
+    assert_eq!(settings.node_repair_unhealthy_threshold.limit(100), 3);
+    let err = parse(&[], &[("NODE_REPAIR_UNHEALTHY_THRESHOLD", "half")])
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("NODE_REPAIR_UNHEALTHY_THRESHOLD"), "{err}");
 }

@@ -2,7 +2,7 @@
 //! decremented as a method takes candidates.
 //!
 //! A pool's size counts managed, initialized nodes whose instance is not terminating yet; those
-//! that are NotReady, marked for deletion or draining are already disrupting and consume the
+//! that are NotReady (except for `Unhealthy`), marked for deletion or draining are already disrupting and consume the
 //! budget. When a pool has nothing left, [`BudgetMap::why_not`] says which budget binds and
 //! until when.
 
@@ -54,7 +54,10 @@ impl BudgetMap {
             entry.0 += 1;
             // A node draining (being deleted) still disrupts until its instance terminates,
             // as upstream counts it (`MarkedForDeletion` includes a deletion timestamp).
-            if !node.ready || node.marked_for_deletion || node.deleting {
+            // Not for repair's budget: NotReady is what repair fixes, so counting it would let
+            // a wave of unhealthy nodes use up the very budget that repairs them (upstream).
+            let not_ready = !node.ready && reason != DisruptionReason::Unhealthy;
+            if not_ready || node.marked_for_deletion || node.deleting {
                 entry.1 += 1;
             }
         }

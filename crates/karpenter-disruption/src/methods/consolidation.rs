@@ -143,5 +143,6 @@ pub fn compute(
         savings_per_hour: savings,
         explanation,
         balanced: Vec::new(),
+        repair: None,
     })
 }

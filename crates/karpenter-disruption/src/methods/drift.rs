@@ -74,6 +74,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             candidates: vec![CommandCandidate::from(&c)],
             replacements,
             balanced: Vec::new(),
+            repair: None,
         }];
     }
     Vec::new()

@@ -83,5 +83,6 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         replacements: Vec::new(),
         savings_per_hour: savings,
         balanced: Vec::new(),
+        repair: None,
     }]
 }

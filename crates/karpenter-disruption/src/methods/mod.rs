@@ -2,6 +2,8 @@
 //! the simulator) and returns the commands it would run; [`crate::decide`] runs them in
 //! upstream's order and the first that returns a command wins:
 //!
+//! 0. `repair.rs` (gate `NodeRepair`): replace the unhealthiest node past its policy's
+//!    toleration, never while too much of its pool is unhealthy.
 //! 1. `emptiness.rs`: delete every empty, consolidatable node within budget, in one command.
 //! 2. `static_drift.rs`: replace drifted nodes of a static NodePool one for one.
 //! 3. `drift.rs`: replace the node that drifted first, when its pods fit.
@@ -19,6 +21,7 @@ pub(crate) mod drift;
 pub(crate) mod emptiness;
 pub(crate) mod expiration;
 pub(crate) mod multi_node;
+pub(crate) mod repair;
 pub(crate) mod replacement;
 pub(crate) mod single_node;
 pub(crate) mod static_drift;

@@ -131,6 +131,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
                 candidates: vec![CommandCandidate::from(c)],
                 replacements: vec![template.clone()],
                 balanced: Vec::new(),
+                repair: None,
             });
         }
         for (c, mark) in drifted.iter().skip(taken) {

@@ -50,5 +50,6 @@ pub fn snapshot(scenario: &Scenario, nodes: Vec<NodeState>, pending: Vec<Pod>) -
         daemonsets: scenario.daemonsets.clone(),
         features: Default::default(),
         solve_options: Default::default(),
+        repair: None,
     }
 }

@@ -37,6 +37,7 @@ mod deletion_cost;
 mod disruption;
 mod faults;
 mod interruption;
+mod repair;
 
 /// One controller test at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

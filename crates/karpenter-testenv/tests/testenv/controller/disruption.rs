@@ -109,13 +109,19 @@ impl Harness {
     }
 
     /// Waits for a `DisruptionBlocked` event on `node` whose message contains `text`.
-    async fn wait_blocked(&self, node: &str, text: &str) -> String {
+    pub(super) async fn wait_blocked(&self, node: &str, text: &str) -> String {
         self.wait_object_event("Node", node, "DisruptionBlocked", text)
             .await
     }
 
     /// Waits for a `reason` event on the `kind` object `name` whose message contains `text`.
-    async fn wait_object_event(&self, kind: &str, name: &str, reason: &str, text: &str) -> String {
+    pub(super) async fn wait_object_event(
+        &self,
+        kind: &str,
+        name: &str,
+        reason: &str,
+        text: &str,
+    ) -> String {
         wait_for(
             &format!("a {reason} event on {kind} {name} containing {text:?}"),
             Duration::from_secs(90),

@@ -1,0 +1,367 @@
+//! Node repair (reason `Unhealthy`; upstream v1.15 `disruption/repair.go`): replace a node one
+//! of whose conditions has matched a cloud repair policy for longer than the policy's
+//! toleration. It runs first (fixing a fault outranks any saving) and only with the
+//! `NodeRepair` gate ([`Snapshot::repair`] set).
+//!
+//! Who may be repaired: a managed node of an existing, non-static NodePool that no command
+//! holds, not being deleted or nominated; unlike the other methods an uninitialized node and
+//! one with `karpenter.sh/do-not-disrupt` may be (repair is not discretionary). Vetoes:
+//! `karpenter.sh/do-not-repair=true` on the node; pods that block eviction (a PDB, a pod's
+//! do-not-disrupt) when neither the policy nor the NodeClaim bounds the drain.
+//!
+//! Never all at once: no node of a NodePool is repaired while more than the threshold (20% by
+//! default, rounded up: upstream's constant, a setting here) of its nodes have a condition the
+//! policies cover, tolerated or not: a correlated failure is not fixed by replacing everything.
+//!
+//! Order: the highest repair score (priority rank + half-hours since eligible), then the lower
+//! disruption cost, then the name. The first candidate whose pool has `Unhealthy` budget (an
+//! uninitialized node needs none) and whose pods fit elsewhere or on replacements becomes the
+//! one command of the pass, its drain bound `min(policy bound, NodeClaim's)`.
+//!
+//! Static NodePools, in-place reboot and terminate-first repair are not implemented: a static
+//! pool's node is left with a reason, a reboot policy replaces the node.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use karpenter_api::v1::DisruptionReason;
+use karpenter_cloud::RepairMatcher;
+use karpenter_cloud::repair::{self, RepairAction, RepairResult};
+
+use crate::budgets::budget::scaled_nodes;
+use crate::budgets::map::BudgetMap;
+use crate::candidate::{self, Candidate};
+use crate::command::{Command, CommandCandidate, Method, RepairCommand};
+use crate::pass::Pass;
+use crate::pool;
+use crate::reason::{Code, Reason};
+use crate::simulate::Outcome;
+use crate::snapshot::{NodeState, Snapshot};
+use crate::time_fmt::hms;
+
+/// The annotation that vetoes repair of a node (upstream `DoNotRepairAnnotationKey`).
+pub const DO_NOT_REPAIR: &str = "karpenter.sh/do-not-repair";
+
+/// Upstream's fixed threshold (`repairUnhealthyThreshold`).
+pub const DEFAULT_UNHEALTHY_THRESHOLD: &str = "20%";
+
+/// How much of a NodePool may be unhealthy before repair stops for it: `"20%"` (rounded up)
+/// or a node count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnhealthyThreshold(String);
+
+impl UnhealthyThreshold {
+    /// `"N%"` (0-100) or a count.
+    pub fn parse(value: &str) -> Result<Self, String> {
+        let value = value.trim();
+        if let Some(pct) = value.strip_suffix('%') {
+            match pct.parse::<u32>() {
+                Ok(p) if p <= 100 => {}
+                _ => return Err(format!("{value:?} is not a percentage from 0% to 100%")),
+            }
+        } else if value.parse::<u32>().is_err() {
+            return Err(format!(
+                "{value:?} is neither a percentage (\"20%\") nor a node count (\"3\")"
+            ));
+        }
+        Ok(UnhealthyThreshold(value.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// How many unhealthy nodes a pool of `total` tolerates (percentages rounded up).
+    pub fn limit(&self, total: u32) -> u32 {
+        scaled_nodes(&self.0, total).unwrap_or(0)
+    }
+}
+
+impl Default for UnhealthyThreshold {
+    fn default() -> Self {
+        UnhealthyThreshold(DEFAULT_UNHEALTHY_THRESHOLD.to_owned())
+    }
+}
+
+/// Node repair is on: the cloud's compiled policies and the threshold.
+#[derive(Debug, Clone)]
+pub struct RepairSettings {
+    pub matcher: Arc<RepairMatcher>,
+    pub unhealthy_threshold: UnhealthyThreshold,
+}
+
+/// A node repair would act on, with its decision.
+#[derive(Debug, Clone)]
+struct Eligible {
+    candidate: Candidate,
+    result: RepairResult,
+    score: f64,
+    initialized: bool,
+    claim_grace: Option<Duration>,
+}
+
+/// `Ready=False (KubeletNotReady)`.
+fn condition_text(result: &RepairResult) -> String {
+    if result.reason.is_empty() {
+        format!("{}={}", result.condition, result.status)
+    } else {
+        format!("{}={} ({})", result.condition, result.status, result.reason)
+    }
+}
+
+fn go_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    match (secs / 3600, (secs % 3600) / 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, 0) => format!("{m}m"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, 0, 0) => format!("{h}h"),
+        (h, m, s) => format!("{h}h{m}m{s}s"),
+    }
+}
+
+/// Per pool: (nodes, unhealthy nodes), counting Nodes with a nodepool label as upstream does
+/// (a node is unhealthy as soon as a condition matches, before its toleration).
+pub fn unhealthy_counts(
+    snapshot: &Snapshot,
+    matcher: &RepairMatcher,
+) -> BTreeMap<String, (u32, u32)> {
+    let mut counts: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    for node in snapshot.nodes.iter().filter(|n| n.has_node) {
+        let Some(pool) = node.node_pool() else {
+            continue;
+        };
+        let entry = counts.entry(pool.to_owned()).or_default();
+        entry.0 += 1;
+        if node.conditions.iter().any(|c| matcher.covers(c)) {
+            entry.1 += 1;
+        }
+    }
+    counts
+}
+
+/// Why repair leaves a node alone at the node level (`None`: it may be repaired).
+fn node_block(
+    snapshot: &Snapshot,
+    node: &NodeState,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<Reason> {
+    if node.node_claim.is_some() && node.node_pool().is_none() {
+        return Some(Reason::new(
+            Code::NoNodePoolLabel,
+            "repair requires a NodePool to construct and budget a safe replacement",
+        ));
+    }
+    candidate::node_block_for(snapshot, node, now, candidate::Class::Repair)
+}
+
+pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
+    let snapshot = pass.snapshot;
+    let Some(settings) = snapshot.repair.as_ref() else {
+        return Vec::new();
+    };
+    let now = pass.now;
+    let mut eligible: Vec<Eligible> = Vec::new();
+    for (index, node) in snapshot.nodes.iter().enumerate() {
+        let matches = settings.matcher.matches(&node.conditions, node.created);
+        if matches.is_empty() || node.node_claim.is_none() {
+            continue;
+        }
+        let Some(result) = repair::resolve(&matches, now, None) else {
+            if let Some(first) = repair::earliest_eligible(&matches) {
+                let text = if first.reason.is_empty() {
+                    format!("{}={}", first.condition, first.status)
+                } else {
+                    format!("{}={} ({})", first.condition, first.status, first.reason)
+                };
+                pass.note(
+                    index,
+                    Reason::new(
+                        Code::UnhealthyTolerated,
+                        format!(
+                            "unhealthy: {text}; repair tolerates it until {} ({} toleration)",
+                            hms(first.eligible_at),
+                            go_duration(first.policy.toleration)
+                        ),
+                    ),
+                );
+            }
+            continue;
+        };
+        let prefix = format!("unhealthy ({}) but ", condition_text(&result));
+        if let Some(block) = node_block(snapshot, node, now) {
+            pass.note(index, block.prefixed(&prefix));
+            continue;
+        }
+        if node
+            .annotations
+            .get(DO_NOT_REPAIR)
+            .is_some_and(|v| v == "true")
+        {
+            pass.note(
+                index,
+                Reason::new(
+                    Code::DoNotRepair,
+                    format!("repair is blocked through the {DO_NOT_REPAIR:?} annotation"),
+                )
+                .prefixed(&prefix),
+            );
+            continue;
+        }
+        if snapshot
+            .node_pool(node.node_pool().unwrap_or_default())
+            .is_some_and(pool::is_static)
+        {
+            pass.note(
+                index,
+                Reason::new(
+                    Code::StaticNodePool,
+                    "repair of a static NodePool's nodes is not implemented yet",
+                )
+                .prefixed(&prefix),
+            );
+            continue;
+        }
+        let pod_blocked = candidate::pod_block(snapshot, node, now).is_some();
+        if pod_blocked
+            && result.termination_grace_period.is_none()
+            && node.termination_grace_period.is_none()
+        {
+            pass.note(
+                index,
+                Reason::new(
+                    Code::RepairNeedsGracePeriod,
+                    "repair requires a termination grace period to bypass blocking pods",
+                )
+                .prefixed(&prefix),
+            );
+            continue;
+        }
+        let Some(mut c) = candidate::build(snapshot, index, now) else {
+            continue;
+        };
+        // Repair moves every reschedulable pod, those a PDB blocks too (upstream's
+        // IncludeBlockedCandidatePods): the drain bound will evict them.
+        c.reschedulable = node
+            .pods
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.is_reschedulable())
+            .map(|(i, _)| i)
+            .collect();
+        eligible.push(Eligible {
+            score: result.score_at(now),
+            candidate: c,
+            result,
+            initialized: node.initialized,
+            claim_grace: node.termination_grace_period,
+        });
+    }
+    pass.eligible
+        .push((DisruptionReason::Unhealthy, eligible.len()));
+    eligible.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(
+                a.candidate
+                    .disruption_cost
+                    .total_cmp(&b.candidate.disruption_cost),
+            )
+            .then_with(|| a.candidate.name.cmp(&b.candidate.name))
+    });
+    let counts = unhealthy_counts(snapshot, &settings.matcher);
+    let budgets = BudgetMap::build(snapshot, DisruptionReason::Unhealthy, now);
+    let threshold = &settings.unhealthy_threshold;
+    for e in eligible {
+        let c = &e.candidate;
+        let prefix = format!("unhealthy ({}) but ", condition_text(&e.result));
+        let (total, unhealthy) = counts.get(&c.node_pool).copied().unwrap_or_default();
+        if unhealthy > threshold.limit(total) {
+            pass.note(
+                c.index,
+                Reason::new(
+                    Code::UnhealthyThresholdExceeded,
+                    format!(
+                        "more than {} of nodes in nodepool {:?} are unhealthy ({unhealthy} of {total})",
+                        threshold.as_str(),
+                        c.node_pool
+                    ),
+                ),
+            );
+            continue;
+        }
+        // Budgets count initialized nodes only: an uninitialized one neither needs nor takes any.
+        if e.initialized && budgets.allowed(&c.node_pool) == 0 {
+            pass.note(c.index, budgets.why_not(&c.node_pool).prefixed(&prefix));
+            continue;
+        }
+        let (outcome, _) = pass.sim.simulate(snapshot, &[c], false);
+        let replacements = match outcome {
+            Outcome::Unschedulable(why) => {
+                pass.note(c.index, why.prefixed(&prefix));
+                continue;
+            }
+            Outcome::Fits => Vec::new(),
+            Outcome::NeedsNew(claims) => claims,
+        };
+        let grace = e
+            .result
+            .termination_grace_period
+            .as_ref()
+            .map(|(bound, _)| e.claim_grace.map_or(*bound, |claim| claim.min(*bound)));
+        let reboot_replaced = e.result.action == RepairAction::RebootNode;
+        let cost: f64 = replacements.iter().map(|r| r.cheapest_price()).sum();
+        let explanation = format!(
+            "node {} is unhealthy: {} since {}, past its {} toleration ({}policy {}={}{}); {}{}{}",
+            c.name,
+            condition_text(&e.result),
+            hms(e.result.eligible_at
+                - chrono::Duration::from_std(e.result.toleration).unwrap_or_default()),
+            go_duration(e.result.toleration),
+            if e.result.fallback { "fallback " } else { "" },
+            e.result.condition,
+            e.result.status,
+            if e.result.reason_regex.is_empty() {
+                String::new()
+            } else {
+                format!(" reason ~ {:?}", e.result.reason_regex)
+            },
+            if replacements.is_empty() {
+                "its pods fit on other nodes".to_owned()
+            } else {
+                format!("{} replacement(s) launched first", replacements.len())
+            },
+            match grace {
+                Some(g) if g.is_zero() => "; no drain (forceful)".to_owned(),
+                Some(g) => format!("; drain bounded to {}", go_duration(g)),
+                None => String::new(),
+            },
+            if reboot_replaced {
+                "; the policy asks for a reboot, which is not implemented: replaced"
+            } else {
+                ""
+            },
+        );
+        return vec![Command {
+            method: Method::Repair,
+            reason: DisruptionReason::Unhealthy,
+            explanation,
+            savings_per_hour: c.price - cost,
+            candidates: vec![CommandCandidate::from(c)],
+            replacements,
+            balanced: Vec::new(),
+            repair: Some(RepairCommand {
+                condition: e.result.condition.clone(),
+                status: e.result.status.clone(),
+                reason: e.result.reason.clone(),
+                reboot_replaced,
+                termination_grace_period: grace,
+            }),
+        }];
+    }
+    Vec::new()
+}
+
+#[cfg(test)]
+mod tests;
