@@ -141,7 +141,7 @@ pub struct Decision {
     /// The consolidation moves this pass decided or a Balanced pool rejected
     /// (`karpenter_consolidation_moves_total`, `karpenter_consolidation_score`).
     #[serde(skip)]
-    pub moves: Vec<crate::methods::balanced::ConsolidationMove>,
+    pub moves: Vec<crate::scores::ConsolidationMove>,
 }
 
 impl Decision {

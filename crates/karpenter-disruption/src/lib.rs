@@ -58,6 +58,8 @@ pub mod pods;
 pub(crate) mod pool;
 pub mod queue;
 pub mod reason;
+pub(crate) mod repair_settings;
+pub(crate) mod scores;
 pub(crate) mod simulate;
 pub mod snapshot;
 #[cfg(test)]

@@ -27,7 +27,7 @@ pub struct Pass<'a> {
     /// (upstream sets `karpenter_voluntary_disruption_eligible_nodes` from these).
     pub eligible: Vec<(DisruptionReason, usize)>,
     /// The consolidation moves decided or Balanced-rejected, for upstream's move metrics.
-    pub moves: Vec<crate::methods::balanced::ConsolidationMove>,
+    pub moves: Vec<crate::scores::ConsolidationMove>,
 }
 
 impl<'a> Pass<'a> {

@@ -17,8 +17,8 @@ use karpenter_api::v1::NodePool;
 use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{InstanceType, ResourceList, SolveOptions};
 
-pub use crate::methods::repair::RepairSettings;
 use crate::pdb::Pdb;
+pub use crate::repair_settings::RepairSettings;
 pub use karpenter_cloud::repair::ObservedCondition;
 
 /// Feature gates that change disruption decisions.

@@ -5,7 +5,7 @@
 //! [`karpenter_aws::interruption::instance_status::unhealthy`]; each unhealthy category of an
 //! instance that is one of our NodeClaims becomes a message of its kind, decided by
 //! [`karpenter_aws::interruption::decide_for`] and performed with the interruption loop's
-//! [`act`]: `InstanceUnhealthy` events, then for a failed instance or system check the
+//! `act`: `InstanceUnhealthy` events, then for a failed instance or system check the
 //! termination grace expired at once and the NodeClaim deleted, for a scheduled event the
 //! NodeClaim deleted (a normal drain). The normal termination then drains, terminates, and the
 //! provisioner replaces. No interruption queue is needed, and no node repair: upstream acts the

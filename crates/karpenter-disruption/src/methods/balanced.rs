@@ -16,9 +16,7 @@ use crate::candidate::{self, Candidate};
 use crate::pass::Pass;
 use crate::pool;
 use crate::reason::{Code, Reason};
-
-/// `BalancedK`.
-pub const K: f64 = 2.0;
+pub use crate::scores::{BalancedScore, ConsolidationMove, K};
 
 /// The score of a move for one pool with what it is made of.
 fn scored(
@@ -78,35 +76,6 @@ fn scored(
     out
 }
 
-/// A Balanced pool's verdict on an approved move (upstream's `ConsolidationApproved` event):
-/// the score, and the shares of the pool's cost saved and of its disruption cost spent.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct BalancedScore {
-    pub node_pool: String,
-    pub score: f64,
-    pub savings_fraction: f64,
-    pub disruption_fraction: f64,
-}
-
-impl BalancedScore {
-    /// The pool approves: the score reaches `1/k`.
-    pub fn approved(&self) -> bool {
-        self.score >= 1.0 / K
-    }
-
-    /// Upstream's message: `score 1.20 >= threshold 0.50 (k: 2, savings 12.0%, disruption 10.0%)`.
-    pub fn message(&self) -> String {
-        format!(
-            "score {:.2} >= threshold {:.2} (k: {}, savings {:.1}%, disruption {:.1}%)",
-            self.score,
-            1.0 / K,
-            K,
-            self.savings_fraction * 100.0,
-            self.disruption_fraction * 100.0
-        )
-    }
-}
-
 /// Every Balanced pool's score of a move (none when no pool of the move is Balanced), in pool
 /// name order.
 pub fn evaluate(
@@ -151,19 +120,6 @@ pub fn approve(
     replacement_cost: f64,
 ) -> Result<Vec<BalancedScore>, Reason> {
     verdict(evaluate(pass, candidates, replacement_cost))
-}
-
-/// A consolidation move as upstream counts it (`karpenter_consolidation_moves_total`, and
-/// `karpenter_consolidation_score` where the pool is Balanced): one per NodePool the move
-/// takes nodes from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConsolidationMove {
-    pub node_pool: String,
-    pub policy: ConsolidationPolicy,
-    /// The move as a whole was approved (every Balanced pool of it approved).
-    pub approved: bool,
-    /// The pool's own score, when it is Balanced.
-    pub score: Option<BalancedScore>,
 }
 
 /// The moves of one decided (or, with `approved` false, Balanced-rejected) consolidation over

@@ -22,14 +22,12 @@
 //! pool's node is left with a reason, a reboot policy replaces the node.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use karpenter_api::v1::DisruptionReason;
 use karpenter_cloud::RepairMatcher;
 use karpenter_cloud::repair::{self, RepairAction, RepairResult};
 
-use crate::budgets::budget::scaled_nodes;
 use crate::budgets::map::BudgetMap;
 use crate::candidate::{self, Candidate};
 use crate::command::{Command, CommandCandidate, Method, RepairCommand};
@@ -40,56 +38,7 @@ use crate::simulate::Outcome;
 use crate::snapshot::{NodeState, Snapshot};
 use crate::time_fmt::hms;
 
-/// The annotation that vetoes repair of a node (upstream `DoNotRepairAnnotationKey`).
-pub const DO_NOT_REPAIR: &str = "karpenter.sh/do-not-repair";
-
-/// Upstream's fixed threshold (`repairUnhealthyThreshold`).
-pub const DEFAULT_UNHEALTHY_THRESHOLD: &str = "20%";
-
-/// How much of a NodePool may be unhealthy before repair stops for it: `"20%"` (rounded up)
-/// or a node count.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnhealthyThreshold(String);
-
-impl UnhealthyThreshold {
-    /// `"N%"` (0-100) or a count.
-    pub fn parse(value: &str) -> Result<Self, String> {
-        let value = value.trim();
-        if let Some(pct) = value.strip_suffix('%') {
-            match pct.parse::<u32>() {
-                Ok(p) if p <= 100 => {}
-                _ => return Err(format!("{value:?} is not a percentage from 0% to 100%")),
-            }
-        } else if value.parse::<u32>().is_err() {
-            return Err(format!(
-                "{value:?} is neither a percentage (\"20%\") nor a node count (\"3\")"
-            ));
-        }
-        Ok(UnhealthyThreshold(value.to_owned()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// How many unhealthy nodes a pool of `total` tolerates (percentages rounded up).
-    pub fn limit(&self, total: u32) -> u32 {
-        scaled_nodes(&self.0, total).unwrap_or(0)
-    }
-}
-
-impl Default for UnhealthyThreshold {
-    fn default() -> Self {
-        UnhealthyThreshold(DEFAULT_UNHEALTHY_THRESHOLD.to_owned())
-    }
-}
-
-/// Node repair is on: the cloud's compiled policies and the threshold.
-#[derive(Debug, Clone)]
-pub struct RepairSettings {
-    pub matcher: Arc<RepairMatcher>,
-    pub unhealthy_threshold: UnhealthyThreshold,
-}
+pub use crate::repair_settings::{DO_NOT_REPAIR, RepairSettings, UnhealthyThreshold};
 
 /// A node repair would act on, with its decision.
 #[derive(Debug, Clone)]
