@@ -34,4 +34,4 @@ pub mod zonal_shift;
 
 pub use clients::AwsClients;
 pub use error::AwsError;
-pub use provider::{AwsCloud, AwsSettings, DryRun, NodeClasses};
+pub use provider::{AwsCloud, AwsSettings, DryRun, NodeClasses, probe_claim};

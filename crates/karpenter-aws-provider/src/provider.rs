@@ -17,7 +17,7 @@
 //!   instance there is terminated while the shift lasts ([`karpenter_aws::zonal_shift`]).
 
 mod dry_run;
-pub use dry_run::DryRun;
+pub use dry_run::{DryRun, probe_claim};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -134,6 +134,18 @@ impl<L> std::fmt::Debug for AwsCloud<L> {
             .field("cluster", &self.settings.cluster_name)
             .finish_non_exhaustive()
     }
+}
+
+/// The tags of a launch call's resources of `kind` (`TagSpecifications`).
+fn tag_specification(tags: &BTreeMap<String, String>, kind: ResourceType) -> TagSpecification {
+    TagSpecification::builder()
+        .resource_type(kind)
+        .set_tags(Some(
+            tags.iter()
+                .map(|(k, v)| Tag::builder().key(k).value(v).build())
+                .collect(),
+        ))
+        .build()
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -765,17 +777,7 @@ impl<L: NodeClasses> AwsCloud<L> {
                     .build()
             })
             .collect();
-        let tags: Vec<Tag> = request
-            .tags
-            .iter()
-            .map(|(k, v)| Tag::builder().key(k).value(v).build())
-            .collect();
-        let tag_spec = |kind: ResourceType| {
-            TagSpecification::builder()
-                .resource_type(kind)
-                .set_tags(Some(tags.clone()))
-                .build()
-        };
+        let tag_spec = |kind| tag_specification(&request.tags, kind);
         let capacity = match request.capacity_type {
             CapacityType::Spot => DefaultTargetCapacityType::Spot,
             CapacityType::OnDemand => DefaultTargetCapacityType::OnDemand,

@@ -4,8 +4,7 @@
 //! [`karpenter_aws::nodeclass::dry_run`] says what each answer means.
 
 use aws_sdk_ec2::types::{
-    InstanceNetworkInterfaceSpecification, LaunchTemplateSpecification, ResourceType, Tag,
-    TagSpecification,
+    InstanceNetworkInterfaceSpecification, LaunchTemplateSpecification, ResourceType,
 };
 use karpenter_api::labels;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
@@ -31,7 +30,7 @@ pub enum DryRun {
 
 /// The NodeClaim upstream's checks launch for: the class, the requirements of `pool` (if a
 /// NodePool uses the class) but the capacity type, which is on-demand.
-fn probe_claim(class: &EC2NodeClass, pool: Option<&NodePool>) -> Option<NodeClaim> {
+pub fn probe_claim(class: &EC2NodeClass, pool: Option<&NodePool>) -> Option<NodeClaim> {
     let mut requirements: Vec<serde_json::Value> = pool
         .map(|p| p.spec.template.spec.requirements.as_slice())
         .unwrap_or_default()
@@ -214,16 +213,7 @@ impl<L: NodeClasses> AwsCloud<L> {
         }
         // 3. RunInstances, dry, subnet by subnet until one would work; the first subnet's
         //    answer decides otherwise (authorization is not per subnet).
-        let tag_list: Vec<Tag> = tags
-            .iter()
-            .map(|(k, v)| Tag::builder().key(k).value(v).build())
-            .collect();
-        let tag_spec = |kind: ResourceType| {
-            TagSpecification::builder()
-                .resource_type(kind)
-                .set_tags(Some(tag_list.clone()))
-                .build()
-        };
+        let tag_spec = |kind| super::tag_specification(&tags, kind);
         let mut first_error: Option<AwsError> = None;
         for subnet in &subnets {
             let run = self

@@ -418,7 +418,7 @@ impl<L: NodeClasses + 'static> NodeClassController<L> {
         };
         let probe_claim_tags = karpenter_aws::launch_template::launch_tags(
             &resolved,
-            &NodeClaim::new("", probe_spec(&name)?),
+            &karpenter_aws_provider::probe_claim(&resolved, pool.as_ref())?,
             &self.ctx.settings.cluster_name,
         );
         let key = dry_run::cache_key(&resolved, &probe_claim_tags);
@@ -564,15 +564,6 @@ impl<L: NodeClasses + 'static> Reconciler for LaunchTemplateSweep<L> {
     fn step_name(_: &Sweep) -> &'static str {
         "sweep"
     }
-}
-
-/// The probe NodeClaim's spec the launch tags are computed for (no name: upstream's).
-fn probe_spec(class: &str) -> Option<karpenter_api::v1::NodeClaimSpec> {
-    serde_json::from_value(json!({
-        "requirements": [],
-        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": class},
-    }))
-    .ok()
 }
 
 /// The class's `ValidationSucceeded` as it stands, as an outcome (`None`: not decided yet).
