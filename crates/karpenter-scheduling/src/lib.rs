@@ -43,7 +43,8 @@ pub use input::{
     PoolInstanceTypes, PreferencePolicy, RequirementSpec, SolveInput, SolveOptions,
 };
 pub use output::{
-    ExistingPlacement, InstanceTypeOption, NewNodeClaim, PodRef, SolveResult, Unschedulable,
+    ExistingPlacement, InstanceTypeOption, NewNodeClaim, PodRef, SolveResult, SolveStats,
+    Unschedulable,
 };
 pub use pod_record::PodRecord;
 pub use quantity::{Quantity, QuantityError};

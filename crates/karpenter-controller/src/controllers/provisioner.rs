@@ -295,7 +295,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         })
         .await
         .map_err(ProvisionError::Solver)?;
-        drop(solving);
+        solving.finished(&result.stats);
         let pods = input.pods;
         self.decided(&result, &dra);
         let mut outcome = BatchOutcome {

@@ -872,6 +872,57 @@ async fn a_nodepool_limit_stops_launches_and_the_pods_left_over_are_told_why() {
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn the_scheduler_gauges_show_pods_stuck_in_the_queue_and_their_effective_zone() {
+    let h = start("provision-scheduler-gauges", &[], KwokOptions::default()).await;
+    h.node_pool(None, requirements_general()).await;
+    // Two pods selecting a zone no instance type is offered in: every simulation leaves them
+    // in its queue, with that zone as their effective zone.
+    let mut stuck = h.deployment("stuck", 2, "100m");
+    if let Some(spec) = stuck.spec.template.spec.as_mut() {
+        spec.node_selector = Some(
+            [(
+                "topology.kubernetes.io/zone".to_owned(),
+                "nowhere-1".to_owned(),
+            )]
+            .into(),
+        );
+    }
+    Api::<Deployment>::namespaced(h.client.clone(), h.scope.namespace())
+        .create(&PostParams::default(), &stuck)
+        .await
+        .expect("creating the Deployment");
+    let wanted = [
+        r#"karpenter_scheduler_pending_pods_by_effective_zone_count{controller="provisioner",zone="nowhere-1"} 2"#,
+    ];
+    let scraped = wait_for(
+        "the provisioner's last simulation reporting 2 pods in its queue with effective zone nowhere-1",
+        Duration::from_secs(120),
+        || async {
+            let scraped =
+                super::leader_election::http_get(h.controllers[0].metrics, "/metrics").await;
+            let depth = scraped.lines().any(|l| {
+                l.starts_with(r#"karpenter_scheduler_queue_depth{controller="provisioner",scheduling_id=""#)
+                    && l.ends_with("} 2")
+            });
+            Ok((depth && wanted.iter().all(|w| scraped.lines().any(|l| l == *w)))
+                .then_some(scraped))
+        },
+    )
+    .await
+    .expect("the scheduler gauges name the stuck pods");
+    assert!(
+        !scraped.contains(r#"zone="flexible""#),
+        "no pod of this test is free of zone constraints:\n{scraped}"
+    );
+    assert!(
+        h.node_claims().await.is_empty(),
+        "nothing can be launched for them"
+    );
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
 async fn an_offering_out_of_capacity_is_avoided_on_the_next_batch() {
     // The cheapest offering for one small pod is c5.large (on-demand, the first zone); inject
     // insufficient capacity for c5.large everywhere.
