@@ -35,6 +35,8 @@ enum Command {
     Iam(cmd::iam::Args),
     /// What Karpenter would launch for your manifests, and what it would cost (offline).
     Simulate(cmd::simulate::Args),
+    /// Why the running controller did what it did: a pod's placement, a node's disruption.
+    Explain(cmd::explain::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => cmd::convert::run(args),
         Command::Iam(args) => cmd::iam::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
+        Command::Explain(args) => cmd::explain::run(args),
     };
     match result {
         Ok(code) => code,

@@ -357,6 +357,9 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             // Upstream goes again at once after acting: more may be possible.
             state.next_pass = Instant::now();
         }
+        self.ctx
+            .explanations
+            .disruption_decided(Utc::now(), &decision);
         self.report_blocked(&decision, &mut state.told).await;
         for command in decision.commands {
             tracing::info!(

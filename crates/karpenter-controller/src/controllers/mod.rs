@@ -364,6 +364,7 @@ async fn run_with<C: CloudProvider + 'static>(
         fence: ctx.fence.clone(),
         registrations: crate::reconcile::context::Registrations::default(),
         pod_times: crate::reconcile::context::PodTimes::default(),
+        explanations: ctx.explanations.clone(),
     };
     let cancel = &ctx.cancel;
     if let Some(extra) = extra {
@@ -560,6 +561,7 @@ mod tests {
             fence: Fence::closed(),
             registrations: crate::reconcile::context::Registrations::default(),
             pod_times: crate::reconcile::context::PodTimes::default(),
+            explanations: crate::explain::Explanations::default(),
         }
     }
 

@@ -35,6 +35,7 @@ mod chart;
 mod dashboards;
 mod deletion_cost;
 mod disruption;
+mod explain;
 mod faults;
 mod interruption;
 mod repair;

@@ -3,6 +3,7 @@
 pub mod controller;
 pub mod convert;
 pub mod crds;
+pub mod explain;
 pub mod iam;
 pub mod input;
 pub mod simulate;
