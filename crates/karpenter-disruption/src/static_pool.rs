@@ -362,7 +362,8 @@ mod tests {
     }
 
     #[test]
-    fn scale_down_removes_unlaunched_claims_then_empty_nodes_then_the_cheapest_to_disrupt() {
+    fn scale_down_removes_unlaunched_claims_then_empty_nodes_then_the_cheapest_to_disrupt_and_protected_pods_last()
+     {
         let mut unlaunched = node("z-unlaunched");
         unlaunched.launched = false;
         unlaunched.has_node = false;
@@ -378,9 +379,20 @@ mod tests {
         let mut protected_pod = PodBuilder::new("batch").build();
         protected_pod.metadata.annotations =
             Some([(labels::DO_NOT_DISRUPT.to_owned(), "true".to_owned())].into());
+        let mut protected_daemon = protected_pod.clone();
+        protected_daemon.metadata.owner_references = PodBuilder::new("agent")
+            .owned_by("DaemonSet", "agent")
+            .build()
+            .metadata
+            .owner_references;
         let mut protected = node("a-protected");
         protected.pods.push(Arc::new(protected_pod.into()));
+        let mut protected_daemon_only = node("b-protected-daemon");
+        protected_daemon_only
+            .pods
+            .push(Arc::new(protected_daemon.into()));
         let nodes = [
+            protected_daemon_only,
             protected,
             two_pods,
             one_pod,
@@ -400,10 +412,11 @@ mod tests {
                 "y-daemons-only-claim",
                 "x-one-pod-claim",
                 "w-two-pods-claim",
-                "a-protected-claim"
+                "a-protected-claim",
+                "b-protected-daemon-claim"
             ]
         );
-        assert_eq!(order(4), ["z-unlaunched-claim", "v-empty-claim"]);
+        assert_eq!(order(5), ["z-unlaunched-claim", "v-empty-claim"]);
     }
 
     #[test]
