@@ -27,7 +27,8 @@
 //!   one compiler of node-selector expressions), [`taints`], [`intern`], and [`pod_record`]
 //!   ([`PodRecord`]: a pod as decisions read it, its key and predicates).
 //! - The solver's contract: [`input`] ([`SolveInput`]) and [`output`] ([`SolveResult`]);
-//!   [`v1`] turns the API's NodePools into solver input.
+//!   [`v1`] turns the API's NodePools into solver input; [`template`] asks the solver for the
+//!   NodeClaim a NodePool's template alone makes (static NodePools launch it).
 //! - [`solver`]: the solver itself, its files in the order a solve runs.
 //! - `builders` and `fixtures` (feature `test-support`): test objects and upstream's
 //!   benchmark workloads.
@@ -57,6 +58,7 @@ pub mod requirement;
 pub(crate) mod requirements;
 pub mod solver;
 pub mod taints;
+pub mod template;
 
 // The solver's public modules under their old names: `karpenter_scheduling::pod::pod_requests`,
 // `karpenter_scheduling::scheduler::Solver`.

@@ -539,6 +539,13 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         if !self.mark(command).await {
             return Vec::new();
         }
+        // A static pool's candidates count as pending disruption before their replacements
+        // exist (upstream `MarkNodeClaimPendingDisruption`): the static pool loop must not
+        // read a replacement as one node too many and remove a node for it. (A failed start is
+        // abandoned, which unmarks them.) Other candidates are marked after, as upstream.
+        if command.method == Method::StaticDrift {
+            self.mark_for_deletion(command);
+        }
         let reason = reason_label(command.reason);
         let mut created = Vec::new();
         for replacement in &command.replacements {

@@ -21,6 +21,7 @@ pub mod nodeclass;
 pub mod nodepool_counter;
 pub mod nodepool_status;
 pub mod provisioner;
+pub mod static_pools;
 pub mod status_metrics;
 pub mod tagging;
 pub mod termination;
@@ -475,6 +476,16 @@ async fn run_with<C: CloudProvider + 'static>(
         &context,
         cancel,
     );
+    if ctx.settings.feature_gates.static_capacity {
+        spawn(
+            &mut tasks,
+            static_pools::StaticPools {
+                ctx: context.clone(),
+            },
+            &context,
+            cancel,
+        );
+    }
     if ctx.settings.feature_gates.pod_deletion_cost_management {
         spawn(
             &mut tasks,

@@ -115,7 +115,7 @@ const fn setting(
     }
 }
 
-/// Every refused value. `SpotToSpotConsolidation` and `NodeRepair` are implemented and
+/// Every refused value. `SpotToSpotConsolidation`, `NodeRepair` and `StaticCapacity` are implemented and
 /// `ReservedCapacity` is accepted both ways (an EC2NodeClass selecting capacity reservations is not Ready with
 /// `CapacityReservationsUnsupported`), so neither is here.
 const RULES: &[Rule] = &[
@@ -123,11 +123,6 @@ const RULES: &[Rule] = &[
         "NodeOverlay",
         |s| s.feature_gates.node_overlay,
         "NodeOverlay objects are not implemented yet in karpenter-rs; set NodeOverlay=false",
-    ),
-    gate(
-        "StaticCapacity",
-        |s| s.feature_gates.static_capacity,
-        "static NodePools (spec.replicas) are not implemented yet in karpenter-rs; set StaticCapacity=false",
     ),
     gate(
         "CapacityBuffer",

@@ -430,11 +430,6 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
         ),
         (
             "FEATURE_GATES",
-            "StaticCapacity=true",
-            "StaticCapacity=true in FEATURE_GATES (--feature-gates): static NodePools",
-        ),
-        (
-            "FEATURE_GATES",
             "CapacityBuffer=true",
             "CapacityBuffer=true in FEATURE_GATES (--feature-gates): CapacityBuffer objects are not implemented yet",
         ),
@@ -518,6 +513,8 @@ fn the_feature_gates_karpenter_rs_implements_or_accepts_are_not_refused_either_w
         "PodDeletionCostManagement=false",
         "NodeRepair=true",
         "NodeRepair=false",
+        "StaticCapacity=true",
+        "StaticCapacity=false",
     ] {
         let settings = parse(&[], &[("FEATURE_GATES", value)]).expect(value);
         assert_eq!(settings.validate(), Ok(()), "{value}");
@@ -542,7 +539,7 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
         &[
             (
                 "FEATURE_GATES",
-                "NodeRepair=true,NodeOverlay=true,StaticCapacity=true",
+                "NodeRepair=true,NodeOverlay=true,StaticCapacity=true,CapacityBuffer=true",
             ),
             ("EKS_CONTROL_PLANE", "true"),
         ],
@@ -558,7 +555,7 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
         settings_named,
         [
             "NodeOverlay",
-            "StaticCapacity",
+            "CapacityBuffer",
             "ENABLE_PROFILING",
             "EKS_CONTROL_PLANE"
         ]

@@ -39,6 +39,7 @@ mod explain;
 mod faults;
 mod interruption;
 mod repair;
+mod static_pools;
 
 /// One controller test at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -321,7 +322,24 @@ impl Harness {
         requirements: serde_json::Value,
         disruption: Option<serde_json::Value>,
     ) {
-        let mut spec = serde_json::json!({
+        let mut spec = self.node_pool_spec(requirements, disruption);
+        if let Some(limits) = limits {
+            spec["limits"] = limits;
+        }
+        if let Some(weight) = weight {
+            spec["weight"] = serde_json::json!(weight);
+        }
+        self.create_node_pool_with(name, spec).await;
+    }
+
+    /// The `spec` of the test's NodePools: the scope's labels and taint, `requirements`, and
+    /// `disruption` (default: never consolidate).
+    fn node_pool_spec(
+        &self,
+        requirements: serde_json::Value,
+        disruption: Option<serde_json::Value>,
+    ) -> serde_json::Value {
+        serde_json::json!({
             "template": {
                 "metadata": {"labels": self.scope.labels()},
                 "spec": {
@@ -332,13 +350,11 @@ impl Harness {
                 }
             },
             "disruption": disruption.unwrap_or_else(|| serde_json::json!({"consolidateAfter": "Never"}))
-        });
-        if let Some(limits) = limits {
-            spec["limits"] = limits;
-        }
-        if let Some(weight) = weight {
-            spec["weight"] = serde_json::json!(weight);
-        }
+        })
+    }
+
+    /// Creates NodePool `name` with `spec`.
+    async fn create_node_pool_with(&self, name: &str, spec: serde_json::Value) {
         let pool: NodePool = serde_json::from_value(serde_json::json!({
             "apiVersion": "karpenter.sh/v1",
             "kind": "NodePool",
