@@ -430,7 +430,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         pool: &NodePool,
         pods_by_key: &BTreeMap<String, &PodRecord>,
     ) -> Option<String> {
-        let name = match create_node_claim(&self.ctx, claim, pool, "provisioning").await {
+        let name = match create_node_claim(&self.ctx, claim, pool, "provisioned").await {
             Ok(name) => name,
             Err(error) => {
                 tracing::error!(nodepool = %claim.node_pool, %error, "creating a NodeClaim failed");
