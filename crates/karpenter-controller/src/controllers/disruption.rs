@@ -812,18 +812,25 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         if snapshot.repair.is_some() {
             reasons.insert(0, DisruptionReason::Unhealthy);
         }
-        for reason in reasons {
-            let map = BudgetMap::build(snapshot, reason, now);
+        let maps: Vec<BudgetMap> = reasons
+            .into_iter()
+            .map(|reason| BudgetMap::build(snapshot, reason, now))
+            .collect();
+        for map in &maps {
             for (pool, allowance) in &map.pools {
                 // Upstream labels these two with the reason as written in the budget.
                 self.ctx.metrics.allowed_disruptions(
                     pool,
-                    reason.as_str(),
+                    map.reason.as_str(),
                     allowance.budget,
                     allowance.disrupting,
                 );
             }
         }
+        let at = crate::explain::rfc3339(now);
+        self.ctx
+            .explanations
+            .node_pools_observed(crate::explain::node_pools(snapshot, &maps, &at));
     }
 
     /// Tells, per node left alone, why: an event and a log line when the reason is new for

@@ -48,6 +48,11 @@ pub mod paths {
         format!("/explain/node/{name}")
     }
 
+    /// NodePool `name`.
+    pub fn node_pool(name: &str) -> String {
+        format!("/explain/nodepool/{name}")
+    }
+
     /// The last disruption pass.
     pub const DISRUPTION: &str = "/explain/disruption";
 }

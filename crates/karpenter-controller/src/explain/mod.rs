@@ -9,6 +9,8 @@
 
 pub mod client;
 pub mod model;
+mod pools;
 mod store;
 
-pub use store::{Explanations, NotKnown};
+pub use pools::node_pools;
+pub use store::{Explanations, NotKnown, rfc3339};

@@ -139,3 +139,67 @@ pub struct KeptNode {
 pub struct NoAnswer {
     pub message: String,
 }
+
+/// A NodePool as the last disruption pass saw it: readiness, limits, budgets now, its nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodePoolAnswer {
+    pub node_pool: String,
+    /// When the pass ran (RFC 3339).
+    pub decided_at: String,
+    /// Its status conditions (`Ready` first).
+    pub conditions: Vec<ConditionAnswer>,
+    /// Per limited resource: what its nodes use and the limit.
+    pub limits: Vec<LimitAnswer>,
+    /// Per disruption reason: how many nodes may be disrupted now, and why.
+    pub budgets: Vec<BudgetAnswer>,
+    pub nodes: NodeCounts,
+}
+
+/// One status condition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionAnswer {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+}
+
+/// One limited resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitAnswer {
+    pub resource: String,
+    /// `status.resources` (empty when not counted yet).
+    pub used: String,
+    pub limit: String,
+}
+
+/// The budgets of one disruption reason, now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetAnswer {
+    /// `Empty`, `Drifted`, `Underutilized`, `Unhealthy`.
+    pub reason: String,
+    /// Nodes that may still be disrupted for it now.
+    pub allowed: u32,
+    /// What the active budgets allow before the nodes already disrupting are subtracted.
+    pub budget: u32,
+    pub disrupting: u32,
+    /// Why the allowance is what it is.
+    pub explanation: String,
+}
+
+/// The pool's nodes by state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeCounts {
+    pub total: u32,
+    pub initialized: u32,
+    pub not_ready: u32,
+    /// Marked for deletion or being deleted.
+    pub deleting: u32,
+    pub drifted: u32,
+}

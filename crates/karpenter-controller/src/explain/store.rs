@@ -9,8 +9,8 @@ use karpenter_disruption::{Command, Decision};
 use karpenter_scheduling::{NewNodeClaim, SolveResult};
 
 use super::model::{
-    CommandAnswer, DisruptionAnswer, KeptNode, NodeAnswer, NodeVerdict, PlaceReason, PodAnswer,
-    PodOutcome, PricedType, ReasonAnswer, ReplacementAnswer,
+    CommandAnswer, DisruptionAnswer, KeptNode, NodeAnswer, NodePoolAnswer, NodeVerdict,
+    PlaceReason, PodAnswer, PodOutcome, PricedType, ReasonAnswer, ReplacementAnswer,
 };
 
 /// Why there is no answer yet.
@@ -21,6 +21,9 @@ pub enum NotKnown {
         "no disruption pass has run in this controller yet (a standby replica answers nothing: ask the leader)"
     )]
     NoDisruptionPass,
+    /// No NodePool of that name was in the last disruption pass.
+    #[error("NodePool {0} was not in the last disruption pass (no such NodePool then)")]
+    NodePoolNotInPass(String),
     /// The pod was not in the last provisioning batch.
     #[error(
         "pod {0} was not in the last provisioning batch: it was not pending then (or no batch has run in this controller; a standby replica answers nothing)"
@@ -31,6 +34,8 @@ pub enum NotKnown {
 #[derive(Debug, Default)]
 struct Record {
     disruption: Option<(DateTime<Utc>, Decision)>,
+    /// The NodePools as the last pass saw them.
+    node_pools: Vec<NodePoolAnswer>,
     /// By `namespace/name`: the last batch's outcome for each of its pods.
     pods: HashMap<String, PodAnswer>,
 }
@@ -53,6 +58,25 @@ impl Explanations {
             ..Decision::default()
         };
         self.lock().disruption = Some((at, kept));
+    }
+
+    /// The NodePools as the last disruption pass saw them ([`super::node_pools`]).
+    pub fn node_pools_observed(&self, pools: Vec<NodePoolAnswer>) {
+        self.lock().node_pools = pools;
+    }
+
+    /// NodePool `name` as the last disruption pass saw it.
+    pub fn node_pool(&self, name: &str) -> Result<NodePoolAnswer, NotKnown> {
+        let record = self.lock();
+        if record.disruption.is_none() {
+            return Err(NotKnown::NoDisruptionPass);
+        }
+        record
+            .node_pools
+            .iter()
+            .find(|p| p.node_pool == name)
+            .cloned()
+            .ok_or_else(|| NotKnown::NodePoolNotInPass(name.to_owned()))
     }
 
     /// A provisioning batch at `at` decided `result` (it replaces the last batch's pods).
@@ -206,7 +230,8 @@ fn answer(pod: String, decided_at: DateTime<Utc>, outcome: PodOutcome) -> PodAns
     }
 }
 
-fn rfc3339(at: DateTime<Utc>) -> String {
+/// `at` as the answers write it (RFC 3339, seconds, `Z`).
+pub fn rfc3339(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 

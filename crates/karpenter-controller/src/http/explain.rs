@@ -1,4 +1,5 @@
-//! `/explain/node/{name}`, `/explain/pod/{namespace}/{name}` and `/explain/disruption`: the
+//! `/explain/node/{name}`, `/explain/pod/{namespace}/{name}`, `/explain/nodepool/{name}` and
+//! `/explain/disruption`: the
 //! answers of [`crate::explain::Explanations`] as JSON; `404` with a message when there is none
 //! (no pass yet, a standby replica, a pod not in the last batch).
 
@@ -34,6 +35,7 @@ fn respond<T: serde::Serialize>(answer: Result<T, NotKnown>) -> Response {
 pub fn router(explanations: Explanations) -> Router {
     let node = explanations.clone();
     let pod = explanations.clone();
+    let pool = explanations.clone();
     Router::new()
         .route(
             "/explain/node/{name}",
@@ -46,6 +48,13 @@ pub fn router(explanations: Explanations) -> Router {
             "/explain/pod/{namespace}/{name}",
             get(move |Path((namespace, name)): Path<(String, String)>| {
                 let answer = pod.pod(&format!("{namespace}/{name}"));
+                async move { respond(answer) }
+            }),
+        )
+        .route(
+            "/explain/nodepool/{name}",
+            get(move |Path(name): Path<String>| {
+                let answer = pool.node_pool(&name);
                 async move { respond(answer) }
             }),
         )

@@ -16,8 +16,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use karpenter_controller::explain::client::{Target, ask, paths};
 use karpenter_controller::explain::model::{
-    CommandAnswer, DisruptionAnswer, NoAnswer, NodeAnswer, NodeVerdict, PodAnswer, PodOutcome,
-    ReasonAnswer, ReplacementAnswer,
+    CommandAnswer, DisruptionAnswer, NoAnswer, NodeAnswer, NodePoolAnswer, NodeVerdict, PodAnswer,
+    PodOutcome, ReasonAnswer, ReplacementAnswer,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -64,6 +64,11 @@ enum What {
         /// The Node's name.
         node: String,
     },
+    /// A NodePool: readiness, limits used, budgets allowed now per reason, its nodes.
+    Nodepool {
+        /// The NodePool's name.
+        name: String,
+    },
     /// The last disruption pass whole: its commands and every node it left, with why.
     Disruption,
 }
@@ -83,6 +88,12 @@ impl What {
                     bail!("node {node:?}: expected a Node name");
                 }
                 paths::node(node)
+            }
+            What::Nodepool { name } => {
+                if name.is_empty() || name.contains('/') {
+                    bail!("nodepool {name:?}: expected a NodePool name");
+                }
+                paths::node_pool(name)
             }
             What::Disruption => paths::DISRUPTION.to_owned(),
         })
@@ -109,6 +120,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match &args.what {
             What::Pod { .. } => answer(&target, &path, args.output, pod_text).await,
             What::Node { .. } => answer(&target, &path, args.output, node_text).await,
+            What::Nodepool { .. } => answer(&target, &path, args.output, node_pool_text).await,
             What::Disruption => answer(&target, &path, args.output, disruption_text).await,
         }
     })?;
@@ -237,6 +249,48 @@ fn node_text(answer: &NodeAnswer) -> String {
         NodeVerdict::NotConsidered => out.push_str(
             "  was not considered (not a node of Karpenter's when the pass ran, or newer)\n",
         ),
+    }
+    out
+}
+
+fn node_pool_text(answer: &NodePoolAnswer) -> String {
+    let mut out = format!(
+        "nodepool {} (pass of {})\n",
+        answer.node_pool, answer.decided_at
+    );
+    for c in &answer.conditions {
+        let why = [c.reason.as_str(), c.message.as_str()]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(": ");
+        if why.is_empty() {
+            out.push_str(&format!("  {}={}\n", c.type_, c.status));
+        } else {
+            out.push_str(&format!("  {}={} ({why})\n", c.type_, c.status));
+        }
+    }
+    let n = &answer.nodes;
+    out.push_str(&format!(
+        "  nodes: {} ({} initialized, {} not ready, {} deleting, {} drifted)\n",
+        n.total, n.initialized, n.not_ready, n.deleting, n.drifted
+    ));
+    for l in &answer.limits {
+        let used = if l.used.is_empty() {
+            "?"
+        } else {
+            l.used.as_str()
+        };
+        out.push_str(&format!(
+            "  limit {}: {used} used of {}\n",
+            l.resource, l.limit
+        ));
+    }
+    for b in &answer.budgets {
+        out.push_str(&format!(
+            "  budget {}: {} more may be disrupted now ({} allowed, {} disrupting): {}\n",
+            b.reason, b.allowed, b.budget, b.disrupting, b.explanation
+        ));
     }
     out
 }

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use karpenter_controller::explain::client::{Target, ask, paths};
-use karpenter_controller::explain::model::{NodeAnswer, NodeVerdict, PodAnswer, PodOutcome};
+use karpenter_controller::explain::model::{
+    NodeAnswer, NodePoolAnswer, NodeVerdict, PodAnswer, PodOutcome,
+};
 use karpenter_kwok_provider::KwokOptions;
 use karpenter_testenv::wait_for;
 use kube::api::{Api, PostParams};
@@ -151,6 +153,28 @@ async fn explain_tells_why_a_pod_fits_nowhere_where_another_went_and_why_its_nod
         ),
         other => panic!("the node stays, not {other:?}"),
     }
+    // The pool: Ready first, its one node, a budget per reason (the default 10% of 1 node
+    // rounds up to 1).
+    let pool: NodePoolAnswer = ask(&target, &paths::node_pool(&h.pool))
+        .await
+        .expect("the controller answers")
+        .expect("the pool was in the last pass");
+    assert_eq!(
+        pool.conditions
+            .first()
+            .map(|c| (c.type_.as_str(), c.status.as_str())),
+        Some(("Ready", "True")),
+        "{pool:?}"
+    );
+    assert_eq!(pool.nodes.total, 1, "{pool:?}");
+    let reasons: Vec<&str> = pool.budgets.iter().map(|b| b.reason.as_str()).collect();
+    for reason in ["Empty", "Drifted", "Underutilized"] {
+        assert!(reasons.contains(&reason), "a {reason} budget: {pool:?}");
+    }
+    assert!(
+        pool.budgets.iter().all(|b| b.budget == 1),
+        "10% of one node rounds up to one: {pool:?}"
+    );
     // An unknown pod has no answer, and says why.
     let unknown: Result<PodAnswer, _> = ask(&target, &paths::pod(&namespace, "no-such-pod"))
         .await
