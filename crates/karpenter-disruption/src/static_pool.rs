@@ -23,7 +23,7 @@
 //!
 //! Static nodes are launched whether or not pods exist; the NodeClaim they launch is the
 //! pool's template alone ([`karpenter_scheduling::template::template_claim`]), as for a static
-//! drift replacement ([`crate::methods::static_drift`]).
+//! drift replacement (`methods::static_drift`).
 
 use std::cmp::Ordering;
 
