@@ -37,6 +37,8 @@ enum Command {
     Simulate(cmd::simulate::Args),
     /// Why the running controller did what it did: a pod's placement, a node's disruption.
     Explain(cmd::explain::Args),
+    /// The cluster's nodes, cost, NodePools and pending pods, live in the terminal (reads only).
+    Top(cmd::top::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Iam(args) => cmd::iam::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
         Command::Explain(args) => cmd::explain::run(args),
+        Command::Top(args) => cmd::top::run(args),
     };
     match result {
         Ok(code) => code,

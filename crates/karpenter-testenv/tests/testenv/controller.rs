@@ -40,6 +40,7 @@ mod faults;
 mod interruption;
 mod repair;
 mod static_pools;
+mod top;
 
 /// One controller test at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -7,4 +7,5 @@ pub mod explain;
 pub mod iam;
 pub mod input;
 pub mod simulate;
+pub mod top;
 pub mod validate;
