@@ -28,6 +28,7 @@
 //!   ([`PodRecord`]: a pod as decisions read it, its key and predicates).
 //! - The solver's contract: [`input`] ([`SolveInput`]) and [`output`] ([`SolveResult`]);
 //!   [`v1`] turns the API's NodePools into solver input.
+//! - [`overlay`]: NodeOverlays applied to the instance types (prices, capacity, conflicts).
 //! - [`solver`]: the solver itself, its files in the order a solve runs.
 //! - `builders` and `fixtures` (feature `test-support`): test objects and upstream's
 //!   benchmark workloads.
@@ -35,6 +36,7 @@
 pub mod default_spread;
 pub mod input;
 pub mod output;
+pub mod overlay;
 pub mod quantity;
 pub mod resources;
 
