@@ -124,6 +124,29 @@ pub struct Outcome {
     pub changed: BTreeMap<(String, String), TypeOverlaid>,
 }
 
+impl Outcome {
+    /// Whether an overlay changed a price, and whether one changed the capacity, of any of
+    /// `instance_types` of `node_pool` (upstream's NodeClaim annotations
+    /// `karpenter.sh/price-overlay-applied` and `karpenter.sh/capacity-overlay-applied`).
+    pub fn applied_to<'a>(
+        &self,
+        node_pool: &str,
+        instance_types: impl IntoIterator<Item = &'a str>,
+    ) -> (bool, bool) {
+        let (mut price, mut capacity) = (false, false);
+        if self.changed.is_empty() {
+            return (price, capacity);
+        }
+        for it in instance_types {
+            if let Some(changed) = self.changed.get(&(node_pool.to_owned(), it.to_owned())) {
+                price |= !changed.prices.is_empty();
+                capacity |= !changed.capacity.is_empty();
+            }
+        }
+        (price, capacity)
+    }
+}
+
 /// An overlay's parsed spec.
 struct Parsed {
     weight: i32,
