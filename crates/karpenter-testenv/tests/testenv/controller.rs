@@ -37,6 +37,7 @@ mod deletion_cost;
 mod disruption;
 mod faults;
 mod interruption;
+mod overlay;
 mod repair;
 
 /// One controller test at a time.
