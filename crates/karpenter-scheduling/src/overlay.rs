@@ -179,28 +179,25 @@ struct Match {
     offerings: Vec<usize>,
 }
 
-fn parse(overlay: &NodeOverlay, interner: &mut Interner) -> Result<Parsed, Verdict> {
+/// The overlay's spec, or the problems that make it invalid.
+fn parse(overlay: &NodeOverlay, interner: &mut Interner) -> Result<Parsed, Vec<String>> {
     let errors: Vec<String> = validate_nodeoverlay(overlay)
         .iter()
         .map(ToString::to_string)
         .collect();
     if !errors.is_empty() {
-        return Err(Verdict::Invalid(errors));
+        return Err(errors);
     }
     let price = match overlay.price_change() {
         None => None,
         Some(Ok(change)) => Some(change),
-        Some(Err(e)) => return Err(Verdict::Invalid(vec![e.to_string()])),
+        Some(Err(e)) => return Err(vec![e.to_string()]),
     };
     let mut capacity = Vec::new();
     for (name, quantity) in overlay.spec.capacity.iter().flatten() {
         match Quantity::try_from(quantity) {
             Ok(q) => capacity.push((name.clone(), q)),
-            Err(e) => {
-                return Err(Verdict::Invalid(vec![format!(
-                    "spec.capacity[{name}]: {e}"
-                )]));
-            }
+            Err(e) => return Err(vec![format!("spec.capacity[{name}]: {e}")]),
         }
     }
     let specs: Vec<RequirementSpec> = overlay
@@ -307,8 +304,8 @@ pub fn apply(
         let name = overlay.metadata.name.clone().unwrap_or_default();
         let parsed = match parse(overlay, &mut interner) {
             Ok(parsed) => parsed,
-            Err(verdict) => {
-                outcome.verdicts.insert(name, verdict);
+            Err(errors) => {
+                outcome.verdicts.insert(name, Verdict::Invalid(errors));
                 continue;
             }
         };
