@@ -37,6 +37,7 @@
 pub mod client;
 pub mod cluster;
 pub mod controllers;
+pub mod explain;
 pub mod http;
 pub mod leader;
 pub mod reconcile;

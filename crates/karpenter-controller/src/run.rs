@@ -82,6 +82,8 @@ pub struct ControllerContext {
     /// Checked before every write: open only while leadership is confirmed
     /// ([`crate::leader::Fence`]).
     pub fence: Fence,
+    /// What the loops decided last, served at `/explain/...` on the metrics port.
+    pub explanations: crate::explain::Explanations,
 }
 
 /// Tells the controllers when this replica starts leading (it never stops leading while they
@@ -103,6 +105,7 @@ pub struct Runtime {
     clients: Clients,
     metrics: Metrics,
     readiness: Readiness,
+    explanations: crate::explain::Explanations,
     lease: Option<LeaseConfig>,
     leader_metrics: LeaderMetrics,
     health_addr: SocketAddr,
@@ -127,6 +130,7 @@ impl Runtime {
             clients,
             metrics,
             readiness: Readiness::new(),
+            explanations: crate::explain::Explanations::default(),
             lease,
             leader_metrics,
         }
@@ -164,7 +168,8 @@ impl Runtime {
             self.readiness.clone(),
             self.metrics.clone(),
         )
-        .await?;
+        .await?
+        .with_explanations(self.explanations.clone());
         Ok(BoundRuntime {
             runtime: self,
             servers,
@@ -260,6 +265,7 @@ where
         cancel: cancel.clone(),
         leading: Leading(lead_rx),
         fence: leadership.fence(),
+        explanations: runtime.explanations.clone(),
     };
     // The controllers start now (a standby's caches warm up); they act once we lead.
     let mut task = tokio::spawn(controllers(context));

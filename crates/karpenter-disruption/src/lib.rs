@@ -31,7 +31,9 @@
 //! - what goes: [`decide`] runs the `methods/` in upstream order over the pass (`pass.rs`),
 //!   which simulates rescheduling with the solver (`simulate.rs`); each decision a [`Command`]
 //!   ([`command`]) or a [`Reason`] ([`reason`]);
-//! - beside the passes: [`deletion_cost`] ranks the nodes for the ReplicaSet controller
+//! - beside the passes: [`static_pool`] counts a static NodePool's nodes and says what its
+//!   replica count asks for (launches, or removals in upstream's scale-down order; static drift
+//!   reads the same counts); [`deletion_cost`] ranks the nodes for the ReplicaSet controller
 //!   (`controller.kubernetes.io/pod-deletion-cost`, gate `PodDeletionCostManagement`) in the
 //!   order consolidation would take them;
 //! - after the decision: [`validation`] re-checks a command after its delay and [`queue`]
@@ -62,6 +64,7 @@ pub(crate) mod repair_settings;
 pub(crate) mod scores;
 pub(crate) mod simulate;
 pub mod snapshot;
+pub mod static_pool;
 #[cfg(test)]
 mod testing;
 pub(crate) mod time_fmt;

@@ -88,6 +88,8 @@ pub struct NodeState {
     pub conditions: Vec<ObservedCondition>,
     /// A Node exists (false for a NodeClaim still in flight).
     pub has_node: bool,
+    /// The NodeClaim's instance was launched (it has a provider id).
+    pub launched: bool,
 }
 
 impl NodeState {
@@ -118,6 +120,7 @@ impl NodeState {
             pods: Vec::new(),
             conditions: Vec::new(),
             has_node: true,
+            launched: true,
         }
     }
 

@@ -88,6 +88,12 @@ impl PodBuilder {
         &mut spec.containers[0]
     }
 
+    /// `status.phase` (`Pending` for what the provisioner solves for).
+    pub fn phase(mut self, phase: &str) -> Self {
+        self.pod.status.get_or_insert_with(Default::default).phase = Some(phase.into());
+        self
+    }
+
     pub fn namespace(mut self, ns: &str) -> Self {
         self.pod.metadata.namespace = Some(ns.into());
         self

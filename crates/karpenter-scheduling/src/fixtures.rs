@@ -159,6 +159,7 @@ impl PodStream {
             .uid(&format!("uid-{i:06}"))
             .created_nanos(1_700_000_000_000_000_000 + i as i64)
             .label("testing/cluster", "unspecified")
+            .phase("Pending")
             .cpu(cpu)
             .memory(mem)
     }

@@ -27,7 +27,8 @@
 //!   one compiler of node-selector expressions), [`taints`], [`intern`], and [`pod_record`]
 //!   ([`PodRecord`]: a pod as decisions read it, its key and predicates).
 //! - The solver's contract: [`input`] ([`SolveInput`]) and [`output`] ([`SolveResult`]);
-//!   [`v1`] turns the API's NodePools into solver input.
+//!   [`v1`] turns the API's NodePools into solver input; [`template`] asks the solver for the
+//!   NodeClaim a NodePool's template alone makes (static NodePools launch it).
 //! - [`overlay`]: NodeOverlays applied to the instance types (prices, capacity, conflicts).
 //! - [`solver`]: the solver itself, its files in the order a solve runs.
 //! - `builders` and `fixtures` (feature `test-support`): test objects and upstream's
@@ -45,7 +46,8 @@ pub use input::{
     PoolInstanceTypes, PreferencePolicy, RequirementSpec, SolveInput, SolveOptions,
 };
 pub use output::{
-    ExistingPlacement, InstanceTypeOption, NewNodeClaim, PodRef, SolveResult, Unschedulable,
+    ExistingPlacement, InstanceTypeOption, NewNodeClaim, PodRef, SolveResult, SolveStats,
+    Unschedulable,
 };
 pub use pod_record::PodRecord;
 pub use quantity::{Quantity, QuantityError};
@@ -58,6 +60,7 @@ pub mod requirement;
 pub(crate) mod requirements;
 pub mod solver;
 pub mod taints;
+pub mod template;
 
 // The solver's public modules under their old names: `karpenter_scheduling::pod::pod_requests`,
 // `karpenter_scheduling::scheduler::Solver`.

@@ -140,6 +140,21 @@ pub struct SolveResult {
     pub new_node_claims: Vec<NewNodeClaim>,
     pub existing_placements: Vec<ExistingPlacement>,
     pub unschedulable: Vec<Unschedulable>,
+    /// What the solve observed on its way (metrics), not part of its decisions.
+    #[serde(skip)]
+    pub stats: SolveStats,
+}
+
+/// What one solve observed besides its decisions: the values of upstream's scheduler gauges.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SolveStats {
+    /// Pods left in the queue when the loop ended: 0 when every pod found a place, else the
+    /// pods that went round the queue once more without progress
+    /// (`karpenter_scheduler_queue_depth`'s last value in upstream's loop).
+    pub queue_depth: usize,
+    /// Pending pods (`status.phase` `Pending`) per effective zone: a zone name, `flexible` or
+    /// `none` (`karpenter_scheduler_pending_pods_by_effective_zone_count`).
+    pub pending_by_effective_zone: std::collections::BTreeMap<String, usize>,
 }
 
 impl SolveResult {

@@ -307,7 +307,7 @@ struct InitSpec {
 }
 
 #[derive(Deserialize, Clone, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CompactPod {
     #[serde(default)]
     name: String,
@@ -632,6 +632,11 @@ struct Expect {
     /// NodeOverlays that must not apply (invalid or conflicting); all others must.
     #[serde(default)]
     overlays_not_applied: Vec<String>,
+    /// Pending pods per effective zone: a zone, `flexible` or `none`
+    /// (`karpenter_scheduler_pending_pods_by_effective_zone_count`).
+    effective_zones: Option<BTreeMap<String, usize>>,
+    /// Pods left in the solver's queue when it stopped (`karpenter_scheduler_queue_depth`).
+    queue_depth: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -644,7 +649,12 @@ struct SpreadExpect {
 
 fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
     let mut seq = 0;
-    let pods = expand_pods(&s.pods, &mut seq);
+    let mut pods = expand_pods(&s.pods, &mut seq);
+    // The batch is what the provisioner gives the solver: pending pods, unless a phase is set.
+    for pod in &mut pods {
+        let status = pod.status.get_or_insert_with(Default::default);
+        status.phase.get_or_insert_with(|| "Pending".into());
+    }
     let existing_nodes: Vec<ExistingNode> = s
         .existing_nodes
         .iter()
@@ -778,6 +788,22 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
         .map(|u| (u.pod.name.clone(), u.reason.clone()))
         .collect();
     let describe_unsched = || format!("{unsched:?}");
+    if let Some(want) = &expect.effective_zones {
+        let got = &result.stats.pending_by_effective_zone;
+        if got != want {
+            errs.push(format!(
+                "pending pods by effective zone {got:?}, expected {want:?}"
+            ));
+        }
+    }
+    if let Some(want) = expect.queue_depth
+        && result.stats.queue_depth != want
+    {
+        errs.push(format!(
+            "queue depth {}, expected {want}",
+            result.stats.queue_depth
+        ));
+    }
     if let Some(n) = expect.scheduled
         && result.scheduled_pods() != n
     {

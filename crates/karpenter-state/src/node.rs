@@ -307,6 +307,7 @@ impl<'a> StateNode<'a> {
         }
         state.pods = self.pods.iter().map(|p| Arc::clone(p)).collect();
         state.has_node = self.node.is_some();
+        state.launched = self.provider_id().is_some();
         state.conditions = self.node_conditions();
         state
     }

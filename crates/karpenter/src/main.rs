@@ -35,6 +35,10 @@ enum Command {
     Iam(cmd::iam::Args),
     /// What Karpenter would launch for your manifests, and what it would cost (offline).
     Simulate(cmd::simulate::Args),
+    /// Why the running controller did what it did: a pod's placement, a node's disruption.
+    Explain(cmd::explain::Args),
+    /// The cluster's nodes, cost, NodePools and pending pods, live in the terminal (reads only).
+    Top(cmd::top::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +50,8 @@ fn main() -> ExitCode {
         Command::Convert(args) => cmd::convert::run(args),
         Command::Iam(args) => cmd::iam::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
+        Command::Explain(args) => cmd::explain::run(args),
+        Command::Top(args) => cmd::top::run(args),
     };
     match result {
         Ok(code) => code,

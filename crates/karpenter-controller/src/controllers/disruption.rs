@@ -357,6 +357,9 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             // Upstream goes again at once after acting: more may be possible.
             state.next_pass = Instant::now();
         }
+        self.ctx
+            .explanations
+            .disruption_decided(Utc::now(), &decision);
         self.report_blocked(&decision, &mut state.told).await;
         for command in decision.commands {
             tracing::info!(
@@ -535,6 +538,13 @@ impl<C: CloudProvider + 'static> Disruption<C> {
     async fn start(&self, command: &Command) -> Vec<String> {
         if !self.mark(command).await {
             return Vec::new();
+        }
+        // A static pool's candidates count as pending disruption before their replacements
+        // exist (upstream `MarkNodeClaimPendingDisruption`): the static pool loop must not
+        // read a replacement as one node too many and remove a node for it. (A failed start is
+        // abandoned, which unmarks them.) Other candidates are marked after, as upstream.
+        if command.method == Method::StaticDrift {
+            self.mark_for_deletion(command);
         }
         let reason = reason_label(command.reason);
         let mut created = Vec::new();
@@ -802,18 +812,25 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         if snapshot.repair.is_some() {
             reasons.insert(0, DisruptionReason::Unhealthy);
         }
-        for reason in reasons {
-            let map = BudgetMap::build(snapshot, reason, now);
+        let maps: Vec<BudgetMap> = reasons
+            .into_iter()
+            .map(|reason| BudgetMap::build(snapshot, reason, now))
+            .collect();
+        for map in &maps {
             for (pool, allowance) in &map.pools {
                 // Upstream labels these two with the reason as written in the budget.
                 self.ctx.metrics.allowed_disruptions(
                     pool,
-                    reason.as_str(),
+                    map.reason.as_str(),
                     allowance.budget,
                     allowance.disrupting,
                 );
             }
         }
+        let at = crate::explain::rfc3339(now);
+        self.ctx
+            .explanations
+            .node_pools_observed(crate::explain::node_pools(snapshot, &maps, &at));
     }
 
     /// Tells, per node left alone, why: an event and a log line when the reason is new for

@@ -22,6 +22,7 @@ pub mod nodeclass;
 pub mod nodepool_counter;
 pub mod nodepool_status;
 pub mod provisioner;
+pub mod static_pools;
 pub mod status_metrics;
 pub mod tagging;
 pub mod termination;
@@ -373,6 +374,7 @@ async fn run_with<C: CloudProvider + 'static>(
         fence: ctx.fence.clone(),
         registrations: crate::reconcile::context::Registrations::default(),
         pod_times: crate::reconcile::context::PodTimes::default(),
+        explanations: ctx.explanations.clone(),
     };
     let cancel = &ctx.cancel;
     if let Some(extra) = extra {
@@ -493,6 +495,16 @@ async fn run_with<C: CloudProvider + 'static>(
         &context,
         cancel,
     );
+    if ctx.settings.feature_gates.static_capacity {
+        spawn(
+            &mut tasks,
+            static_pools::StaticPools {
+                ctx: context.clone(),
+            },
+            &context,
+            cancel,
+        );
+    }
     if ctx.settings.feature_gates.pod_deletion_cost_management {
         spawn(
             &mut tasks,
@@ -579,6 +591,7 @@ mod tests {
             fence: Fence::closed(),
             registrations: crate::reconcile::context::Registrations::default(),
             pod_times: crate::reconcile::context::PodTimes::default(),
+            explanations: crate::explain::Explanations::default(),
         }
     }
 

@@ -268,7 +268,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                 .await;
         }
         if input.pods.is_empty() {
-            self.decided(&SolveResult::default(), &dra);
+            self.decided(&SolveResult::default(), &dra, &not_ready);
             return Ok(BatchOutcome {
                 pods: dra.len(),
                 unschedulable: dra.len(),
@@ -295,9 +295,9 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         })
         .await
         .map_err(ProvisionError::Solver)?;
-        drop(solving);
+        solving.finished(&result.stats);
         let pods = input.pods;
-        self.decided(&result, &dra);
+        self.decided(&result, &dra, &not_ready);
         let mut outcome = BatchOutcome {
             pods: pods.len() + dra.len(),
             unschedulable: dra.len(),
@@ -368,7 +368,17 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
     /// What the simulation decided about each pod, for the pod and scheduler metrics: where
     /// each pod was placed (or not), how many pods it left out (`dra`, and those failing
     /// validation) and how many it could not place.
-    fn decided(&self, result: &SolveResult, dra: &[Arc<PodRecord>]) {
+    fn decided(
+        &self,
+        result: &SolveResult,
+        dra: &[Arc<PodRecord>],
+        not_ready: &[(String, String)],
+    ) {
+        let ignored: Vec<(String, &str)> =
+            dra.iter().map(|p| (p.key(), DRA_NOT_SUPPORTED)).collect();
+        self.ctx
+            .explanations
+            .batch_decided(Utc::now(), result, not_ready, &ignored);
         let validation = result
             .unschedulable
             .iter()
@@ -420,13 +430,17 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         pool: &NodePool,
         pods_by_key: &BTreeMap<String, &PodRecord>,
     ) -> Option<String> {
-        let name = match create_node_claim(&self.ctx, claim, pool, "provisioning").await {
+        let name = match create_node_claim(&self.ctx, claim, pool, "provisioned").await {
             Ok(name) => name,
             Err(error) => {
                 tracing::error!(nodepool = %claim.node_pool, %error, "creating a NodeClaim failed");
                 return None;
             }
         };
+        let keys: Vec<String> = claim.pods.iter().map(ToString::to_string).collect();
+        self.ctx
+            .explanations
+            .node_claim_created(&name, keys.iter().map(String::as_str));
         for pod in &claim.pods {
             if let Some(p) = pods_by_key.get(&pod.to_string()) {
                 self.ctx

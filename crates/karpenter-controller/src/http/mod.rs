@@ -1,10 +1,12 @@
-//! The HTTP endpoints: probes on `HEALTH_PROBE_PORT`, metrics on `METRICS_PORT`.
+//! The HTTP endpoints: probes on `HEALTH_PROBE_PORT`, metrics and the `/explain/...`
+//! answers ([`crate::explain`]) on `METRICS_PORT`.
 //!
 //! Owns binding the two listeners and serving until cancelled (in-flight
 //! requests finish; then the listeners close). Like upstream it listens on all
 //! interfaces. It does not compute health or metrics: see [`Readiness`] and
 //! [`Metrics`].
 
+mod explain;
 mod health;
 mod metrics;
 mod summary;
@@ -54,6 +56,7 @@ pub struct HttpServers {
     metrics: TcpListener,
     readiness: Readiness,
     registry: Metrics,
+    explanations: crate::explain::Explanations,
 }
 
 impl HttpServers {
@@ -74,7 +77,14 @@ impl HttpServers {
             metrics: bind("metrics", metrics_addr).await?,
             readiness,
             registry,
+            explanations: crate::explain::Explanations::default(),
         })
+    }
+
+    /// Serves `explanations` at `/explain/...` beside `/metrics`.
+    pub fn with_explanations(mut self, explanations: crate::explain::Explanations) -> Self {
+        self.explanations = explanations;
+        self
     }
 
     /// Where the probes are served.
@@ -98,7 +108,7 @@ impl HttpServers {
         let metrics = serve_one(
             "metrics",
             self.metrics,
-            metrics_router(self.registry),
+            metrics_router(self.registry).merge(explain::router(self.explanations)),
             cancel,
         );
         let (health, metrics) = tokio::join!(health, metrics);

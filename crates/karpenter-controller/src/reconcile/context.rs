@@ -55,6 +55,8 @@ pub struct Context<C> {
     /// When the provisioner first saw each pending pod and decided about it (the pod metrics
     /// read them).
     pub pod_times: PodTimes,
+    /// What the provisioner and the disruption loop decided last (`/explain/...`).
+    pub explanations: crate::explain::Explanations,
 }
 
 /// When the provisioner first saw a pending pod, first decided about it, and first found it a
@@ -179,6 +181,7 @@ impl<C> Clone for Context<C> {
             fence: self.fence.clone(),
             registrations: self.registrations.clone(),
             pod_times: self.pod_times.clone(),
+            explanations: self.explanations.clone(),
         }
     }
 }

@@ -237,6 +237,7 @@ pub struct ControllerMetrics {
     ignored_pods: Gauge,
     pod_decision_duration: Histogram,
     solving: Solving,
+    scheduler: super::scheduler::SchedulerGauges,
     pub(crate) pods_unstarted_time: Family<Labels, FloatGauge>,
     pub(crate) pods_provisioning_unstarted_time: Family<Labels, FloatGauge>,
     pub(crate) pods_unbound_time: Family<Labels, FloatGauge>,
@@ -295,7 +296,18 @@ impl Collector for SolvingCollector {
 pub struct SolveTimer {
     metrics: ControllerMetrics,
     controller: String,
+    scheduling_id: String,
     started: std::time::Instant,
+}
+
+impl SolveTimer {
+    /// The simulation ended having observed `stats` (the scheduler's queue depth and pending
+    /// pods by effective zone gauges); it is timed as it is dropped.
+    pub fn finished(self, stats: &karpenter_scheduling::SolveStats) {
+        self.metrics
+            .scheduler
+            .observed(&self.controller, &self.scheduling_id, stats);
+    }
 }
 
 impl Drop for SolveTimer {
@@ -537,6 +549,7 @@ impl ControllerMetrics {
                 Histogram::new(DURATION_BUCKETS),
             ),
             solving: Solving::default(),
+            scheduler: super::scheduler::SchedulerGauges::default(),
             pods_unstarted_time: add(
                 registry,
                 "karpenter_pods_unstarted_time_seconds",
@@ -786,6 +799,7 @@ impl ControllerMetrics {
         );
         registry.with_registry(|r| {
             r.register_collector(Box::new(SolvingCollector(metrics.solving.clone())));
+            r.register_collector(metrics.scheduler.collector());
         });
         // Multi- and single-node consolidation have no time limit here (upstream's stop after 1
         // and 3 minutes): never timed out, the series exist at 0 as upstream creates them.
@@ -816,12 +830,14 @@ impl ControllerMetrics {
     /// then timed (`karpenter_scheduler_scheduling_duration_seconds`).
     pub fn solving(&self, controller: &str) -> SolveTimer {
         let started = std::time::Instant::now();
+        let scheduling_id = random_uuid();
         self.solving
             .lock()
-            .insert(controller.to_owned(), (random_uuid(), started));
+            .insert(controller.to_owned(), (scheduling_id.clone(), started));
         SolveTimer {
             metrics: self.clone(),
             controller: controller.to_owned(),
+            scheduling_id,
             started,
         }
     }

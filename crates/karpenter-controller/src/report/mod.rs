@@ -8,5 +8,6 @@ pub mod metrics;
 #[cfg(test)]
 mod parity;
 pub mod runtime;
+pub mod scheduler;
 pub mod series;
 pub mod status;

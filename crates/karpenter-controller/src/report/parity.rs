@@ -58,14 +58,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "[health] node repair by reboot",
     ),
     (
-        "karpenter_scheduler_pending_pods_by_effective_zone_count",
-        "[parity] a pending pod's effective zone (its zone, volume and topology-spread constraints intersected) is the solver's, which does not expose it",
-    ),
-    (
-        "karpenter_scheduler_queue_depth",
-        "[parity] the solver takes a batch in one call: the pods still in its queue while it works are not observable",
-    ),
-    (
         "karpenter_voluntary_disruption_terminate_first_decisions_total",
         "[capacity] terminate-first disruption (reserved capacity, static NodePools at their limit)",
     ),
@@ -504,7 +496,13 @@ pub fn exported() -> Metrics {
     m.pod_provisioning_startup(5.0);
     m.pod_scheduling_decision(1.0);
     m.ignored_pods(0);
-    // A simulation in progress while the registry is read.
+    // A simulation that ended, with what its solver observed, and one in progress while the
+    // registry is read.
+    m.solving("provisioner")
+        .finished(&karpenter_scheduling::SolveStats {
+            queue_depth: 1,
+            pending_by_effective_zone: [("flexible".to_owned(), 2)].into(),
+        });
     std::mem::forget(m.solving("provisioner"));
     crate::leader::LeaderMetrics::register(&registry).leading("karpenter-leader-election", true);
     exercise_conditions(&m);

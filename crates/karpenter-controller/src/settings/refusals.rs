@@ -115,15 +115,10 @@ const fn setting(
     }
 }
 
-/// Every refused value. `SpotToSpotConsolidation`, `NodeRepair` and `NodeOverlay` are implemented and
+/// Every refused value. `SpotToSpotConsolidation`, `NodeRepair`, `StaticCapacity` and `NodeOverlay` are implemented and
 /// `ReservedCapacity` is accepted both ways (an EC2NodeClass selecting capacity reservations is not Ready with
 /// `CapacityReservationsUnsupported`), so neither is here.
 const RULES: &[Rule] = &[
-    gate(
-        "StaticCapacity",
-        |s| s.feature_gates.static_capacity,
-        "static NodePools (spec.replicas) are not implemented yet in karpenter-rs; set StaticCapacity=false",
-    ),
     gate(
         "CapacityBuffer",
         |s| s.feature_gates.capacity_buffer,

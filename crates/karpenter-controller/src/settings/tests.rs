@@ -425,11 +425,6 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
     let cases: &[(&str, &str, &str)] = &[
         (
             "FEATURE_GATES",
-            "StaticCapacity=true",
-            "StaticCapacity=true in FEATURE_GATES (--feature-gates): static NodePools",
-        ),
-        (
-            "FEATURE_GATES",
             "CapacityBuffer=true",
             "CapacityBuffer=true in FEATURE_GATES (--feature-gates): CapacityBuffer objects are not implemented yet",
         ),
@@ -513,6 +508,8 @@ fn the_feature_gates_karpenter_rs_implements_or_accepts_are_not_refused_either_w
         "PodDeletionCostManagement=false",
         "NodeRepair=true",
         "NodeRepair=false",
+        "StaticCapacity=true",
+        "StaticCapacity=false",
         "NodeOverlay=true",
         "NodeOverlay=false",
     ] {
@@ -539,7 +536,7 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
         &[
             (
                 "FEATURE_GATES",
-                "NodeRepair=true,NodeOverlay=true,StaticCapacity=true",
+                "NodeRepair=true,NodeOverlay=true,StaticCapacity=true,CapacityBuffer=true",
             ),
             ("EKS_CONTROL_PLANE", "true"),
         ],
@@ -553,12 +550,12 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
         .collect();
     assert_eq!(
         settings_named,
-        ["StaticCapacity", "ENABLE_PROFILING", "EKS_CONTROL_PLANE"]
+        ["CapacityBuffer", "ENABLE_PROFILING", "EKS_CONTROL_PLANE"]
     );
     let message = err.to_string();
     assert!(
         message.starts_with(
-            "refusing to start: 3 settings ask for what karpenter-rs does not do:\n  - StaticCapacity=true in FEATURE_GATES"
+            "refusing to start: 3 settings ask for what karpenter-rs does not do:\n  - CapacityBuffer=true in FEATURE_GATES"
         ),
         "{message}"
     );

@@ -16,12 +16,9 @@
 //! get a reason instead.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec, Toleration};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karpenter_api::v1::{DisruptionReason, NodePool};
-use karpenter_scheduling::{NewNodeClaim, SolveInput};
+use karpenter_scheduling::NewNodeClaim;
 
 use crate::budgets::map::BudgetMap;
 use crate::candidate::Candidate;
@@ -31,6 +28,7 @@ use crate::pass::Pass;
 use crate::pool;
 use crate::reason::{Code, Reason};
 use crate::snapshot::{DriftMark, Snapshot};
+use crate::static_pool::{PoolCounts, node_limit};
 
 pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     let snapshot = pass.snapshot;
@@ -64,7 +62,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         };
         drifted.sort_by(|(a, am), (b, bm)| am.since.cmp(&bm.since).then(a.name.cmp(&b.name)));
         let replicas = node_pool.spec.replicas.unwrap_or(0);
-        let counts = PoolCounts::of(snapshot, &pool_name);
+        let counts = PoolCounts::of(&snapshot.nodes, &pool_name);
         let held = |pass: &mut Pass<'_>, why: Reason| {
             for (c, mark) in &drifted {
                 pass.note(
@@ -154,87 +152,22 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     commands
 }
 
-/// Node counts of one pool (upstream `NodePoolState.GetNodeCount`).
-#[derive(Debug, Default)]
-struct PoolCounts {
-    /// Not deleting and not marked for deletion.
-    running: i64,
-    /// Marked for deletion (or queued for disruption), not yet deleting.
-    pending_disruption: i64,
-    /// Every node of the pool, deleting ones included: what counts against `limits.nodes`.
-    total: i64,
-}
-
-impl PoolCounts {
-    fn of(snapshot: &Snapshot, pool_name: &str) -> Self {
-        let mut counts = PoolCounts::default();
-        for node in snapshot
-            .nodes
-            .iter()
-            .filter(|n| n.managed() && n.node_pool() == Some(pool_name))
-        {
-            counts.total += 1;
-            if node.deleting {
-                continue;
-            }
-            if node.marked_for_deletion || node.queued {
-                counts.pending_disruption += 1;
-            } else {
-                counts.running += 1;
-            }
-        }
-        counts
-    }
-}
-
-/// `limits.nodes`, when set and a whole number.
-fn node_limit(node_pool: &NodePool) -> Option<i64> {
-    let quantity = node_pool.spec.limits.as_ref()?.get("nodes")?;
-    quantity.0.trim().parse::<i64>().ok()
-}
-
-/// A NodeClaim from the pool's template alone (upstream `NewNodeClaimTemplate`): the pool's
-/// requirements, labels and taints, every instance type of the pool that carries its
-/// DaemonSets, cheapest first. Found by asking the solver to place one pod that requests
-/// nothing and tolerates everything on this pool only; the pod is then dropped.
+/// A NodeClaim from the pool's template alone
+/// ([`karpenter_scheduling::template::template_claim`]), or why there is none.
 fn template_claim(snapshot: &Snapshot, node_pool: &NodePool) -> Result<NewNodeClaim, Reason> {
-    let name = pool::name(node_pool).to_owned();
-    let converted = karpenter_scheduling::v1::node_pool(node_pool)
-        .map_err(|e| Reason::new(Code::NodePoolInvalid, e.to_string()))?;
-    let probe = Pod {
-        metadata: ObjectMeta {
-            name: Some(format!("static-drift-template-{name}")),
-            namespace: Some("default".to_owned()),
-            uid: Some(format!("static-drift-template-{name}")),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            tolerations: Some(vec![Toleration {
-                operator: Some("Exists".to_owned()),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-        status: None,
-    };
-    let input = SolveInput {
-        node_pools: vec![converted],
-        instance_types: BTreeMap::from([(name.clone(), snapshot.catalog(&name).to_vec())]).into(),
-        daemonsets: snapshot.daemonsets.clone(),
-        pods: vec![Arc::new(probe.into())],
-        options: snapshot.solve_options.clone(),
-        ..Default::default()
-    };
-    let mut claim = karpenter_scheduling::solve(&input)
-        .new_node_claims
-        .into_iter()
-        .next()
-        .ok_or_else(|| {
-            Reason::new(
-                Code::StaticPoolNoInstanceType,
-                format!("no instance type of static nodepool {name} fits its template"),
-            )
-        })?;
-    claim.pods.clear();
-    Ok(claim)
+    use karpenter_scheduling::template::TemplateClaimError;
+    let name = pool::name(node_pool);
+    karpenter_scheduling::template::template_claim(
+        node_pool,
+        snapshot.catalog(name),
+        &snapshot.daemonsets,
+        &snapshot.solve_options,
+    )
+    .map_err(|e| match e {
+        TemplateClaimError::Invalid(e) => Reason::new(Code::NodePoolInvalid, e.to_string()),
+        TemplateClaimError::NoInstanceType { .. } => Reason::new(
+            Code::StaticPoolNoInstanceType,
+            format!("no instance type of static nodepool {name} fits its template"),
+        ),
+    })
 }

@@ -21,6 +21,7 @@
 pub(crate) mod bitset;
 pub(crate) mod daemons;
 pub(crate) mod dims;
+pub mod effective_zone;
 pub(crate) mod hostports;
 pub(crate) mod placement;
 pub mod pod;

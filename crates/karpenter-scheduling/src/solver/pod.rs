@@ -67,6 +67,8 @@ pub struct PodInfo {
     pub owned_by_daemonset: bool,
     /// Moved off a consolidation candidate ([`crate::SolveInput::relocating`]).
     pub relocating: bool,
+    /// `status.phase` is `Pending` (counted by the effective-zone gauge).
+    pub pending: bool,
 }
 
 /// The pod cannot be scheduled as written.
@@ -340,6 +342,7 @@ impl Compiler<'_> {
             volume_alternatives: Vec::new(),
             owned_by_daemonset,
             relocating: false,
+            pending: pod.phase() == "Pending",
         };
         let Some(spec) = pod.spec.as_ref() else {
             return Ok(info);

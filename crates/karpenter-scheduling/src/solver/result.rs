@@ -19,7 +19,10 @@ type PriceOrder = (usize, Vec<bool>, Vec<(usize, f64)>);
 impl Solver<'_> {
     /// The decisions of the solve.
     pub fn result(&self) -> SolveResult {
-        let mut result = SolveResult::default();
+        let mut result = SolveResult {
+            stats: self.stats.clone(),
+            ..SolveResult::default()
+        };
         // Pods of claims dropped because truncation broke their minValues.
         let mut truncated: Vec<(usize, Reasons)> = Vec::new();
         // Per (pool, compatible offering signatures): instance types with their cheapest price,

@@ -72,6 +72,8 @@ pub struct Solver<'a> {
     pub(crate) volumes: VolumeIndex<'a>,
     /// Topology keys whose domain universe is built.
     pub(crate) universe_built: FxHashSet<Sym>,
+    /// What the loop reports besides its decisions ([`crate::SolveStats`]).
+    pub(crate) stats: crate::output::SolveStats,
 }
 
 /// Runs one scheduling simulation.
@@ -294,6 +296,7 @@ impl<'a> Solver<'a> {
             namespaces,
             volumes,
             universe_built: FxHashSet::default(),
+            stats: crate::output::SolveStats::default(),
         };
         solver.build_pools();
         solver.build_topology(inverse_specs);
@@ -604,6 +607,16 @@ impl<'a> Solver<'a> {
 
     /// The main loop.
     pub fn run(&mut self) {
+        for pi in 0..self.pods.len() {
+            if self.pods[pi].pending {
+                let zone = self.effective_zone(pi);
+                *self
+                    .stats
+                    .pending_by_effective_zone
+                    .entry(zone)
+                    .or_default() += 1;
+            }
+        }
         let mut order: Vec<usize> = (0..self.pods.len()).collect();
         order.sort_by(|&a, &b| {
             let (pa, pb) = (&self.pods[a], &self.pods[b]);
@@ -639,6 +652,7 @@ impl<'a> Solver<'a> {
                 }
             }
         }
+        self.stats.queue_depth = queue.len();
         for pi in queue {
             let reasons = errors[pi].take().unwrap_or_default();
             self.failures.push((pi, reasons));

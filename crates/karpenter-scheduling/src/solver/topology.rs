@@ -511,6 +511,40 @@ impl Topology {
         }
     }
 
+    /// Every domain of the group's key the pod may use under group `r` with no node chosen
+    /// yet (upstream's `validDomains` of `TopologyGroup.Get` with an `Exists` node domain): for
+    /// a spread, each registered domain within the skew of the minimum; for pod (anti-)affinity,
+    /// the domains [`Self::next_domains`] allows. Empty means none.
+    pub fn valid_domains(
+        &self,
+        r: GroupRef,
+        pod: &PodView<'_>,
+        pod_domains: &Requirement,
+        interner: &Interner,
+    ) -> Vec<Sym> {
+        let Some(g) = self.get(r) else {
+            return Vec::new();
+        };
+        let any = Requirement::exists();
+        match g.spec.kind {
+            GroupKind::Spread => {
+                let min = self.min_count(g, pod_domains, pod, interner);
+                let self_selecting = u32::from(g.spec.selects(pod.namespace, pod.labels, interner));
+                self.candidates(g.spec.key, &any, interner)
+                    .filter_map(|(value, d)| {
+                        let count = g.count(d?) + self_selecting;
+                        (i64::from(count) - i64::from(min) <= i64::from(g.spec.max_skew))
+                            .then_some(value)
+                    })
+                    .collect()
+            }
+            GroupKind::Affinity | GroupKind::AntiAffinity => {
+                self.next_domains(r, pod, pod_domains, &any, interner)
+                    .values
+            }
+        }
+    }
+
     /// Inverse groups (existing pods' required anti-affinity) that select this pod.
     pub fn inverse_for<'a>(
         &'a self,

@@ -35,10 +35,13 @@ mod chart;
 mod dashboards;
 mod deletion_cost;
 mod disruption;
+mod explain;
 mod faults;
 mod interruption;
 mod overlay;
 mod repair;
+mod static_pools;
+mod top;
 
 /// One controller test at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -321,7 +324,24 @@ impl Harness {
         requirements: serde_json::Value,
         disruption: Option<serde_json::Value>,
     ) {
-        let mut spec = serde_json::json!({
+        let mut spec = self.node_pool_spec(requirements, disruption);
+        if let Some(limits) = limits {
+            spec["limits"] = limits;
+        }
+        if let Some(weight) = weight {
+            spec["weight"] = serde_json::json!(weight);
+        }
+        self.create_node_pool_with(name, spec).await;
+    }
+
+    /// The `spec` of the test's NodePools: the scope's labels and taint, `requirements`, and
+    /// `disruption` (default: never consolidate).
+    fn node_pool_spec(
+        &self,
+        requirements: serde_json::Value,
+        disruption: Option<serde_json::Value>,
+    ) -> serde_json::Value {
+        serde_json::json!({
             "template": {
                 "metadata": {"labels": self.scope.labels()},
                 "spec": {
@@ -332,13 +352,11 @@ impl Harness {
                 }
             },
             "disruption": disruption.unwrap_or_else(|| serde_json::json!({"consolidateAfter": "Never"}))
-        });
-        if let Some(limits) = limits {
-            spec["limits"] = limits;
-        }
-        if let Some(weight) = weight {
-            spec["weight"] = serde_json::json!(weight);
-        }
+        })
+    }
+
+    /// Creates NodePool `name` with `spec`.
+    async fn create_node_pool_with(&self, name: &str, spec: serde_json::Value) {
         let pool: NodePool = serde_json::from_value(serde_json::json!({
             "apiVersion": "karpenter.sh/v1",
             "kind": "NodePool",
@@ -868,6 +886,57 @@ async fn a_nodepool_limit_stops_launches_and_the_pods_left_over_are_told_why() {
         .filter_map(|q| q.0.parse::<i64>().ok())
         .sum();
     assert!(cpu <= 4, "launched {cpu} CPUs under a 4-CPU limit");
+    h.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn the_scheduler_gauges_show_pods_stuck_in_the_queue_and_their_effective_zone() {
+    let h = start("provision-scheduler-gauges", &[], KwokOptions::default()).await;
+    h.node_pool(None, requirements_general()).await;
+    // Two pods selecting a zone no instance type is offered in: every simulation leaves them
+    // in its queue, with that zone as their effective zone.
+    let mut stuck = h.deployment("stuck", 2, "100m");
+    if let Some(spec) = stuck.spec.template.spec.as_mut() {
+        spec.node_selector = Some(
+            [(
+                "topology.kubernetes.io/zone".to_owned(),
+                "nowhere-1".to_owned(),
+            )]
+            .into(),
+        );
+    }
+    Api::<Deployment>::namespaced(h.client.clone(), h.scope.namespace())
+        .create(&PostParams::default(), &stuck)
+        .await
+        .expect("creating the Deployment");
+    let wanted = [
+        r#"karpenter_scheduler_pending_pods_by_effective_zone_count{controller="provisioner",zone="nowhere-1"} 2"#,
+    ];
+    let scraped = wait_for(
+        "the provisioner's last simulation reporting 2 pods in its queue with effective zone nowhere-1",
+        Duration::from_secs(120),
+        || async {
+            let scraped =
+                super::leader_election::http_get(h.controllers[0].metrics, "/metrics").await;
+            let depth = scraped.lines().any(|l| {
+                l.starts_with(r#"karpenter_scheduler_queue_depth{controller="provisioner",scheduling_id=""#)
+                    && l.ends_with("} 2")
+            });
+            Ok((depth && wanted.iter().all(|w| scraped.lines().any(|l| l == *w)))
+                .then_some(scraped))
+        },
+    )
+    .await
+    .expect("the scheduler gauges name the stuck pods");
+    assert!(
+        !scraped.contains(r#"zone="flexible""#),
+        "no pod of this test is free of zone constraints:\n{scraped}"
+    );
+    assert!(
+        h.node_claims().await.is_empty(),
+        "nothing can be launched for them"
+    );
     h.finish().await;
 }
 

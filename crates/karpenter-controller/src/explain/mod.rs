@@ -1,0 +1,16 @@
+//! The answers to "why" the controller serves (`/explain/...` on the metrics port, read by
+//! `karpenter explain --controller-url`): what its last provisioning batch decided for each
+//! pod, and what its last disruption pass decided for each node, in the sentences its events
+//! use.
+//!
+//! Owns the answer types ([`model`], shared with the CLI, which only reads them) and the record
+//! the loops keep current ([`Explanations`]). It decides nothing: the provisioner and the
+//! disruption loop hand it their results; it never calls the API server.
+
+pub mod client;
+pub mod model;
+mod pools;
+mod store;
+
+pub use pools::node_pools;
+pub use store::{Explanations, NotKnown, rfc3339};

@@ -1,0 +1,205 @@
+//! The answers, as JSON: written by the controller, read by `karpenter explain`.
+
+use serde::{Deserialize, Serialize};
+
+/// Why a node is disrupted, kept, or was not looked at, by the last disruption pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeAnswer {
+    pub node: String,
+    /// When the disruption pass that decided ran (RFC 3339).
+    pub decided_at: String,
+    pub verdict: NodeVerdict,
+}
+
+/// The pass's verdict on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "camelCase")]
+pub enum NodeVerdict {
+    /// A command disrupts it.
+    #[serde(rename_all = "camelCase")]
+    Disrupting { command: CommandAnswer },
+    /// It stays, for these reasons (most specific first).
+    #[serde(rename_all = "camelCase")]
+    Kept { reasons: Vec<ReasonAnswer> },
+    /// The pass did not consider it (not a node of Karpenter's at the time of the pass, or
+    /// created after it).
+    NotConsidered,
+}
+
+/// One reason a node stays: its stable code, the event reason it is told under, the sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReasonAnswer {
+    pub code: String,
+    pub event: String,
+    pub text: String,
+}
+
+/// A disruption command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandAnswer {
+    /// `Emptiness`, `Drift`, `SingleNodeConsolidation`, `Repair`, ...
+    pub method: String,
+    /// The budget reason (`Empty`, `Drifted`, `Underutilized`, `Unhealthy`).
+    pub reason: String,
+    /// The nodes it removes.
+    pub nodes: Vec<String>,
+    /// What replaces them (empty: a delete).
+    pub replacements: Vec<ReplacementAnswer>,
+    pub savings_per_hour: f64,
+    /// The command's own sentence.
+    pub explanation: String,
+    /// For a repair: the node condition it is for (`Ready=False (KubeletNotReady)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repair: Option<String>,
+}
+
+/// A NodeClaim a command (or a batch) launches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplacementAnswer {
+    pub node_pool: String,
+    /// How many instance types it may launch as.
+    pub instance_types: usize,
+    /// The cheapest of them and its price per hour.
+    pub cheapest: Option<PricedType>,
+}
+
+/// An instance type and its cheapest compatible offering's price per hour.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PricedType {
+    pub instance_type: String,
+    pub price: f64,
+}
+
+/// What the last provisioning batch decided for one pod.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodAnswer {
+    /// `namespace/name`.
+    pub pod: String,
+    /// When the batch was decided (RFC 3339).
+    pub decided_at: String,
+    pub outcome: PodOutcome,
+}
+
+/// Where the batch put the pod, or why nowhere.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+pub enum PodOutcome {
+    /// A new NodeClaim is launched for it (its name once created).
+    #[serde(rename_all = "camelCase")]
+    NewNodeClaim {
+        node_claim: Option<String>,
+        launch: ReplacementAnswer,
+        /// The pods sharing that NodeClaim, this one included.
+        pods: usize,
+    },
+    /// It fits on a node that exists (or is being launched).
+    #[serde(rename_all = "camelCase")]
+    ExistingNode { node: String },
+    /// It fits nowhere: per NodePool (or `existing nodes`, `validation`), why.
+    #[serde(rename_all = "camelCase")]
+    Unschedulable { reasons: Vec<PlaceReason> },
+}
+
+/// Why a pod does not fit in one place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlaceReason {
+    /// `nodepool <name>`, `existing nodes` or `validation`.
+    pub place: String,
+    pub reason: String,
+}
+
+/// What the last disruption pass decided, whole: the dry run of consolidation users ask for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DisruptionAnswer {
+    pub decided_at: String,
+    pub commands: Vec<CommandAnswer>,
+    /// Every node left alone, with its reasons.
+    pub kept: Vec<KeptNode>,
+}
+
+/// A node the pass left alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptNode {
+    pub node: String,
+    pub reasons: Vec<ReasonAnswer>,
+}
+
+/// Why there is no answer (the body of a 404 or 503).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NoAnswer {
+    pub message: String,
+}
+
+/// A NodePool as the last disruption pass saw it: readiness, limits, budgets now, its nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodePoolAnswer {
+    pub node_pool: String,
+    /// When the pass ran (RFC 3339).
+    pub decided_at: String,
+    /// Its status conditions (`Ready` first).
+    pub conditions: Vec<ConditionAnswer>,
+    /// Per limited resource: what its nodes use and the limit.
+    pub limits: Vec<LimitAnswer>,
+    /// Per disruption reason: how many nodes may be disrupted now, and why.
+    pub budgets: Vec<BudgetAnswer>,
+    pub nodes: NodeCounts,
+}
+
+/// One status condition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionAnswer {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+}
+
+/// One limited resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitAnswer {
+    pub resource: String,
+    /// `status.resources` (empty when not counted yet).
+    pub used: String,
+    pub limit: String,
+}
+
+/// The budgets of one disruption reason, now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetAnswer {
+    /// `Empty`, `Drifted`, `Underutilized`, `Unhealthy`.
+    pub reason: String,
+    /// Nodes that may still be disrupted for it now.
+    pub allowed: u32,
+    /// What the active budgets allow before the nodes already disrupting are subtracted.
+    pub budget: u32,
+    pub disrupting: u32,
+    /// Why the allowance is what it is.
+    pub explanation: String,
+}
+
+/// The pool's nodes by state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeCounts {
+    pub total: u32,
+    pub initialized: u32,
+    pub not_ready: u32,
+    /// Marked for deletion or being deleted.
+    pub deleting: u32,
+    pub drifted: u32,
+}

@@ -1,0 +1,476 @@
+//! The record the loops keep: the last disruption pass's decision and the last provisioning
+//! batch's outcome per pod, and the answers computed from them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, Utc};
+use karpenter_disruption::{Command, Decision};
+use karpenter_scheduling::{NewNodeClaim, SolveResult};
+
+use super::model::{
+    CommandAnswer, DisruptionAnswer, KeptNode, NodeAnswer, NodePoolAnswer, NodeVerdict,
+    PlaceReason, PodAnswer, PodOutcome, PricedType, ReasonAnswer, ReplacementAnswer,
+};
+
+/// Why there is no answer yet.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotKnown {
+    /// No disruption pass has run in this process (a standby replica, or one just started).
+    #[error(
+        "no disruption pass has run in this controller yet (a standby replica answers nothing: ask the leader)"
+    )]
+    NoDisruptionPass,
+    /// No NodePool of that name was in the last disruption pass.
+    #[error("NodePool {0} was not in the last disruption pass (no such NodePool then)")]
+    NodePoolNotInPass(String),
+    /// The pod was not in the last provisioning batch.
+    #[error(
+        "pod {0} was not in the last provisioning batch: it was not pending then (or no batch has run in this controller; a standby replica answers nothing)"
+    )]
+    PodNotInBatch(String),
+}
+
+#[derive(Debug, Default)]
+struct Record {
+    disruption: Option<(DateTime<Utc>, Decision)>,
+    /// The NodePools as the last pass saw them.
+    node_pools: Vec<NodePoolAnswer>,
+    /// By `namespace/name`: the last batch's outcome for each of its pods.
+    pods: HashMap<String, PodAnswer>,
+}
+
+/// What the loops decided last, shared with the HTTP endpoints.
+#[derive(Debug, Clone, Default)]
+pub struct Explanations(Arc<Mutex<Record>>);
+
+impl Explanations {
+    fn lock(&self) -> MutexGuard<'_, Record> {
+        // Whole values replaced at once: a panicked holder leaves them usable.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A disruption pass at `at` decided `decision`.
+    pub fn disruption_decided(&self, at: DateTime<Utc>, decision: &Decision) {
+        let kept = Decision {
+            commands: decision.commands.clone(),
+            considered: decision.considered.clone(),
+            ..Decision::default()
+        };
+        self.lock().disruption = Some((at, kept));
+    }
+
+    /// The NodePools as the last disruption pass saw them ([`super::node_pools`]).
+    pub fn node_pools_observed(&self, pools: Vec<NodePoolAnswer>) {
+        self.lock().node_pools = pools;
+    }
+
+    /// NodePool `name` as the last disruption pass saw it.
+    pub fn node_pool(&self, name: &str) -> Result<NodePoolAnswer, NotKnown> {
+        let record = self.lock();
+        if record.disruption.is_none() {
+            return Err(NotKnown::NoDisruptionPass);
+        }
+        record
+            .node_pools
+            .iter()
+            .find(|p| p.node_pool == name)
+            .cloned()
+            .ok_or_else(|| NotKnown::NodePoolNotInPass(name.to_owned()))
+    }
+
+    /// A provisioning batch at `at` decided `result` (it replaces the last batch's pods).
+    /// `not_ready` are the NodePools left out of the solve and why (added to each
+    /// unschedulable pod's reasons, as its event says them); `ignored` the pods left out of the
+    /// solve (`namespace/name`) and why.
+    pub fn batch_decided(
+        &self,
+        at: DateTime<Utc>,
+        result: &SolveResult,
+        not_ready: &[(String, String)],
+        ignored: &[(String, &str)],
+    ) {
+        let mut pods = HashMap::new();
+        for (key, why) in ignored {
+            let reasons = vec![PlaceReason {
+                place: "validation".to_owned(),
+                reason: (*why).to_owned(),
+            }];
+            pods.insert(
+                key.clone(),
+                answer(key.clone(), at, PodOutcome::Unschedulable { reasons }),
+            );
+        }
+        for claim in &result.new_node_claims {
+            for pod in &claim.pods {
+                let key = pod.to_string();
+                let outcome = PodOutcome::NewNodeClaim {
+                    node_claim: None,
+                    launch: launch(claim),
+                    pods: claim.pods.len(),
+                };
+                pods.insert(key.clone(), answer(key, at, outcome));
+            }
+        }
+        for placed in &result.existing_placements {
+            let key = placed.pod.to_string();
+            let outcome = PodOutcome::ExistingNode {
+                node: placed.node.clone(),
+            };
+            pods.insert(key.clone(), answer(key, at, outcome));
+        }
+        for failed in &result.unschedulable {
+            let key = failed.pod.to_string();
+            let mut reasons: Vec<PlaceReason> = if failed.reasons.is_empty() {
+                vec![PlaceReason {
+                    place: String::new(),
+                    reason: failed.reason.clone(),
+                }]
+            } else {
+                failed
+                    .reasons
+                    .iter()
+                    .map(|(place, reason)| PlaceReason {
+                        place: place.clone(),
+                        reason: reason.clone(),
+                    })
+                    .collect()
+            };
+            reasons.extend(not_ready.iter().map(|(pool, why)| PlaceReason {
+                place: format!("nodepool {pool}"),
+                reason: why.clone(),
+            }));
+            pods.insert(
+                key.clone(),
+                answer(key, at, PodOutcome::Unschedulable { reasons }),
+            );
+        }
+        self.lock().pods = pods;
+    }
+
+    /// The NodeClaim created for `pods` is named `name`.
+    pub fn node_claim_created<'a>(&self, name: &str, pods: impl IntoIterator<Item = &'a str>) {
+        let mut record = self.lock();
+        for pod in pods {
+            if let Some(PodAnswer {
+                outcome: PodOutcome::NewNodeClaim { node_claim, .. },
+                ..
+            }) = record.pods.get_mut(pod)
+            {
+                *node_claim = Some(name.to_owned());
+            }
+        }
+    }
+
+    /// What the last batch decided for pod `key` (`namespace/name`).
+    pub fn pod(&self, key: &str) -> Result<PodAnswer, NotKnown> {
+        self.lock()
+            .pods
+            .get(key)
+            .cloned()
+            .ok_or_else(|| NotKnown::PodNotInBatch(key.to_owned()))
+    }
+
+    /// What the last disruption pass decided for node `name`.
+    pub fn node(&self, name: &str) -> Result<NodeAnswer, NotKnown> {
+        let record = self.lock();
+        let (at, decision) = record
+            .disruption
+            .as_ref()
+            .ok_or(NotKnown::NoDisruptionPass)?;
+        let verdict = if let Some(command) = decision
+            .commands
+            .iter()
+            .find(|c| c.candidates.iter().any(|n| n.node == name))
+        {
+            NodeVerdict::Disrupting {
+                command: command_answer(command),
+            }
+        } else if let Some(reasons) = decision.reasons_for(name) {
+            NodeVerdict::Kept {
+                reasons: reason_answers(reasons),
+            }
+        } else {
+            NodeVerdict::NotConsidered
+        };
+        Ok(NodeAnswer {
+            node: name.to_owned(),
+            decided_at: rfc3339(*at),
+            verdict,
+        })
+    }
+
+    /// The last disruption pass, whole.
+    pub fn disruption(&self) -> Result<DisruptionAnswer, NotKnown> {
+        let record = self.lock();
+        let (at, decision) = record
+            .disruption
+            .as_ref()
+            .ok_or(NotKnown::NoDisruptionPass)?;
+        Ok(DisruptionAnswer {
+            decided_at: rfc3339(*at),
+            commands: decision.commands.iter().map(command_answer).collect(),
+            kept: decision
+                .considered
+                .iter()
+                .map(|c| KeptNode {
+                    node: c.node.clone(),
+                    reasons: reason_answers(&c.reason),
+                })
+                .collect(),
+        })
+    }
+}
+
+fn answer(pod: String, decided_at: DateTime<Utc>, outcome: PodOutcome) -> PodAnswer {
+    PodAnswer {
+        pod,
+        decided_at: rfc3339(decided_at),
+        outcome,
+    }
+}
+
+/// `at` as the answers write it (RFC 3339, seconds, `Z`).
+pub fn rfc3339(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn launch(claim: &NewNodeClaim) -> ReplacementAnswer {
+    ReplacementAnswer {
+        node_pool: claim.node_pool.clone(),
+        instance_types: claim.instance_type_options.len(),
+        cheapest: claim.instance_type_options.first().map(|o| PricedType {
+            instance_type: o.name.to_string(),
+            price: o.price,
+        }),
+    }
+}
+
+fn reason_answers(reasons: &karpenter_disruption::Reasons) -> Vec<ReasonAnswer> {
+    reasons
+        .iter()
+        .map(|r| ReasonAnswer {
+            code: r.code.as_str().to_owned(),
+            event: r.code.event_reason().to_owned(),
+            text: r.text.clone(),
+        })
+        .collect()
+}
+
+fn command_answer(command: &Command) -> CommandAnswer {
+    CommandAnswer {
+        method: command.method.as_str().to_owned(),
+        reason: command.reason.as_str().to_owned(),
+        nodes: command.candidates.iter().map(|c| c.node.clone()).collect(),
+        replacements: command.replacements.iter().map(launch).collect(),
+        savings_per_hour: command.savings_per_hour,
+        explanation: command.explanation.clone(),
+        repair: command
+            .repair
+            .as_ref()
+            .map(|r| format!("{}={} ({})", r.condition, r.status, r.reason)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use karpenter_disruption::{
+        Code, CommandCandidate, Considered, Method, Reason, Reasons, RepairCommand,
+    };
+    use karpenter_scheduling::{
+        ExistingPlacement, InstanceTypeOption, PodRef, ResourceList, Unschedulable,
+    };
+
+    use super::*;
+
+    fn at() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-27T10:00:00Z")
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    }
+
+    fn pod(name: &str) -> PodRef {
+        PodRef {
+            namespace: "shop".into(),
+            name: name.into(),
+            uid: name.into(),
+        }
+    }
+
+    fn claim(pods: &[&str]) -> NewNodeClaim {
+        NewNodeClaim {
+            node_pool: "general".into(),
+            requirements: Vec::new(),
+            instance_type_min_values: None,
+            instance_type_options: vec![
+                InstanceTypeOption {
+                    name: "c5.large".into(),
+                    price: 0.085,
+                },
+                InstanceTypeOption {
+                    name: "m5.large".into(),
+                    price: 0.096,
+                },
+            ],
+            requests: ResourceList::new(),
+            pods: pods.iter().map(|p| pod(p)).collect(),
+            min_values_relaxed: false,
+            labels: Default::default(),
+        }
+    }
+
+    fn batch() -> SolveResult {
+        SolveResult {
+            new_node_claims: vec![claim(&["web-1", "web-2"])],
+            existing_placements: vec![ExistingPlacement {
+                pod: pod("api"),
+                node: "node-a".into(),
+            }],
+            unschedulable: vec![Unschedulable {
+                pod: pod("huge"),
+                reason: "no instance type has enough resources".into(),
+                reasons: vec![(
+                    "nodepool general".into(),
+                    "no instance type has enough resources".into(),
+                )],
+            }],
+            ..SolveResult::default()
+        }
+    }
+
+    #[test]
+    fn each_pod_of_the_batch_is_told_where_it_goes_or_why_nowhere() {
+        let explanations = Explanations::default();
+        explanations.batch_decided(
+            at(),
+            &batch(),
+            &[("gpu".into(), "NodeClassReady=False".into())],
+            &[("shop/dra".into(), "DRA requirements")],
+        );
+        explanations.node_claim_created("general-abcde", ["shop/web-1", "shop/web-2"]);
+        let web = explanations
+            .pod("shop/web-1")
+            .expect("web-1 was in the batch");
+        assert_eq!(web.decided_at, "2026-11-27T10:00:00Z");
+        match web.outcome {
+            PodOutcome::NewNodeClaim {
+                node_claim,
+                launch,
+                pods,
+            } => {
+                assert_eq!(node_claim.as_deref(), Some("general-abcde"));
+                assert_eq!(pods, 2);
+                assert_eq!(launch.instance_types, 2);
+                assert_eq!(
+                    launch.cheapest.map(|c| c.instance_type).as_deref(),
+                    Some("c5.large")
+                );
+            }
+            other => panic!("web-1 goes to a new NodeClaim, not {other:?}"),
+        }
+        assert_eq!(
+            explanations.pod("shop/api").map(|a| a.outcome),
+            Ok(PodOutcome::ExistingNode {
+                node: "node-a".into()
+            })
+        );
+        let places = |key: &str| match explanations.pod(key).map(|a| a.outcome) {
+            Ok(PodOutcome::Unschedulable { reasons }) => reasons
+                .into_iter()
+                .map(|r| format!("{}: {}", r.place, r.reason))
+                .collect::<Vec<_>>(),
+            other => panic!("{key} is unschedulable, not {other:?}"),
+        };
+        assert_eq!(
+            places("shop/huge"),
+            [
+                "nodepool general: no instance type has enough resources",
+                "nodepool gpu: NodeClassReady=False"
+            ]
+        );
+        assert_eq!(places("shop/dra"), ["validation: DRA requirements"]);
+        // The next batch replaces this one: a pod not in it is not known any more.
+        explanations.batch_decided(at(), &SolveResult::default(), &[], &[]);
+        assert_eq!(
+            explanations.pod("shop/web-1"),
+            Err(NotKnown::PodNotInBatch("shop/web-1".into()))
+        );
+    }
+
+    fn decision() -> Decision {
+        Decision {
+            commands: vec![Command {
+                method: Method::Repair,
+                reason: Method::Repair.reason(),
+                candidates: vec![CommandCandidate {
+                    node: "broken".into(),
+                    node_claim: "broken".into(),
+                    node_pool: "general".into(),
+                    instance_type: "m5.large".into(),
+                    capacity_type: "on-demand".into(),
+                    zone: "us-east-1a".into(),
+                    price: 0.096,
+                    pods: 3,
+                }],
+                replacements: vec![claim(&[])],
+                savings_per_hour: 0.0,
+                explanation: "repairing node broken".into(),
+                balanced: Vec::new(),
+                repair: Some(RepairCommand {
+                    condition: "Ready".into(),
+                    status: "False".into(),
+                    reason: "KubeletNotReady".into(),
+                    reboot_replaced: false,
+                    termination_grace_period: None,
+                }),
+            }],
+            considered: vec![Considered {
+                node: "busy".into(),
+                reason: Reasons::new(vec![Reason::new(
+                    Code::PodDoNotDisrupt,
+                    "pod shop/db has karpenter.sh/do-not-disrupt",
+                )]),
+            }],
+            ..Decision::default()
+        }
+    }
+
+    #[test]
+    fn a_node_is_told_the_command_that_disrupts_it_or_the_reasons_it_stays() {
+        let explanations = Explanations::default();
+        assert_eq!(
+            explanations.node("busy"),
+            Err(NotKnown::NoDisruptionPass),
+            "nothing is known before the first pass"
+        );
+        explanations.disruption_decided(at(), &decision());
+        match explanations.node("broken").map(|a| a.verdict) {
+            Ok(NodeVerdict::Disrupting { command }) => {
+                assert_eq!(command.method, "Repair");
+                assert_eq!(command.reason, "Unhealthy");
+                assert_eq!(
+                    command.repair.as_deref(),
+                    Some("Ready=False (KubeletNotReady)")
+                );
+                assert_eq!(command.replacements.len(), 1);
+            }
+            other => panic!("broken is being repaired, not {other:?}"),
+        }
+        match explanations.node("busy").map(|a| a.verdict) {
+            Ok(NodeVerdict::Kept { reasons }) => {
+                assert_eq!(reasons.len(), 1);
+                assert_eq!(reasons[0].code, "PodDoNotDisrupt");
+                assert!(reasons[0].text.contains("shop/db"), "{reasons:?}");
+            }
+            other => panic!("busy stays, not {other:?}"),
+        }
+        assert_eq!(
+            explanations.node("elsewhere").map(|a| a.verdict),
+            Ok(NodeVerdict::NotConsidered)
+        );
+        let whole = explanations.disruption().expect("a pass ran");
+        assert_eq!(whole.commands.len(), 1);
+        assert_eq!(whole.kept.len(), 1);
+        assert_eq!(whole.kept[0].node, "busy");
+    }
+}

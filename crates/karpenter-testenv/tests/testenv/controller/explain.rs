@@ -1,0 +1,184 @@
+//! `/explain/...` on the real control plane + KWOK, asked the way `karpenter explain
+//! --controller-url` asks (`karpenter_controller::explain::client`): a pod no NodePool can take
+//! is told why per pool, a pod that got a node is told which NodeClaim, and a node kept by a
+//! do-not-disrupt pod says so.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use karpenter_controller::explain::client::{Target, ask, paths};
+use karpenter_controller::explain::model::{
+    NodeAnswer, NodePoolAnswer, NodeVerdict, PodAnswer, PodOutcome,
+};
+use karpenter_kwok_provider::KwokOptions;
+use karpenter_testenv::wait_for;
+use kube::api::{Api, PostParams};
+
+use super::{only, start};
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn explain_tells_why_a_pod_fits_nowhere_where_another_went_and_why_its_node_stays() {
+    let h = start("explain", &[], KwokOptions::default()).await;
+    h.node_pool_disrupting(
+        serde_json::json!({"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"}),
+        only(&["c5.large"]),
+    )
+    .await;
+    let target = Target::Url(
+        format!("http://{}", h.controllers[0].metrics)
+            .parse()
+            .expect("the controller's URL"),
+    );
+    let namespace = h.scope.namespace().to_owned();
+    // A pod selecting a zone no instance type is offered in, and one held by do-not-disrupt.
+    let mut stuck = h.deployment("stuck", 1, "100m");
+    if let Some(spec) = stuck.spec.template.spec.as_mut() {
+        spec.node_selector = Some(BTreeMap::from([(
+            "topology.kubernetes.io/zone".to_owned(),
+            "nowhere-1".to_owned(),
+        )]));
+    }
+    let mut held = h.deployment("held", 1, "100m");
+    if let Some(template) = held.spec.template.metadata.as_mut() {
+        template.annotations = Some(BTreeMap::from([(
+            "karpenter.sh/do-not-disrupt".to_owned(),
+            "true".to_owned(),
+        )]));
+    }
+    let deployments = Api::<Deployment>::namespaced(h.client.clone(), &namespace);
+    for d in [&stuck, &held] {
+        deployments
+            .create(&PostParams::default(), d)
+            .await
+            .expect("creating the Deployment");
+    }
+    let (stuck_pod, held_pod) = wait_for(
+        "a pod of each Deployment",
+        Duration::from_secs(60),
+        || async {
+            let names: Vec<String> = h
+                .pods()
+                .await
+                .into_iter()
+                .filter_map(|p| p.metadata.name)
+                .collect();
+            let of = |prefix: &str| names.iter().find(|n| n.starts_with(prefix)).cloned();
+            Ok(of("stuck-").zip(of("held-")))
+        },
+    )
+    .await
+    .expect("the Deployments make their pods");
+
+    // The stuck pod: fits nowhere, and the test's pool says why.
+    let pool_line = format!("nodepool {}", h.pool);
+    let reasons = wait_for(
+        "the stuck pod's explanation naming the test's NodePool",
+        Duration::from_secs(60),
+        || async {
+            let answer: Result<PodAnswer, _> = ask(&target, &paths::pod(&namespace, &stuck_pod))
+                .await
+                .expect("the controller answers");
+            Ok(match answer.map(|a| a.outcome) {
+                Ok(PodOutcome::Unschedulable { reasons })
+                    if reasons.iter().any(|r| r.place == pool_line) =>
+                {
+                    Some(reasons)
+                }
+                _ => None,
+            })
+        },
+    )
+    .await
+    .expect("explain names why the pod fits nowhere");
+    let line = reasons
+        .iter()
+        .find(|r| r.place == pool_line)
+        .map(|r| r.reason.clone())
+        .unwrap_or_default();
+    assert!(
+        line.contains("nowhere-1") || line.contains("zone"),
+        "the reason names the zone the pod asks for: {line}"
+    );
+
+    // The held pod: its NodeClaim, named, while it was launched.
+    h.wait_running(1, Duration::from_secs(120)).await;
+    let claims = h.node_claims().await;
+    assert_eq!(claims.len(), 1, "one NodeClaim, for the held pod");
+    let claim = claims[0].metadata.name.clone().unwrap_or_default();
+    let node = claims[0]
+        .status
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default();
+    // The batch that launched it was replaced by later ones: the pod is no longer pending.
+    let answer: Result<PodAnswer, _> = ask(&target, &paths::pod(&namespace, &held_pod))
+        .await
+        .expect("the controller answers");
+    match answer.map(|a| a.outcome) {
+        Ok(PodOutcome::NewNodeClaim { node_claim, .. }) => {
+            assert_eq!(node_claim.as_deref(), Some(claim.as_str()));
+        }
+        Err(none) => assert!(
+            none.message.contains("not in the last provisioning batch"),
+            "{}",
+            none.message
+        ),
+        other => panic!("the held pod went to {claim}, not {other:?}"),
+    }
+
+    // Its node stays: the do-not-disrupt pod, named, is the reason.
+    let verdict = wait_for(
+        "the node's explanation from a disruption pass that saw it",
+        Duration::from_secs(60),
+        || async {
+            let answer: Result<NodeAnswer, _> = ask(&target, &paths::node(&node))
+                .await
+                .expect("the controller answers");
+            Ok(match answer.map(|a| a.verdict) {
+                Ok(NodeVerdict::NotConsidered) | Err(_) => None,
+                Ok(verdict) => Some(verdict),
+            })
+        },
+    )
+    .await
+    .expect("a disruption pass considered the node");
+    match verdict {
+        NodeVerdict::Kept { reasons } => assert!(
+            reasons
+                .iter()
+                .any(|r| r.code == "PodDoNotDisrupt" && r.text.contains(&held_pod)),
+            "the do-not-disrupt pod keeps the node: {reasons:?}"
+        ),
+        other => panic!("the node stays, not {other:?}"),
+    }
+    // The pool: Ready first, its one node, a budget per reason (the default 10% of 1 node
+    // rounds up to 1).
+    let pool: NodePoolAnswer = ask(&target, &paths::node_pool(&h.pool))
+        .await
+        .expect("the controller answers")
+        .expect("the pool was in the last pass");
+    assert_eq!(
+        pool.conditions
+            .first()
+            .map(|c| (c.type_.as_str(), c.status.as_str())),
+        Some(("Ready", "True")),
+        "{pool:?}"
+    );
+    assert_eq!(pool.nodes.total, 1, "{pool:?}");
+    let reasons: Vec<&str> = pool.budgets.iter().map(|b| b.reason.as_str()).collect();
+    for reason in ["Empty", "Drifted", "Underutilized"] {
+        assert!(reasons.contains(&reason), "a {reason} budget: {pool:?}");
+    }
+    assert!(
+        pool.budgets.iter().all(|b| b.budget == 1),
+        "10% of one node rounds up to one: {pool:?}"
+    );
+    // An unknown pod has no answer, and says why.
+    let unknown: Result<PodAnswer, _> = ask(&target, &paths::pod(&namespace, "no-such-pod"))
+        .await
+        .expect("the controller answers");
+    assert!(unknown.is_err(), "{unknown:?}");
+    h.finish().await;
+}

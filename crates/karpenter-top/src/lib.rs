@@ -1,0 +1,18 @@
+//! `karpenter top`: the cluster's nodes (requests against allocatable per resource, pods,
+//! instance type, capacity type, price, NodePool, Karpenter's disruption state, readiness and
+//! age), its cost per hour and month, its NodePools (readiness, limits used) and its pending
+//! pods with kube-scheduler's reason, from the same index the controller builds
+//! ([`karpenter_state::Cluster`]).
+//!
+//! - [`mod@list`]: reads Nodes, NodeClaims, Pods and NodePools through a Kubernetes client (the
+//!   only I/O here; it never writes).
+//! - [`mod@view`]: the pure part: the index, prices and `now` in, a [`view::View`] out.
+//! - [`mod@render`]: a view as a text table of a given width (`--once`, CI logs).
+
+pub mod list;
+pub mod render;
+pub mod view;
+
+pub use list::{ListError, Listed, list};
+pub use render::render;
+pub use view::{Options, Prices, Sort, View, view};

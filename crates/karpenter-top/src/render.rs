@@ -1,0 +1,237 @@
+//! A view as text: a header (each resource's requests against allocatable with a bar, the cost
+//! per hour and month, pod counts), a row per node, the NodePools, the pending pods. Columns fit
+//! `width`; a pending pod's reason is cut to fit.
+
+use std::fmt::Write as _;
+
+use crate::view::{Usage, View, format_quantity};
+
+const BAR: usize = 10;
+/// Hours in a month, as eks-node-viewer counts them.
+const HOURS_PER_MONTH: f64 = 730.0;
+
+fn bar(share: f64) -> String {
+    let filled = ((share.clamp(0.0, 1.0) * BAR as f64).round() as usize).min(BAR);
+    format!("{}{}", "█".repeat(filled), "░".repeat(BAR - filled))
+}
+
+fn percent(share: f64) -> String {
+    format!("{:>3.0}%", share * 100.0)
+}
+
+/// `1d2h`, `3h4m`, `5m6s`, `7s`.
+pub fn age(seconds: i64) -> String {
+    let (d, h, m, s) = (
+        seconds / 86_400,
+        seconds / 3_600 % 24,
+        seconds / 60 % 60,
+        seconds % 60,
+    );
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m{s}s"),
+        (0, _, _) => format!("{h}h{m}m"),
+        _ => format!("{d}d{h}h"),
+    }
+}
+
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| format!("{cell:<width$}", width = widths[i]))
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    out
+}
+
+fn usage_cell(u: &Usage) -> String {
+    format!("{} {}", bar(u.share()), percent(u.share()))
+}
+
+/// The view as text, `width` columns wide at most for the cut columns.
+pub fn render(view: &View, width: usize) -> String {
+    let mut out = String::new();
+    for total in &view.totals {
+        let _ = writeln!(
+            out,
+            "{:<8} {} {}  {}/{}",
+            total.resource,
+            bar(total.share()),
+            percent(total.share()),
+            format_quantity(&total.resource, total.requested),
+            format_quantity(&total.resource, total.allocatable),
+        );
+    }
+    let cost = view.cost_per_hour.map_or_else(
+        || "cost unknown".to_owned(),
+        |c| format!("${c:.3}/hour | ${:.2}/month", c * HOURS_PER_MONTH),
+    );
+    let _ = writeln!(
+        out,
+        "{} nodes  {cost}  pods: {} pending, {} bound ({} running)",
+        view.nodes.len(),
+        view.pods.pending,
+        view.pods.bound,
+        view.pods.running
+    );
+    out.push('\n');
+    let mut rows = vec![{
+        let mut header = vec!["NODE".to_owned()];
+        header.extend(view.totals.iter().map(|t| t.resource.to_uppercase()));
+        header.extend(
+            [
+                "PODS", "TYPE", "CAPACITY", "PRICE", "NODEPOOL", "STATUS", "AGE",
+            ]
+            .map(String::from),
+        );
+        header
+    }];
+    let extra_labels = view.nodes.first().map_or(0, |n| n.extra.len());
+    for node in &view.nodes {
+        let mut row = vec![node.name.clone()];
+        row.extend(node.usage.iter().map(usage_cell));
+        row.push(format!("{}/{}", node.pods, node.max_pods));
+        row.push(node.instance_type.clone());
+        row.push(node.capacity_type.clone());
+        row.push(
+            node.price
+                .map_or_else(|| "-".to_owned(), |p| format!("${p:.4}/h")),
+        );
+        row.push(node.node_pool.clone());
+        let mut status = vec![node.ready.clone()];
+        status.extend(node.status.iter().cloned());
+        row.push(status.join(","));
+        row.push(age(node.age_seconds));
+        row.extend(node.extra.iter().cloned());
+        rows.push(row);
+    }
+    if extra_labels > 0
+        && let Some(header) = rows.first_mut()
+    {
+        header.extend((0..extra_labels).map(|i| format!("LABEL{}", i + 1)));
+    }
+    out.push_str(&table(&rows));
+    if !view.node_pools.is_empty() {
+        out.push('\n');
+        let mut rows = vec![
+            ["NODEPOOL", "READY", "NODES", "LIMITS"]
+                .map(String::from)
+                .to_vec(),
+        ];
+        for pool in &view.node_pools {
+            let limits = pool
+                .limits
+                .iter()
+                .map(|(r, used, limit)| format!("{r} {used}/{limit}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            rows.push(vec![
+                pool.name.clone(),
+                pool.ready.clone(),
+                pool.nodes.to_string(),
+                limits,
+            ]);
+        }
+        out.push_str(&table(&rows));
+    }
+    if !view.pending.is_empty() {
+        out.push('\n');
+        let pod_width = view
+            .pending
+            .iter()
+            .map(|p| p.pod.chars().count())
+            .max()
+            .unwrap_or(0);
+        let _ = writeln!(out, "PENDING");
+        for p in &view.pending {
+            let prefix = format!("{:<pod_width$}  {:>6}  ", p.pod, age(p.age_seconds));
+            let room = width.saturating_sub(prefix.chars().count()).max(20);
+            let _ = writeln!(out, "{prefix}{}", cut(&p.reason, room).trim_end());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+    use crate::view::{Options, view};
+
+    struct Flat;
+
+    impl crate::view::Prices for Flat {
+        fn price(&self, it: &str, _: &str, ct: &str) -> Option<f64> {
+            match (it, ct) {
+                ("c5.large", "on-demand") => Some(0.085),
+                ("m5.large", "spot") => Some(0.04),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn the_table_at_a_fixed_width_is_what_people_read() {
+        let at = crate::view::tests::at("2026-11-27T10:00:00Z");
+        let text = render(
+            &view(
+                &crate::view::tests::listed(),
+                &Flat,
+                &Options::default(),
+                at,
+            ),
+            80,
+        );
+        assert_eq!(
+            text,
+            "\
+cpu      ████░░░░░░  44%  1.75/4
+memory   ████░░░░░░  38%  3Gi/8Gi
+3 nodes  $0.210/hour | $153.30/month  pods: 1 pending, 3 bound (2 running)
+
+NODE        CPU              MEMORY           PODS  TYPE      CAPACITY   PRICE      NODEPOOL  STATUS            AGE
+node-a      ████████░░  75%  █████░░░░░  50%  2/29  c5.large  on-demand  $0.0850/h  general   Ready             2h0m
+node-b      █░░░░░░░░░  12%  ███░░░░░░░  25%  1/29  m5.large  spot       $0.0400/h  general   Ready,Disrupting  30m0s
+general-x7  ░░░░░░░░░░   0%  ░░░░░░░░░░   0%  0/0   c5.large  on-demand  $0.0850/h  general   Launching         30s
+
+NODEPOOL  READY  NODES  LIMITS
+general   True   3      cpu 0/100
+
+PENDING
+shop/huge    2m0s  0/2 nodes are available: 2 Insufficient cpu.
+"
+        );
+    }
+
+    #[test]
+    fn ages_read_in_their_two_largest_units() {
+        assert_eq!(age(7), "7s");
+        assert_eq!(age(61), "1m1s");
+        assert_eq!(age(3_660), "1h1m");
+        assert_eq!(age(90_000), "1d1h");
+    }
+}
