@@ -89,6 +89,8 @@ RESOURCES = {
     "Namespace": ("", "namespaces"),
     "VolumeAttachment": ("storage.k8s.io", "volumeattachments"),
     "EC2NodeClass": ("karpenter.k8s.aws", "ec2nodeclasses"),
+    # Watched with the NodeOverlay gate (ClusterCache::spawn_watchers); granted always, as upstream.
+    "NodeOverlay": ("karpenter.sh", "nodeoverlays"),
 }
 
 
@@ -209,7 +211,10 @@ for kind in WATCHED:
     group, resource = RESOURCES[kind]
     for verb in ("list", "watch"):
         check(allowed(cluster_rules, group, resource, verb), f"RBAC: {verb} {group}/{resource} (WATCHED {kind})")
+for verb in ("get", "list", "watch"):
+    check(allowed(cluster_rules, "karpenter.sh", "nodeoverlays", verb), f"RBAC: {verb} karpenter.sh/nodeoverlays")
 for group, resource, verb in [
+    ("karpenter.sh", "nodeoverlays/status", "patch"),
     ("karpenter.sh", "nodeclaims", "create"), ("karpenter.sh", "nodeclaims", "patch"),
     ("karpenter.sh", "nodeclaims", "delete"), ("karpenter.sh", "nodeclaims/status", "patch"),
     ("karpenter.sh", "nodepools/status", "patch"), ("karpenter.sh", "nodepools", "patch"), ("", "nodes", "create"), ("", "nodes", "get"),

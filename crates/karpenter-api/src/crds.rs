@@ -14,6 +14,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 
 use crate::v1::{EC2NodeClass, NodeClaim, NodePool};
+use crate::v1alpha1::NodeOverlay;
 use crate::yaml::{WriteError, to_yaml};
 
 /// One generated CRD and the file name it is committed under.
@@ -23,7 +24,7 @@ pub struct GeneratedCrd {
     pub crd: CustomResourceDefinition,
 }
 
-/// The three v1 CRDs, in a stable order.
+/// The three v1 CRDs and the v1alpha1 NodeOverlay, in a stable order.
 pub fn all() -> Vec<GeneratedCrd> {
     vec![
         GeneratedCrd {
@@ -38,6 +39,10 @@ pub fn all() -> Vec<GeneratedCrd> {
             file_name: "karpenter.k8s.aws_ec2nodeclasses.yaml",
             crd: align_with_upstream(EC2NodeClass::crd()),
         },
+        GeneratedCrd {
+            file_name: "karpenter.sh_nodeoverlays.yaml",
+            crd: align_with_upstream(NodeOverlay::crd()),
+        },
     ]
 }
 
@@ -48,6 +53,13 @@ pub const UPSTREAM_QUALIFIED_NAME_PATTERN: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9
 const LABEL_VALUE_PATTERN: &str = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$";
 /// The Kubernetes quantity grammar, as upstream's CRDs spell it.
 const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
+
+/// The CEL rule on a NodeOverlay requirement's key restricting the `karpenter.sh` domain.
+const KARPENTER_DOMAIN_KEY_RULE: &str = r#"self in ["karpenter.sh/capacity-type", "karpenter.sh/nodepool"] || !self.find("^([^/]+)").endsWith("karpenter.sh")"#;
+/// The CEL rule on a NodeOverlay requirement's key restricting the `karpenter.k8s.aws` domain,
+/// as the AWS provider v1.15.1 generates it (without the capacity-reservation, tenancy and
+/// placement-group labels its NodePool rule has).
+const OVERLAY_AWS_DOMAIN_KEY_RULE: &str = r#"self in ["karpenter.k8s.aws/ec2nodeclass", "karpenter.k8s.aws/instance-encryption-in-transit-supported", "karpenter.k8s.aws/instance-category", "karpenter.k8s.aws/instance-hypervisor", "karpenter.k8s.aws/instance-family", "karpenter.k8s.aws/instance-generation", "karpenter.k8s.aws/instance-local-nvme", "karpenter.k8s.aws/instance-size", "karpenter.k8s.aws/instance-cpu", "karpenter.k8s.aws/instance-cpu-manufacturer", "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz", "karpenter.k8s.aws/instance-memory", "karpenter.k8s.aws/instance-ebs-bandwidth", "karpenter.k8s.aws/instance-network-bandwidth", "karpenter.k8s.aws/instance-gpu-name", "karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-memory", "karpenter.k8s.aws/instance-accelerator-name", "karpenter.k8s.aws/instance-accelerator-manufacturer", "karpenter.k8s.aws/instance-accelerator-count", "karpenter.k8s.aws/instance-capability-flex"] || !self.find("^([^/]+)").endsWith("karpenter.k8s.aws")"#;
 
 /// The CEL rule restricting requirement keys of the `karpenter.k8s.aws` domain to its
 /// well-known labels.
@@ -168,6 +180,28 @@ fn align_with_upstream(mut crd: CustomResourceDefinition) -> CustomResourceDefin
                 align_taints(&mut schema, &["spec"]);
                 align_quantities(&mut schema, &["spec", "resources", "requests"]);
             }
+            "NodeOverlay" => {
+                let key = ["spec", "requirements", "[]", "key"];
+                set(
+                    &mut schema,
+                    &key,
+                    "pattern",
+                    UPSTREAM_QUALIFIED_NAME_PATTERN.into(),
+                );
+                // The AWS provider's copy of the CRD: the karpenter.sh domain, the hostname and
+                // the karpenter.k8s.aws domain (its older list of well-known labels) restricted.
+                set(
+                    &mut schema,
+                    &key,
+                    "x-kubernetes-validations",
+                    serde_json::json!([
+                        {"rule": KARPENTER_DOMAIN_KEY_RULE, "message": "label domain \"karpenter.sh\" is restricted"},
+                        {"rule": "self != \"kubernetes.io/hostname\"", "message": "label \"kubernetes.io/hostname\" is restricted"},
+                        {"rule": OVERLAY_AWS_DOMAIN_KEY_RULE, "message": "label domain \"karpenter.k8s.aws\" is restricted"},
+                    ]),
+                );
+                align_quantities(&mut schema, &["spec", "capacity"]);
+            }
             _ => {}
         }
         if let Ok(aligned) = serde_json::from_value(schema) {
@@ -205,7 +239,8 @@ mod tests {
             [
                 "nodepools.karpenter.sh",
                 "nodeclaims.karpenter.sh",
-                "ec2nodeclasses.karpenter.k8s.aws"
+                "ec2nodeclasses.karpenter.k8s.aws",
+                "nodeoverlays.karpenter.sh"
             ]
         );
         for c in &crds {
@@ -305,6 +340,45 @@ mod tests {
             &s["openAPIV3Schema"]["properties"]["spec"]["properties"]["metadataOptions"]["default"];
         assert_eq!(md["httpPutResponseHopLimit"], 1);
         assert_eq!(md["httpTokens"], "required");
+    }
+
+    #[test]
+    fn nodeoverlay_schema_carries_upstreams_rules() {
+        let crd = &all()[3].crd;
+        assert_eq!(crd.spec.versions[0].name, "v1alpha1");
+        assert_eq!(
+            crd.spec.names.short_names.as_deref(),
+            Some(&["overlays".to_owned()][..])
+        );
+        let s = schema(crd);
+        let spec = &s["openAPIV3Schema"]["properties"]["spec"];
+        let rules = spec["x-kubernetes-validations"].to_string();
+        assert!(
+            rules.contains("cannot set both 'price' and 'priceAdjustment'"),
+            "{rules}"
+        );
+        let props = &spec["properties"];
+        assert_eq!(props["weight"]["minimum"].as_f64(), Some(1.0));
+        assert_eq!(props["weight"]["maximum"].as_f64(), Some(10000.0));
+        assert_eq!(props["price"]["pattern"], r"^\d+(\.\d+)?$");
+        let capacity = props["capacity"]["x-kubernetes-validations"].to_string();
+        assert!(
+            capacity.contains("invalid resource restricted"),
+            "{capacity}"
+        );
+        assert_eq!(
+            props["capacity"]["additionalProperties"]["x-kubernetes-int-or-string"],
+            true
+        );
+        let requirements = props["requirements"]["x-kubernetes-validations"].to_string();
+        assert!(
+            requirements.contains("operator 'NotIn' must have a value"),
+            "{requirements}"
+        );
+        let key = props["requirements"]["items"]["properties"]["key"]["x-kubernetes-validations"]
+            .to_string();
+        assert!(key.contains("kubernetes.io/hostname"), "{key}");
+        assert_eq!(spec["required"], serde_json::json!(["requirements"]));
     }
 
     #[test]

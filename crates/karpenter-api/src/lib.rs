@@ -19,5 +19,6 @@ pub mod labels;
 pub mod legacy;
 pub mod schedule;
 pub mod v1;
+pub mod v1alpha1;
 pub mod validation;
 pub mod yaml;

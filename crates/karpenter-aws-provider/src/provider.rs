@@ -801,12 +801,14 @@ impl<L: NodeClasses> AwsCloud<L> {
         call = match request.capacity_type {
             CapacityType::Spot => call.spot_options(
                 SpotOptionsRequest::builder()
-                    .allocation_strategy(SpotAllocationStrategy::PriceCapacityOptimized)
+                    .allocation_strategy(SpotAllocationStrategy::from(request.allocation_strategy))
                     .build(),
             ),
             CapacityType::OnDemand => call.on_demand_options(
                 OnDemandOptionsRequest::builder()
-                    .allocation_strategy(FleetOnDemandAllocationStrategy::LowestPrice)
+                    .allocation_strategy(FleetOnDemandAllocationStrategy::from(
+                        request.allocation_strategy,
+                    ))
                     .build(),
             ),
         };

@@ -54,6 +54,12 @@ impl PoolTypes {
     pub fn info(&self, name: &str) -> Option<&InstanceTypeInfo> {
         self.by_name.get(name).and_then(|i| self.infos.get(*i))
     }
+
+    /// The solver's form of type `name` (NodeOverlays applied, when a caller applied them to
+    /// [`Self::scheduling`]).
+    pub fn scheduling_type(&self, name: &str) -> Option<&InstanceType> {
+        self.by_name.get(name).and_then(|i| self.scheduling.get(*i))
+    }
 }
 
 /// Resolves catalogs once per distinct set of node-class options.

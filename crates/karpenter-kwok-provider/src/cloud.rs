@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karpenter_api::labels;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodeClaimStatus, NodePool, Operator};
-use karpenter_cloud::launch::cheapest;
+use karpenter_cloud::launch::{cheapest, overlay_prioritized, prioritized};
 use karpenter_cloud::pool_types::{PricingOptions, narrow, options_for};
 use karpenter_cloud::{
     CapacityType, CatalogOptions, CloudError, CloudProvider, DriftReason, InstanceTypeInfo,
@@ -371,12 +371,18 @@ impl KwokCloud {
             .flat_map(|r| r.values.iter().map(String::as_str));
         // The claim's types looked up in the shared list, nothing copied: a claim may name
         // 600 types, and narrowing copies of them cost more than the rest of the launch.
-        let Some(choice) = cheapest(
-            names,
-            &requirements,
-            |n| by_name.get(n).copied(),
-            |info, offering| !unavailable.contains(&info.name, offering),
-        ) else {
+        let lookup = |n: &str| by_name.get(n).copied();
+        let available = |info: &InstanceTypeInfo, offering: &karpenter_cloud::Offering| {
+            !unavailable.contains(&info.name, offering)
+        };
+        // A NodeOverlay changed a price: the claim's order (cheapest first by the overlaid
+        // prices) is the priority, as upstream's AWS provider launches such claims.
+        let choice = if overlay_prioritized(claim) {
+            prioritized(names, &requirements, lookup, available)
+        } else {
+            cheapest(names, &requirements, lookup, available)
+        };
+        let Some(choice) = choice else {
             return Err(CloudError::InsufficientCapacity {
                 node_claim: name,
                 offerings: Vec::new(),

@@ -42,6 +42,7 @@ pub mod lifecycle;
 pub mod limits;
 pub mod node_termination;
 pub mod nodeclaim;
+pub mod nodeoverlay_status;
 pub mod nodepool_status;
 pub mod registration_health;
 pub mod termination;

@@ -340,6 +340,42 @@ pub fn launched(claim: &NodeClaim, instance: &NodeClaim, now: DateTime<Utc>) -> 
     out
 }
 
+/// Adds the extended resources NodeOverlays gave the launched instance type (of the claim's
+/// NodePool) to the launched claim's `status.capacity` and `status.allocatable`, as upstream's
+/// AWS provider writes a launched NodeClaim from the overlaid type: until its Node reports
+/// them, the cluster state (and the next solve) sees them on the in-flight node.
+pub fn add_overlay_capacity(
+    claim: &mut NodeClaim,
+    overlays: &karpenter_scheduling::overlay::Outcome,
+) {
+    let label = |key: &str| {
+        claim
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(key))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let key = (label(labels::NODEPOOL), label(labels::INSTANCE_TYPE));
+    let Some(changed) = overlays.changed.get(&key) else {
+        return;
+    };
+    if changed.capacity.is_empty() {
+        return;
+    }
+    let status = claim.status.get_or_insert_with(Default::default);
+    for list in [&mut status.capacity, &mut status.allocatable] {
+        let list = list.get_or_insert_with(Default::default);
+        for (resource, (quantity, _)) in &changed.capacity {
+            list.insert(
+                resource.clone(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity(quantity.to_string()),
+            );
+        }
+    }
+}
+
 /// The NodeClaim once its Node registered: `Registered=True`, `status.nodeName`.
 pub fn registered_claim(claim: &NodeClaim, node: &str, now: DateTime<Utc>) -> NodeClaim {
     let mut out = claim.clone();

@@ -8,6 +8,8 @@
 //! - annotations: the template's, the NodePool hash and hash version (computed from the pool,
 //!   as upstream does, not copied from its annotations),
 //!   `karpenter.sh/nodeclaim-min-values-relaxed` when minValues were relaxed;
+//!   `karpenter.sh/price-overlay-applied` / `capacity-overlay-applied` when a NodeOverlay
+//!   changed one of its instance types ([`annotate_overlays`]);
 //! - an owner reference to the NodePool (`blockOwnerDeletion`);
 //! - requirements: the solver's, with `node.kubernetes.io/instance-type In [options]` (cheapest
 //!   first, at most 600, keeping minValues);
@@ -26,6 +28,31 @@ use karpenter_scheduling::NewNodeClaim;
 /// The label naming a NodeClaim's node class, for the node classes we know.
 pub fn node_class_label(kind: &str) -> Option<&'static str> {
     (kind == "EC2NodeClass").then_some(labels::EC2NODECLASS)
+}
+
+/// Adds upstream's overlay annotations to `node_claim` (made for `claim`) when `overlays`
+/// changed the price or the capacity of one of its instance-type options.
+pub fn annotate_overlays(
+    node_claim: &mut NodeClaim,
+    claim: &NewNodeClaim,
+    overlays: &karpenter_scheduling::overlay::Outcome,
+) {
+    let (price, capacity) = overlays.applied_to(
+        &claim.node_pool,
+        claim.instance_type_options.iter().map(|o| &*o.name),
+    );
+    for (applied, key) in [
+        (price, labels::PRICE_OVERLAY_APPLIED),
+        (capacity, labels::CAPACITY_OVERLAY_APPLIED),
+    ] {
+        if applied {
+            node_claim
+                .metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(key.to_owned(), "true".to_owned());
+        }
+    }
 }
 
 /// The NodeClaim to create for `claim`, launched from `pool`.
@@ -153,6 +180,47 @@ mod tests {
             min_values_relaxed: true,
             labels: BTreeMap::from([("arch".to_owned(), "amd64".to_owned())]),
         }
+    }
+
+    #[test]
+    fn a_node_claim_is_annotated_when_an_overlay_changed_one_of_its_instance_types() {
+        use karpenter_scheduling::overlay::{Outcome, PriceOverlaid, TypeOverlaid};
+        let claim = new_claim();
+        let mut nc = node_claim(&claim, &pool());
+        let mut outcome = Outcome::default();
+        outcome.changed.insert(
+            ("general".to_owned(), "m5.xlarge".to_owned()),
+            TypeOverlaid {
+                prices: vec![PriceOverlaid {
+                    zone: "a".to_owned(),
+                    capacity_type: "spot".to_owned(),
+                    before: 1.0,
+                    after: 0.5,
+                    overlay: "o".to_owned(),
+                }],
+                capacity: BTreeMap::new(),
+            },
+        );
+        // Another pool's change is not this claim's.
+        outcome.changed.insert(
+            ("other".to_owned(), "m5.large".to_owned()),
+            TypeOverlaid {
+                prices: Vec::new(),
+                capacity: BTreeMap::from([(
+                    "example.com/fuse".to_owned(),
+                    (Q::from_units(1), "o".to_owned()),
+                )]),
+            },
+        );
+        annotate_overlays(&mut nc, &claim, &outcome);
+        let annotations = nc.metadata.annotations.unwrap_or_default();
+        assert_eq!(
+            annotations
+                .get(labels::PRICE_OVERLAY_APPLIED)
+                .map(String::as_str),
+            Some("true")
+        );
+        assert_eq!(annotations.get(labels::CAPACITY_OVERLAY_APPLIED), None);
     }
 
     #[test]

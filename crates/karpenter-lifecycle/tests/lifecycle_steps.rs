@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::Node;
 use karpenter_api::v1::NodeClaim;
 use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_lifecycle::lifecycle::{
-    Liveness, initialized_claim, initialized_node, launched, registered_claim, registered_node,
-    set_condition,
+    Liveness, add_overlay_capacity, initialized_claim, initialized_node, launched,
+    registered_claim, registered_node, set_condition,
 };
 use karpenter_lifecycle::{LifecycleConfig, Step, decide};
 use serde_json::json;
@@ -100,6 +100,47 @@ fn config() -> LifecycleConfig {
 
 fn launched_claim(at_second: i64) -> NodeClaim {
     launched(&claim(true), &instance(), at(at_second))
+}
+
+#[test]
+fn a_launched_claim_carries_the_capacity_overlays_added_to_its_instance_type_of_its_pool() {
+    use karpenter_scheduling::Quantity;
+    use karpenter_scheduling::overlay::{Outcome, TypeOverlaid};
+    let overlaid = |pool: &str| {
+        let mut outcome = Outcome::default();
+        outcome.changed.insert(
+            (pool.to_owned(), "g4dn.xlarge".to_owned()),
+            TypeOverlaid {
+                prices: Vec::new(),
+                capacity: [(
+                    "example.com/fuse".to_owned(),
+                    (Quantity::from_units(10), "fuse".to_owned()),
+                )]
+                .into_iter()
+                .collect(),
+            },
+        );
+        outcome
+    };
+    let mut claim = launched_claim(0);
+    // The instance's labels carry the type; the claim's its pool.
+    add_overlay_capacity(&mut claim, &overlaid("general"));
+    let status = claim.status.clone().unwrap_or_default();
+    for list in [status.capacity, status.allocatable] {
+        let list = list.unwrap_or_default();
+        assert_eq!(
+            list.get("example.com/fuse").map(|q| q.0.as_str()),
+            Some("10")
+        );
+        assert!(list.contains_key("cpu"), "the cloud's resources kept");
+    }
+    let mut other = launched_claim(0);
+    add_overlay_capacity(&mut other, &overlaid("gpu"));
+    assert_eq!(
+        other,
+        launched_claim(0),
+        "another pool's overlay changes nothing"
+    );
 }
 
 /// (what, NodeClaim, its Node, now, the expected step).

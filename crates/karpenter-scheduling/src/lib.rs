@@ -29,6 +29,7 @@
 //! - The solver's contract: [`input`] ([`SolveInput`]) and [`output`] ([`SolveResult`]);
 //!   [`v1`] turns the API's NodePools into solver input; [`template`] asks the solver for the
 //!   NodeClaim a NodePool's template alone makes (static NodePools launch it).
+//! - [`overlay`]: NodeOverlays applied to the instance types (prices, capacity, conflicts).
 //! - [`solver`]: the solver itself, its files in the order a solve runs.
 //! - `builders` and `fixtures` (feature `test-support`): test objects and upstream's
 //!   benchmark workloads.
@@ -36,6 +37,7 @@
 pub mod default_spread;
 pub mod input;
 pub mod output;
+pub mod overlay;
 pub mod quantity;
 pub mod resources;
 

@@ -561,6 +561,9 @@ struct Scenario {
     namespaces: Vec<Meta>,
     #[serde(default)]
     options: ScenarioOptions,
+    /// `karpenter.sh/v1alpha1` NodeOverlays (full YAML), applied to every NodePool's types.
+    #[serde(default)]
+    node_overlays: Vec<karpenter_api::v1alpha1::NodeOverlay>,
     expect: Expect,
 }
 
@@ -626,6 +629,9 @@ struct Expect {
     /// Claims per NodePool.
     #[serde(default)]
     pools: BTreeMap<String, usize>,
+    /// NodeOverlays that must not apply (invalid or conflicting); all others must.
+    #[serde(default)]
+    overlays_not_applied: Vec<String>,
     /// Pending pods per effective zone: a zone, `flexible` or `none`
     /// (`karpenter_scheduler_pending_pods_by_effective_zone_count`).
     effective_zones: Option<BTreeMap<String, usize>>,
@@ -734,6 +740,23 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
     }
     if let Some(pin) = s.options.pin_anti_affinity_domains {
         input.options.pin_anti_affinity_domains = pin;
+    }
+    if !s.node_overlays.is_empty() {
+        // Overlays apply per NodePool: every pool gets its own copy of the default types.
+        let mut types = (*input.instance_types).clone();
+        for pool in &input.node_pools {
+            types
+                .entry(pool.name.clone())
+                .or_insert_with(|| input.default_instance_types.clone());
+        }
+        let outcome =
+            karpenter_scheduling::overlay::apply(&s.node_overlays, &input.node_pools, &mut types);
+        for (name, verdict) in &outcome.verdicts {
+            let applied = verdict.is_applied();
+            let expected = !s.expect.overlays_not_applied.contains(name);
+            assert_eq!(applied, expected, "overlay {name}: {verdict:?}");
+        }
+        input.instance_types = types.into();
     }
     (input, s.expect, pods)
 }

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use karpenter_cloud::launch::{Launch as Offer, choose};
-use karpenter_lifecycle::nodeclaim::node_claim;
+use karpenter_cloud::launch::{Launch as Offer, choose, overlay_prioritized, prioritized};
+use karpenter_lifecycle::nodeclaim::{annotate_overlays, node_claim};
 use karpenter_scheduling::{
     ExistingNode, InstanceType, NewNodeClaim, ResourceList, Unschedulable, pod_record,
 };
@@ -41,18 +41,42 @@ pub(crate) fn launch_claim<'s>(
     pods: Vec<Pod>,
 ) -> Option<(Launch, Offer<'s>)> {
     let types = scenario.types_of(&claim.node_pool)?;
-    let offer = choose(claim, types)?;
-    let it = InstanceType::from(offer.info);
+    let pool = scenario
+        .node_pools
+        .iter()
+        .find(|p| crate::nodepool::name_of(p) == claim.node_pool)?;
+    let mut shaped = node_claim(claim, pool);
+    annotate_overlays(&mut shaped, claim, &scenario.overlays);
+    // As the providers launch: in the claim's order when an overlay changed a price.
+    let offer = if overlay_prioritized(&shaped) {
+        prioritized(
+            claim.instance_type_options.iter().map(|o| &*o.name),
+            &claim.requirements,
+            |name| types.info(name),
+            |_, _| true,
+        )?
+    } else {
+        choose(claim, types)?
+    };
+    // The solver's form: with the overlays' capacity and prices.
+    let it = types
+        .scheduling_type(&offer.info.name)
+        .cloned()
+        .unwrap_or_else(|| InstanceType::from(offer.info));
+    let price_per_hour = it
+        .offerings
+        .iter()
+        .find(|o| {
+            o.zone == offer.offering.zone
+                && o.capacity_type == offer.offering.capacity_type.as_str()
+        })
+        .map_or(offer.offering.price_per_hour, |o| o.price);
     let taints = scenario
         .pools
         .iter()
         .find(|p| p.name == claim.node_pool)
         .map(|p| p.taints.clone())
         .unwrap_or_default();
-    let pool = scenario
-        .node_pools
-        .iter()
-        .find(|p| crate::nodepool::name_of(p) == claim.node_pool)?;
     let mut labels = offer.node_labels(claim);
     labels.insert(
         karpenter_api::labels::HOSTNAME.to_string(),
@@ -60,12 +84,12 @@ pub(crate) fn launch_claim<'s>(
     );
     let launch = Launch {
         name: name.to_string(),
-        claim: node_claim(claim, pool),
+        claim: shaped,
         labels,
         taints,
         allocatable: it.allocatable(),
         capacity: it.capacity,
-        price_per_hour: offer.offering.price_per_hour,
+        price_per_hour,
         pods,
     };
     Some((launch, offer))
@@ -181,7 +205,7 @@ pub fn provision(scenario: &Scenario, mut pending: Vec<Pod>) -> Batches {
                 instance_type: offer.info.name.clone(),
                 capacity_type: offer.offering.capacity_type.as_str().to_string(),
                 zone: offer.offering.zone.clone(),
-                price_per_hour: offer.offering.price_per_hour,
+                price_per_hour: launch.price_per_hour,
                 price_is_estimate: offer.offering.price_is_estimate,
                 labels: launch.labels.clone(),
                 allocatable: launch.allocatable.clone(),

@@ -42,6 +42,7 @@ pub mod load;
 pub mod lower_bound;
 pub mod nodegroup;
 pub mod nodepool;
+pub mod overlays;
 pub mod plan;
 pub mod render;
 pub mod resources;

@@ -45,6 +45,9 @@ pub struct Ignored {
 pub struct Manifests {
     pub node_pools: Vec<NodePool>,
     pub node_classes: Vec<EC2NodeClass>,
+    /// `karpenter.sh/v1alpha1` NodeOverlays (applied as the controller does with the
+    /// `NodeOverlay` gate).
+    pub node_overlays: Vec<karpenter_api::v1alpha1::NodeOverlay>,
     /// Deployments, StatefulSets, ReplicaSets, Jobs, CronJobs and bare Pods, in file order.
     pub workloads: Vec<Workload>,
     pub daemonsets: Vec<DaemonSet>,
@@ -180,6 +183,17 @@ impl Manifests {
                 } else {
                     self.node_classes.push(at.typed(doc)?);
                 }
+            }
+            ("karpenter.sh/v1alpha1", "NodeOverlay") => {
+                if let Outcome::Invalid(errors) = validate_document(doc) {
+                    problems.extend(
+                        errors
+                            .into_iter()
+                            .map(|error| at.field_problem(&error.path, error.message)),
+                    );
+                    return Ok(());
+                }
+                self.node_overlays.push(at.typed(doc)?);
             }
             ("apps/v1", "Deployment") => {
                 self.workloads
@@ -341,6 +355,7 @@ impl<'a> Seen<'a> {
 const USED_KINDS: &[&str] = &[
     "NodePool",
     "EC2NodeClass",
+    "NodeOverlay",
     "Deployment",
     "StatefulSet",
     "ReplicaSet",
@@ -358,6 +373,7 @@ const USED_KINDS: &[&str] = &[
 const CLUSTER_SCOPED: &[&str] = &[
     "NodePool",
     "EC2NodeClass",
+    "NodeOverlay",
     "PersistentVolume",
     "StorageClass",
     "Namespace",

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use crate::plan::Plan;
 
 /// Left- or right-aligned columns with widths fitted to the content.
-fn table(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
@@ -42,7 +42,7 @@ fn percent(ratio: f64) -> String {
     format!("{:.0}%", ratio * 100.0)
 }
 
-fn dollars(amount: f64) -> String {
+pub(crate) fn dollars(amount: f64) -> String {
     format!("${amount:.4}")
 }
 

@@ -48,6 +48,9 @@ pub struct Scenario {
     /// The solver's options (the defaults; `simulate --no-zone-pinning` turns zone pinning
     /// off to compare with upstream).
     pub solve_options: SolveOptions,
+    /// What the manifests' NodeOverlays did to the NodePools' instance types (applied to
+    /// `pool_types[..].scheduling`, as the controller applies them to its catalogs).
+    pub overlays: karpenter_scheduling::overlay::Outcome,
 }
 
 /// The EC2NodeClass a NodePool's `nodeClassRef` names, or the default one (AL2023) with a note
@@ -111,6 +114,7 @@ impl Scenario {
             pool_types.insert(converted.name.clone(), types);
             pools.push(converted);
         }
+        let overlays = apply_overlays(&manifests.node_overlays, &pools, &mut pool_types);
         if !static_pools.is_empty() {
             notes.push(format!(
                 "static NodePools (spec.replicas) are not simulated: {}",
@@ -175,6 +179,7 @@ impl Scenario {
             ignored: manifests.ignored.clone(),
             notes,
             solve_options: SolveOptions::default(),
+            overlays,
         })
     }
 
@@ -218,6 +223,29 @@ impl Scenario {
         let pods = input.pods.into_iter().map(|p| Pod::from(&*p)).collect();
         (result, pods)
     }
+}
+
+/// Applies `overlays` to every NodePool's solver types, in place (the instance-type infos,
+/// the cloud's own view, stay as they are).
+fn apply_overlays(
+    overlays: &[karpenter_api::v1alpha1::NodeOverlay],
+    pools: &[karpenter_scheduling::NodePool],
+    pool_types: &mut BTreeMap<String, PoolTypes>,
+) -> karpenter_scheduling::overlay::Outcome {
+    if overlays.is_empty() {
+        return Default::default();
+    }
+    let mut types: BTreeMap<String, Vec<karpenter_scheduling::InstanceType>> = pool_types
+        .iter_mut()
+        .map(|(name, t)| (name.clone(), std::mem::take(&mut t.scheduling)))
+        .collect();
+    let outcome = karpenter_scheduling::overlay::apply(overlays, pools, &mut types);
+    for (name, scheduling) in types {
+        if let Some(t) = pool_types.get_mut(&name) {
+            t.scheduling = scheduling;
+        }
+    }
+    outcome
 }
 
 fn node_name(node: &Node) -> &str {

@@ -12,6 +12,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use karpenter_api::labels;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
+use karpenter_api::v1alpha1::NodeOverlay;
 use karpenter_disruption::{Features, Pdb, Snapshot};
 use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{ResourceList, SolveInput, SolveOptions};
@@ -60,6 +61,7 @@ pub struct Cluster {
     namespaces: BTreeMap<String, Namespace>,
     volume_attachments: BTreeMap<String, VolumeAttachment>,
     node_classes: BTreeMap<String, EC2NodeClass>,
+    node_overlays: BTreeMap<String, NodeOverlay>,
     /// Node (or in-flight NodeClaim) name -> nominated for pending pods until.
     nominations: HashMap<String, DateTime<Utc>>,
     /// NodeClaim names chosen by a disruption command.
@@ -117,6 +119,9 @@ impl Cluster {
             }
             Object::EC2NodeClass(o) => {
                 self.node_classes.insert(named(&o.metadata), o);
+            }
+            Object::NodeOverlay(o) => {
+                self.node_overlays.insert(named(&o.metadata), o);
             }
         }
     }
@@ -221,6 +226,9 @@ impl Cluster {
             Kind::EC2NodeClass => {
                 self.node_classes.remove(&object.name);
             }
+            Kind::NodeOverlay => {
+                self.node_overlays.remove(&object.name);
+            }
         }
     }
 
@@ -316,6 +324,7 @@ impl Cluster {
             Kind::Namespace => names(self.namespaces.keys().collect()),
             Kind::VolumeAttachment => names(self.volume_attachments.keys().collect()),
             Kind::EC2NodeClass => names(self.node_classes.keys().collect()),
+            Kind::NodeOverlay => names(self.node_overlays.keys().collect()),
         }
     }
 
@@ -376,6 +385,11 @@ impl Cluster {
 
     pub fn node_class(&self, name: &str) -> Option<&EC2NodeClass> {
         self.node_classes.get(name)
+    }
+
+    /// NodeOverlays (`karpenter.sh/v1alpha1`, watched with the `NodeOverlay` gate), by name.
+    pub fn node_overlays(&self) -> impl Iterator<Item = &NodeOverlay> {
+        self.node_overlays.values()
     }
 
     pub fn daemonsets(&self) -> impl Iterator<Item = &DaemonSet> {

@@ -5,6 +5,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVo
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
+use karpenter_api::v1alpha1::NodeOverlay;
 
 /// The kinds the index holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -21,6 +22,7 @@ pub enum Kind {
     Namespace,
     VolumeAttachment,
     EC2NodeClass,
+    NodeOverlay,
 }
 
 /// One API object.
@@ -42,6 +44,7 @@ pub enum Object {
     Namespace(Namespace),
     VolumeAttachment(VolumeAttachment),
     EC2NodeClass(EC2NodeClass),
+    NodeOverlay(NodeOverlay),
 }
 
 /// Names an object: kind, namespace (for namespaced kinds) and name.
@@ -77,6 +80,7 @@ impl Object {
             Object::Namespace(_) => Kind::Namespace,
             Object::VolumeAttachment(_) => Kind::VolumeAttachment,
             Object::EC2NodeClass(_) => Kind::EC2NodeClass,
+            Object::NodeOverlay(_) => Kind::NodeOverlay,
         }
     }
 
@@ -95,6 +99,7 @@ impl Object {
             Object::Namespace(o) => &o.metadata,
             Object::VolumeAttachment(o) => &o.metadata,
             Object::EC2NodeClass(o) => &o.metadata,
+            Object::NodeOverlay(o) => &o.metadata,
         }
     }
 

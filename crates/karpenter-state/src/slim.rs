@@ -42,6 +42,7 @@ pub fn slim(object: &mut Object) {
             o.status = None;
         }
         Object::EC2NodeClass(o) => slim_meta(&mut o.metadata),
+        Object::NodeOverlay(o) => slim_meta(&mut o.metadata),
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod ec2nodeclass;
 mod kubelet;
+mod nodeoverlay;
 mod nodepool;
 mod rules;
 mod schema;
@@ -22,6 +23,7 @@ pub use kubelet::{
     KubeletProblem, KubeletProblemKind, MANAGED_KUBELET_KEYS, kubelet_configuration_fields,
     kubelet_problems,
 };
+pub use nodeoverlay::validate_nodeoverlay;
 pub use nodepool::{validate_nodeclaim, validate_nodepool};
 pub use rules::{is_qualified_name, is_valid_label_value, validate_requirement};
 
@@ -109,6 +111,7 @@ pub enum KnownKind {
     NodePool,
     NodeClaim,
     EC2NodeClass,
+    NodeOverlay,
 }
 
 impl KnownKind {
@@ -117,6 +120,7 @@ impl KnownKind {
             ("karpenter.sh/v1", "NodePool") => Some(KnownKind::NodePool),
             ("karpenter.sh/v1", "NodeClaim") => Some(KnownKind::NodeClaim),
             ("karpenter.k8s.aws/v1", "EC2NodeClass") => Some(KnownKind::EC2NodeClass),
+            ("karpenter.sh/v1alpha1", "NodeOverlay") => Some(KnownKind::NodeOverlay),
             _ => None,
         }
     }
@@ -198,6 +202,9 @@ pub fn validate_document(doc: &serde_json::Value) -> Outcome {
         }
         KnownKind::EC2NodeClass => {
             from_value::<crate::v1::EC2NodeClass>(&cleaned).map(|nc| validate_ec2nodeclass(&nc))
+        }
+        KnownKind::NodeOverlay => {
+            from_value::<crate::v1alpha1::NodeOverlay>(&cleaned).map(|o| validate_nodeoverlay(&o))
         }
     };
     let mut errors = problems.into_vec();

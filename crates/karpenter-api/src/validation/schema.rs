@@ -36,6 +36,7 @@ static SCHEMAS: LazyLock<Vec<(KnownKind, Value)>> = LazyLock::new(|| {
                 "NodePool" => KnownKind::NodePool,
                 "NodeClaim" => KnownKind::NodeClaim,
                 "EC2NodeClass" => KnownKind::EC2NodeClass,
+                "NodeOverlay" => KnownKind::NodeOverlay,
                 _ => return None,
             };
             let schema = generated

@@ -42,6 +42,10 @@ pub fn check_type_meta(api_version: &str, kind: &str) -> TypeMeta {
     if V1_KINDS.contains(&(group, kind)) && version == "v1" {
         return TypeMeta::Fine;
     }
+    // The one alpha kind served: `karpenter.sh/v1alpha1` NodeOverlay (gate `NodeOverlay`).
+    if api_version == "karpenter.sh/v1alpha1" && matches!(kind, "NodeOverlay" | "NodeOverlayList") {
+        return TypeMeta::Fine;
+    }
     if LegacyKind::from_type_meta(api_version, kind).is_some() {
         return TypeMeta::Legacy(format!(
             "{api_version} {kind} is a pre-v1 object (Karpenter v1 serves {}/v1): convert it \

@@ -3,7 +3,8 @@
 //!
 //! `Type=instant`, one instance, one launch-template config per template group with an
 //! override per (instance type, zone), spot with `price-capacity-optimized`, on-demand with
-//! `lowest-price`; the instance, its volumes and the fleet tagged with the launch tags. An
+//! `lowest-price` (a prioritized plan, after a NodeOverlay changed a price: spot
+//! `capacity-optimized-prioritized`, on-demand `prioritized`, as upstream); the instance, its volumes and the fleet tagged with the launch tags. An
 //! answer without an instance is insufficient capacity when every error is one of the
 //! unfulfillable codes (the offerings it names are then marked unavailable), otherwise a
 //! launch failure named after the first error.
@@ -41,7 +42,8 @@ pub struct TemplateConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FleetRequest {
     pub capacity_type: CapacityType,
-    /// `price-capacity-optimized` (spot) or `lowest-price` (on-demand).
+    /// `price-capacity-optimized` (spot) or `lowest-price` (on-demand); prioritized:
+    /// `capacity-optimized-prioritized` or `prioritized`.
     pub allocation_strategy: &'static str,
     pub configs: Vec<TemplateConfig>,
     /// Tags of the instance, its volumes and the fleet.
@@ -68,9 +70,11 @@ pub fn request(
         .collect();
     FleetRequest {
         capacity_type: plan.capacity_type,
-        allocation_strategy: match plan.capacity_type {
-            CapacityType::Spot => "price-capacity-optimized",
-            CapacityType::OnDemand => "lowest-price",
+        allocation_strategy: match (plan.capacity_type, plan.prioritized) {
+            (CapacityType::Spot, false) => "price-capacity-optimized",
+            (CapacityType::OnDemand, false) => "lowest-price",
+            (CapacityType::Spot, true) => "capacity-optimized-prioritized",
+            (CapacityType::OnDemand, true) => "prioritized",
         },
         configs,
         tags,
@@ -290,6 +294,7 @@ mod tests {
                     priority: 0.04,
                 }],
             }],
+            prioritized: false,
         };
         let request = request(
             &plan,
@@ -298,6 +303,19 @@ mod tests {
             None,
         );
         assert_eq!(request.allocation_strategy, "price-capacity-optimized");
+        let prioritized = super::request(
+            &LaunchPlan {
+                prioritized: true,
+                ..plan.clone()
+            },
+            &["karpenter.k8s.aws/1".into()],
+            BTreeMap::new(),
+            None,
+        );
+        assert_eq!(
+            prioritized.allocation_strategy,
+            "capacity-optimized-prioritized"
+        );
         assert_eq!(request.configs.len(), 1);
         assert_eq!(
             request.configs[0].launch_template_name,

@@ -7,6 +7,11 @@
 //! preferred when allowed and available; spot types dearer than the cheapest on-demand type
 //! dropped; the [`MAX_INSTANCE_TYPES`] cheapest kept. The two price filters are skipped when
 //! the claim carries `minValues` (they could break its flexibility).
+//!
+//! A claim whose price a NodeOverlay changed (`karpenter.sh/price-overlay-applied`) is
+//! [`LaunchPlan::prioritized`]: its types are kept in the order the claim lists them (cheapest
+//! first by the overlaid prices), each override's priority is that position, and the fleet asks
+//! for upstream's `prioritized` strategies. The price filters still read EC2's prices.
 
 use std::collections::BTreeMap;
 
@@ -44,7 +49,8 @@ pub struct Override {
     pub zone: String,
     pub subnet_id: String,
     pub image_id: String,
-    /// The offering's price: lower is preferred.
+    /// The offering's price, or with an overlay its type's position in the claim: lower is
+    /// preferred.
     pub priority: f64,
 }
 
@@ -63,6 +69,8 @@ pub struct TemplateGroup {
 pub struct LaunchPlan {
     pub capacity_type: CapacityType,
     pub groups: Vec<TemplateGroup>,
+    /// A NodeOverlay changed a price of the claim: launch by the claim's order.
+    pub prioritized: bool,
 }
 
 impl LaunchPlan {
@@ -157,7 +165,13 @@ pub fn plan<'a>(
             priced.retain(|(_, price)| *price <= limit);
         }
     }
-    priced.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.name.cmp(&b.0.name)));
+    let prioritized = karpenter_cloud::launch::overlay_prioritized(claim);
+    let position = |name: &str| names.iter().position(|n| *n == name).unwrap_or(usize::MAX);
+    if prioritized {
+        priced.sort_by_key(|(info, _)| position(&info.name));
+    } else {
+        priced.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.name.cmp(&b.0.name)));
+    }
     priced.truncate(MAX_INSTANCE_TYPES);
     if priced.is_empty() {
         return Err(PlanError::NoOffering { tried });
@@ -200,7 +214,11 @@ pub fn plan<'a>(
                 zone: offering.zone.clone(),
                 subnet_id: (*subnet).to_owned(),
                 image_id: ami.id.clone(),
-                priority: offering.price_per_hour,
+                priority: if prioritized {
+                    position(&info.name) as f64
+                } else {
+                    offering.price_per_hour
+                },
             });
         }
         if overrides.is_empty() {
@@ -245,6 +263,7 @@ pub fn plan<'a>(
     Ok(LaunchPlan {
         capacity_type,
         groups,
+        prioritized,
     })
 }
 
@@ -389,6 +408,39 @@ mod tests {
             ]
         );
         assert!(plan.overrides().all(|o| o.image_id == "ami-std"));
+    }
+
+    #[test]
+    fn a_claim_priced_by_an_overlay_launches_in_its_own_order() {
+        let types = [
+            info("c5.large", 29, &[("us-west-2a", OnDemand, 0.085)], &[]),
+            info("m5.large", 29, &[("us-west-2a", OnDemand, 0.096)], &[]),
+        ];
+        let lookup = |n: &str| types.iter().find(|t| t.name == n);
+        let mut overlaid = claim(&["m5.large", "c5.large"], serde_json::json!([]));
+        overlaid.metadata.annotations = Some(BTreeMap::from([(
+            labels::PRICE_OVERLAY_APPLIED.to_owned(),
+            "true".to_owned(),
+        )]));
+        let plan = plan(&overlaid, &class(), &lookup, &never).unwrap();
+        assert!(plan.prioritized);
+        let order: Vec<(&str, f64)> = plan
+            .overrides()
+            .map(|o| (o.instance_type.as_str(), o.priority))
+            .collect();
+        assert_eq!(order, [("m5.large", 0.0), ("c5.large", 1.0)]);
+        let plain = super::plan(
+            &claim(&["m5.large", "c5.large"], serde_json::json!([])),
+            &class(),
+            &lookup,
+            &never,
+        )
+        .unwrap();
+        assert!(!plain.prioritized);
+        assert_eq!(
+            plain.overrides().next().map(|o| o.instance_type.as_str()),
+            Some("c5.large")
+        );
     }
 
     #[test]

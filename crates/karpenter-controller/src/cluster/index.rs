@@ -19,6 +19,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVo
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
+use karpenter_api::v1alpha1::NodeOverlay;
 use karpenter_state::{Cluster, Kind, Object, ObjectRef};
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
@@ -55,7 +56,8 @@ impl Changes {
     }
 }
 
-/// The kinds the controller watches, in the order they are listed.
+/// The kinds the controller always watches, in the order they are listed; NodeOverlays are
+/// watched too with the `NodeOverlay` gate ([`ClusterCache::spawn_watchers`]).
 pub const WATCHED: [Kind; 12] = [
     Kind::NodePool,
     Kind::NodeClaim,
@@ -77,6 +79,8 @@ pub struct ClusterCache {
     cluster: Arc<Mutex<Cluster>>,
     changes: watch::Sender<u64>,
     listed: Arc<Mutex<Vec<Kind>>>,
+    /// Kinds watched beyond [`WATCHED`] (gated ones), which must be listed too.
+    gated: Arc<Mutex<Vec<Kind>>>,
     /// Per kind being relisted (`Init` seen, `InitDone` not yet): the objects the controller
     /// wrote meanwhile, which a list taken before the write does not have
     /// ([`Cluster::reset_keeping`]).
@@ -95,6 +99,7 @@ impl ClusterCache {
             cluster: Arc::new(Mutex::new(Cluster::new())),
             changes: watch::channel(0).0,
             listed: Arc::new(Mutex::new(Vec::new())),
+            gated: Arc::new(Mutex::new(Vec::new())),
             relisting: Arc::new(Mutex::new(HashMap::new())),
         }
     }
@@ -210,14 +215,21 @@ impl ClusterCache {
             Ok(listed) => listed,
             Err(poisoned) => poisoned.into_inner(),
         };
-        WATCHED.iter().all(|kind| listed.contains(kind))
+        let gated = match self.gated.lock() {
+            Ok(gated) => gated,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        WATCHED
+            .iter()
+            .chain(gated.iter())
+            .all(|kind| listed.contains(kind))
     }
 
     /// Marks every kind listed, as if the watches had listed them (tests of loops without an
     /// API server).
     #[cfg(test)]
     pub fn mark_synced(&self) {
-        for kind in WATCHED {
+        for kind in WATCHED.into_iter().chain(Some(Kind::NodeOverlay)) {
             self.mark_listed(kind);
         }
         self.changed();
@@ -233,8 +245,16 @@ impl ClusterCache {
         }
     }
 
-    /// Starts one watcher task per kind; they stop when `cancel` trips.
-    pub fn spawn_watchers(&self, client: &Client, cancel: &CancellationToken) {
+    /// Starts one watcher task per kind (NodeOverlays only when `node_overlays`: the gate
+    /// `NodeOverlay`, whose CRD and RBAC an older chart may lack); they stop when `cancel` trips.
+    pub fn spawn_watchers(&self, client: &Client, cancel: &CancellationToken, node_overlays: bool) {
+        if node_overlays {
+            match self.gated.lock() {
+                Ok(mut gated) => gated.push(Kind::NodeOverlay),
+                Err(poisoned) => poisoned.into_inner().push(Kind::NodeOverlay),
+            }
+            self.spawn::<NodeOverlay>(client, cancel, Kind::NodeOverlay, Object::NodeOverlay);
+        }
         self.spawn::<NodePool>(client, cancel, Kind::NodePool, Object::NodePool);
         self.spawn::<NodeClaim>(client, cancel, Kind::NodeClaim, Object::NodeClaim);
         self.spawn::<Node>(client, cancel, Kind::Node, Object::Node);

@@ -14,6 +14,7 @@
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
+use karpenter_api::v1alpha1::NodeOverlay;
 use karpenter_lifecycle::lifecycle::set_condition;
 use karpenter_lifecycle::termination::disrupted_taint;
 use karpenter_state::{Kind, Object, ObjectRef};
@@ -145,6 +146,14 @@ impl Written for EC2NodeClass {
     const INDEX: Kind = Kind::EC2NodeClass;
     fn into_object(self) -> Object {
         Object::EC2NodeClass(self)
+    }
+}
+
+impl Written for NodeOverlay {
+    const KIND: &'static str = "nodeoverlay";
+    const INDEX: Kind = Kind::NodeOverlay;
+    fn into_object(self) -> Object {
+        Object::NodeOverlay(self)
     }
 }
 

@@ -492,7 +492,13 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
         self.ctx.fence.check()?;
         match self.ctx.cloud.create(claim).await {
             Ok(instance) => {
-                let updated = launched(claim, &instance, now);
+                let mut updated = launched(claim, &instance, now);
+                if let Some(catalogs) = self.ctx.catalogs.latest() {
+                    karpenter_lifecycle::lifecycle::add_overlay_capacity(
+                        &mut updated,
+                        &catalogs.overlays,
+                    );
+                }
                 let Some(patched) = self
                     .ctx
                     .writer()

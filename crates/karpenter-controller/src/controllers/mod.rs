@@ -17,6 +17,7 @@ pub mod interruption;
 pub mod kube_dns;
 pub mod kwok_registration;
 pub mod lifecycle;
+pub mod node_overlay;
 pub mod nodeclass;
 pub mod nodepool_counter;
 pub mod nodepool_status;
@@ -124,7 +125,11 @@ pub async fn run_aws(
     use karpenter_aws_provider::{AwsCloud, AwsSettings};
     let settings = ctx.settings.clone();
     let cache = ClusterCache::new();
-    cache.spawn_watchers(&ctx.clients.main, &ctx.cancel);
+    cache.spawn_watchers(
+        &ctx.clients.main,
+        &ctx.cancel,
+        ctx.settings.feature_gates.node_overlay,
+    );
     let metrics = ControllerMetrics::register(&ctx.metrics);
     let ca_bundle = settings
         .cluster_ca_bundle
@@ -266,7 +271,11 @@ pub async fn run_kwok_with(
     let types = TypeSource::load(ctx.settings.instance_types_file_path.as_deref())
         .map_err(StartError::Catalog)?;
     let cache = ClusterCache::new();
-    cache.spawn_watchers(&ctx.clients.main, &ctx.cancel);
+    cache.spawn_watchers(
+        &ctx.clients.main,
+        &ctx.cancel,
+        ctx.settings.feature_gates.node_overlay,
+    );
     let metrics = ControllerMetrics::register(&ctx.metrics);
     let delay = options.registration_delay;
     let cloud = Kwok {
@@ -468,6 +477,16 @@ async fn run_with<C: CloudProvider + 'static>(
         &context,
         cancel,
     );
+    if ctx.settings.feature_gates.node_overlay {
+        spawn(
+            &mut tasks,
+            node_overlay::NodeOverlayStatus {
+                ctx: context.clone(),
+            },
+            &context,
+            cancel,
+        );
+    }
     spawn(
         &mut tasks,
         nodepool_counter::NodePoolCounter {

@@ -488,7 +488,12 @@ pub async fn create_node_claim<C>(
     pool: &NodePool,
     reason: &str,
 ) -> Result<String, WriteError> {
-    let shaped = nodeclaim::node_claim(claim, pool);
+    let mut shaped = nodeclaim::node_claim(claim, pool);
+    // The conversion the decision was made from (a newer one only if the catalogs changed
+    // meanwhile).
+    if let Some(catalogs) = ctx.catalogs.latest() {
+        nodeclaim::annotate_overlays(&mut shaped, claim, &catalogs.overlays);
+    }
     let created = ctx.writer().create(&shaped, "creating").await?;
     let name = created.metadata.name.clone().unwrap_or_default();
     ctx.metrics

@@ -12,6 +12,13 @@
 //! than each making one. A new conversion is made after the old one is let go and from
 //! listings consumed as they are converted, so the two are not both whole in memory (with the
 //! embedded catalog: ~2 MiB converted, ~3 MiB listed for one NodePool).
+//!
+//! NodeOverlays (gate `NodeOverlay`: the index holds none without it) are applied here, to the
+//! converted types ([`karpenter_scheduling::overlay::apply`]), so every solve, every
+//! consolidation decision and the NodeClaim conditions see the same overlaid prices and
+//! capacities; an overlay's spec change (its generation) makes a new conversion. What became
+//! of each overlay ([`PoolCatalogs::overlays`]) is what the `nodeoverlay.controller` loop
+//! writes as its status.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use karpenter_api::v1::NodePool;
+use karpenter_api::v1alpha1::NodeOverlay;
 use karpenter_cloud::CloudProvider;
 use karpenter_scheduling::{InstanceType, PoolInstanceTypes};
 
@@ -38,6 +46,10 @@ pub struct PoolCatalogs {
     pub instance_types: PoolInstanceTypes,
     /// The NodePools kept, by name.
     pub by_name: BTreeMap<String, NodePool>,
+    /// What the NodeOverlays did: a verdict per overlay, the changed types.
+    pub overlays: karpenter_scheduling::overlay::Outcome,
+    /// The NodeOverlays applied (their names and spec generations), as the verdicts saw them.
+    pub overlay_versions: Vec<(String, Option<i64>)>,
 }
 
 /// What a conversion was made from.
@@ -48,6 +60,8 @@ struct Key {
     /// Each EC2NodeClass's version (the kwok cloud reads its kubelet settings; the AWS
     /// cloud's own version counts its status changes too).
     classes: Vec<Version>,
+    /// Each NodeOverlay's version.
+    overlays: Vec<Version>,
     cloud: u64,
 }
 
@@ -98,7 +112,7 @@ impl Catalogs {
         cloud: &C,
         events: &Events,
     ) -> Arc<PoolCatalogs> {
-        let (pools, classes): (Vec<NodePool>, Vec<_>) = {
+        let (pools, classes, overlays): (Vec<NodePool>, Vec<_>, Vec<NodeOverlay>) = {
             let index = cache.lock();
             (
                 index
@@ -110,11 +124,17 @@ impl Catalogs {
                     .node_classes()
                     .map(|c| Version::of(&c.metadata))
                     .collect(),
+                index
+                    .node_overlays()
+                    .filter(|o| o.metadata.deletion_timestamp.is_none())
+                    .cloned()
+                    .collect(),
             )
         };
         let key = Key {
             pools: pools.iter().map(|p| Version::of(&p.metadata)).collect(),
             classes,
+            overlays: overlays.iter().map(|o| Version::of(&o.metadata)).collect(),
             // Read before listing: a change during the listing makes the next call list again.
             cloud: cloud.catalog_version(),
         };
@@ -129,7 +149,7 @@ impl Catalogs {
         // does not.
         *entry = None;
         let made = Instant::now();
-        let value = Arc::new(pool_catalogs(cloud, events, pools).await);
+        let value = Arc::new(pool_catalogs(cloud, events, pools, &overlays).await);
         *entry = Some(Entry {
             key,
             made,
@@ -156,11 +176,13 @@ impl Catalogs {
     }
 }
 
-/// Converts `pools` for the solver and lists their instance types from the cloud.
+/// Converts `pools` for the solver, lists their instance types from the cloud and applies
+/// `overlays` to them.
 pub async fn pool_catalogs<C: CloudProvider>(
     cloud: &C,
     events: &Events,
     pools: Vec<NodePool>,
+    overlays: &[NodeOverlay],
 ) -> PoolCatalogs {
     let mut solver_pools = Vec::new();
     let mut instance_types: BTreeMap<String, Vec<InstanceType>> = BTreeMap::new();
@@ -196,10 +218,22 @@ pub async fn pool_catalogs<C: CloudProvider>(
         solver_pools.push(converted);
         by_name.insert(name, pool);
     }
+    let outcome =
+        karpenter_scheduling::overlay::apply(overlays, &solver_pools, &mut instance_types);
     PoolCatalogs {
         solver_pools,
         instance_types: Arc::new(instance_types),
         by_name,
+        overlays: outcome,
+        overlay_versions: overlays
+            .iter()
+            .map(|o| {
+                (
+                    o.metadata.name.clone().unwrap_or_default(),
+                    o.metadata.generation,
+                )
+            })
+            .collect(),
     }
 }
 
@@ -310,6 +344,48 @@ mod tests {
         Object::EC2NodeClass(class)
     }
 
+    /// A NodeOverlay setting every type's price to `price`.
+    fn overlay(name: &str, generation: i64, price: &str) -> Object {
+        Object::NodeOverlay(
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay",
+                "metadata": {"name": name, "generation": generation},
+                "spec": {"requirements": [], "price": price}
+            }))
+            .unwrap_or_else(|e| panic!("{e}")),
+        )
+    }
+
+    #[tokio::test]
+    async fn overlays_in_the_index_change_the_prices_every_loop_reads_and_their_verdicts_are_kept()
+    {
+        let (cache, cloud, events) = (ClusterCache::new(), CountingCloud::new(), events());
+        cache.apply(pool("general", 1));
+        cache.apply(overlay("cheap", 1, "0.001"));
+        let catalogs = Catalogs::default();
+        let got = catalogs.get(&cache, &cloud, &events).await;
+        assert!(
+            got.instance_types["general"]
+                .iter()
+                .flat_map(|t| &t.offerings)
+                .all(|o| o.price == 0.001)
+        );
+        assert_eq!(
+            got.overlays.verdicts["cheap"],
+            karpenter_scheduling::overlay::Verdict::Applied { instance_types: 3 }
+        );
+        assert_eq!(got.overlay_versions, [("cheap".to_owned(), Some(1))]);
+        cache.apply(overlay("cheap", 2, "5"));
+        let edited = catalogs.get(&cache, &cloud, &events).await;
+        assert!(
+            edited.instance_types["general"]
+                .iter()
+                .flat_map(|t| &t.offerings)
+                .all(|o| o.price == 5.0),
+            "an edited overlay makes a new conversion"
+        );
+    }
+
     fn events() -> Events {
         let config = kube::Config::new(
             "http://127.0.0.1:9"
@@ -362,6 +438,12 @@ mod tests {
         cache.apply(pool("spot", 1));
         let both = catalogs.get(&cache, &cloud, &events).await;
         assert_eq!(cloud.listings(), 7, "a new NodePool: both listed");
+        cache.apply(overlay("cheap", 1, "0.001"));
+        catalogs.get(&cache, &cloud, &events).await;
+        assert_eq!(cloud.listings(), 9, "after a NodeOverlay appeared");
+        cache.apply(overlay("cheap", 1, "0.001"));
+        catalogs.get(&cache, &cloud, &events).await;
+        assert_eq!(cloud.listings(), 9, "the same overlay again");
         assert_eq!(
             both.instance_types.keys().collect::<Vec<_>>(),
             ["general", "spot"]

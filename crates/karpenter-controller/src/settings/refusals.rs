@@ -115,15 +115,10 @@ const fn setting(
     }
 }
 
-/// Every refused value. `SpotToSpotConsolidation`, `NodeRepair` and `StaticCapacity` are implemented and
+/// Every refused value. `SpotToSpotConsolidation`, `NodeRepair`, `StaticCapacity` and `NodeOverlay` are implemented and
 /// `ReservedCapacity` is accepted both ways (an EC2NodeClass selecting capacity reservations is not Ready with
 /// `CapacityReservationsUnsupported`), so neither is here.
 const RULES: &[Rule] = &[
-    gate(
-        "NodeOverlay",
-        |s| s.feature_gates.node_overlay,
-        "NodeOverlay objects are not implemented yet in karpenter-rs; set NodeOverlay=false",
-    ),
     gate(
         "CapacityBuffer",
         |s| s.feature_gates.capacity_buffer,

@@ -809,7 +809,7 @@ impl<'a> Runner<'a> {
             offer.info.name,
             offer.offering.capacity_type.as_str(),
             offer.offering.zone,
-            offer.offering.price_per_hour,
+            launch.price_per_hour,
         );
         self.next_node += 1;
         let now = self.now;

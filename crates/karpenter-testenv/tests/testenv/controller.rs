@@ -38,6 +38,7 @@ mod disruption;
 mod explain;
 mod faults;
 mod interruption;
+mod overlay;
 mod repair;
 mod static_pools;
 mod top;

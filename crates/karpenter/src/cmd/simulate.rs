@@ -97,6 +97,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?),
         None => None,
     };
+    // NodeOverlays: the plan with them and without them, side by side.
+    if !manifests.node_overlays.is_empty() {
+        let pinning = !args.no_zone_pinning;
+        let mut comparison =
+            karpenter_sim::overlays::compare(&manifests, &catalog, &pricing, |scenario| {
+                scenario.solve_options.pin_anti_affinity_domains = pinning;
+            })?;
+        comparison.with_overlays.compare_nodegroup = compare_nodegroup;
+        match args.output {
+            Output::Table => print!("{}", karpenter_sim::overlays::comparison_table(&comparison)),
+            Output::Json => println!("{}", serde_json::to_string_pretty(&comparison)?),
+            Output::Yaml => print!("{}", karpenter_api::yaml::to_yaml(&comparison)?),
+        }
+        let unschedulable = comparison.with_overlays.unschedulable.len();
+        if args.fail_on_unschedulable && unschedulable > 0 {
+            eprintln!("{unschedulable} pod(s) cannot be scheduled (--fail-on-unschedulable)");
+            return Ok(ExitCode::FAILURE);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut plan = karpenter_sim::plan(&mut scenario);
     plan.compare_nodegroup = compare_nodegroup;
     match args.output {
