@@ -21,6 +21,7 @@ pub mod nodeclass;
 pub mod nodepool_counter;
 pub mod nodepool_status;
 pub mod provisioner;
+pub mod reboot;
 pub mod status_metrics;
 pub mod tagging;
 pub mod termination;
@@ -372,6 +373,12 @@ async fn run_with<C: CloudProvider + 'static>(
     spawn(
         &mut tasks,
         provisioner::Provisioner::new(context.clone()),
+        &context,
+        cancel,
+    );
+    spawn(
+        &mut tasks,
+        reboot::Reboot::new(context.clone()),
         &context,
         cancel,
     );

@@ -46,18 +46,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "no cost tracker to fail: karpenter_nodepools_cost_total is priced each pass from the last instance-type listing",
     ),
     (
-        "karpenter_nodes_reboot_duration_seconds",
-        "[health] node repair by reboot",
-    ),
-    (
-        "karpenter_nodes_reboot_recovery_duration_seconds",
-        "[health] node repair by reboot",
-    ),
-    (
-        "karpenter_nodes_reboots_total",
-        "[health] node repair by reboot",
-    ),
-    (
         "karpenter_voluntary_disruption_terminate_first_decisions_total",
         "[capacity] terminate-first disruption (reserved capacity, static NodePools at their limit)",
     ),

@@ -298,11 +298,17 @@ fn blocking_pods_stop_repair_only_when_nothing_bounds_the_drain() {
     roomy.capacity = roomy.allocatable.clone();
     let snap = snapshot(with_healthy(vec![node, roomy], 10), "20%");
     let decision = decide(&snap, now());
-    let repair = decision.commands.first().and_then(|c| c.repair.clone());
+    let command = decision.commands.first();
     assert_eq!(
-        repair.map(|r| (r.reboot_replaced, r.termination_grace_period)),
+        command.map(|c| c.replacements.len()),
+        Some(0),
+        "a reboot launches no replacement"
+    );
+    let repair = command.and_then(|c| c.repair.clone());
+    assert_eq!(
+        repair.map(|r| (r.reboot, r.termination_grace_period)),
         Some((true, None)),
-        "a reboot policy replaces; without a policy bound the NodeClaim's own applies"
+        "a reboot policy reboots in place; without a policy bound the NodeClaim's own applies"
     );
 }
 
