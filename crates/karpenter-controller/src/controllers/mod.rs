@@ -138,6 +138,7 @@ pub async fn run_aws(
         vm_memory_overhead_percent: settings.vm_memory_overhead_percent,
         reserved_enis: settings.reserved_enis,
         kube_dns_ip: kube_dns::discover(&ctx.clients.main).await,
+        reboot_for_repair: settings.aws_feature_gates.reboot_for_repair,
     };
     let k8s_version = ctx
         .clients

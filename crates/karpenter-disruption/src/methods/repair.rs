@@ -116,10 +116,10 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     let mut eligible: Vec<Eligible> = Vec::new();
     for (index, node) in snapshot.nodes.iter().enumerate() {
         let matches = settings.matcher.matches(&node.conditions, node.created);
-        if matches.is_empty() || node.node_claim.is_none() {
+        if matches.is_empty() || node.node_claim.is_none() || node.rebooting {
             continue;
         }
-        let Some(result) = repair::resolve(&matches, now, None) else {
+        let Some(result) = repair::resolve(&matches, now, node.last_reboot_end) else {
             if let Some(first) = repair::earliest_eligible(&matches) {
                 let text = if first.reason.is_empty() {
                     format!("{}={}", first.condition, first.status)

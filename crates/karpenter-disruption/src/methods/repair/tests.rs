@@ -320,3 +320,22 @@ fn thresholds_are_a_percentage_or_a_count() {
     assert!(UnhealthyThreshold::parse("120%").is_err());
     assert!(UnhealthyThreshold::parse("many").is_err());
 }
+
+#[test]
+fn a_rebooting_node_is_left_alone_and_a_rebooted_one_waits_out_its_toleration_again() {
+    let mut node = broken("sick", 20);
+    node.rebooting = true;
+    let snap = snapshot(with_healthy(vec![node.clone()], 10), "20%");
+    assert!(repaired(&snap).is_empty());
+    assert!(codes(&snap, "sick").contains(&Code::Rebooting));
+    node.rebooting = false;
+    node.last_reboot_end = Some(now() - chrono::Duration::minutes(5));
+    let snap = snapshot(with_healthy(vec![node.clone()], 10), "20%");
+    assert!(
+        repaired(&snap).is_empty(),
+        "tolerated again after the reboot"
+    );
+    node.last_reboot_end = Some(now() - chrono::Duration::minutes(11));
+    let snap = snapshot(with_healthy(vec![node], 10), "20%");
+    assert_eq!(repaired(&snap), ["sick"]);
+}

@@ -291,6 +291,22 @@ async fn a_node_asking_for_a_reboot_is_rebooted_in_place_not_replaced() {
     )
     .await
     .expect("node repair reboots the node in place");
+    // A reboot clears the fault (KWOK keeps the injected condition: the test clears it).
+    nodes
+        .patch_status(
+            &node,
+            &PatchParams::default(),
+            &Patch::Strategic(serde_json::json!({"status": {"conditions": [{
+                "type": "KWOKRebootRequired",
+                "status": "False",
+                "reason": "Rebooted",
+                "message": "cleared by the test",
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
+            }]}})),
+        )
+        .await
+        .expect("clearing the fault");
     let after = nodes.get(&node).await.expect("the same node, still there");
     let boot_after = after
         .status
