@@ -433,6 +433,8 @@ pub fn exported() -> Metrics {
     m.disruption_queue_failure("replace", "underutilized", "single");
     m.allowed_disruptions("general", "Underutilized", 1, 0);
     m.pod_drained("underutilized");
+    m.reboot_ended("succeeded", 40.0);
+    m.reboot_recovered(30.0);
     m.node_termination_duration("general", 12.0);
     m.node_lifetime("general", 3600.0);
     m.nodeclaim_termination_duration("general", 30.0);
