@@ -217,6 +217,13 @@ pub const NODEPOOL_HASH_VERSION_VALUE: &str = "rs1";
 pub const UPSTREAM_NODEPOOL_HASH_VERSION: &str = "v3";
 pub const NODECLAIM_TERMINATION_TIMESTAMP: &str = "karpenter.sh/nodeclaim-termination-timestamp";
 pub const NODECLAIM_MIN_VALUES_RELAXED: &str = "karpenter.sh/nodeclaim-min-values-relaxed";
+/// On a NodeClaim being rebooted: its Node's `status.nodeInfo.bootID` before the reboot was
+/// issued (a different one means the reboot happened: it is not issued again). Removed when
+/// the reboot ends.
+pub const REBOOT_PRE_BOOT_ID: &str = "karpenter.sh/reboot-pre-boot-id";
+/// On a NodeClaim being rebooted: a Go duration bounding the drain before the reboot (`0s`:
+/// no drain); unset, the drain is unbounded.
+pub const REBOOT_TERMINATION_GRACE_PERIOD: &str = "karpenter.sh/reboot-termination-grace-period";
 pub const REQUESTED_DRA_DRIVERS: &str = "karpenter.sh/requested-dra-drivers";
 pub const PRICE_OVERLAY_APPLIED: &str = "karpenter.sh/price-overlay-applied";
 pub const CAPACITY_OVERLAY_APPLIED: &str = "karpenter.sh/capacity-overlay-applied";
@@ -250,6 +257,9 @@ pub const LAST_APPLIED_CONFIGURATION: &str = "kubectl.kubernetes.io/last-applied
 
 /// `karpenter.sh/disrupted:NoSchedule`, put on nodes being disrupted or terminated.
 pub const DISRUPTED_TAINT_KEY: &str = "karpenter.sh/disrupted";
+/// `karpenter.sh/rebooting:NoSchedule`, fencing a Node from new pods from its reboot's drain
+/// until it has booted again.
+pub const REBOOTING_TAINT_KEY: &str = "karpenter.sh/rebooting";
 /// `karpenter.sh/unregistered:NoExecute`, expected at kubelet start and removed at registration.
 pub const UNREGISTERED_TAINT_KEY: &str = "karpenter.sh/unregistered";
 pub const NOT_READY_TAINT_KEY: &str = "node.kubernetes.io/not-ready";

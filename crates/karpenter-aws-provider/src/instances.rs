@@ -186,6 +186,18 @@ pub async fn list(clients: &AwsClients, cluster: &str) -> Result<Vec<Instance>, 
     Ok(out)
 }
 
+/// Reboots the instance in place (`ec2:RebootInstances`; EC2 has no client token for it).
+pub async fn reboot(clients: &AwsClients, id: &str) -> Result<(), AwsError> {
+    clients
+        .ec2
+        .reboot_instances()
+        .instance_ids(id)
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(|e| AwsError::from_sdk("ec2:RebootInstances", &e))
+}
+
 /// Terminates the instance (idempotent: terminating a terminated instance is fine).
 pub async fn terminate(clients: &AwsClients, id: &str) -> Result<(), AwsError> {
     clients

@@ -79,6 +79,8 @@ pub struct AwsSettings {
     pub reserved_enis: u32,
     /// The `kube-system/kube-dns` ClusterIP, the nodes' default cluster DNS.
     pub kube_dns_ip: Option<String>,
+    /// AWS gate `RebootForRepair`: the reboot-clearable GPU faults reboot the node in place.
+    pub reboot_for_repair: bool,
 }
 
 /// EC2NodeClasses as the controller's cache holds them.
@@ -1158,6 +1160,54 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
         }
     }
 
+    /// `ec2:RebootInstances` (upstream v1.15.1): not into a zonally shifted zone (retried), a
+    /// missing instance is not found, a denied call rejects the reboot (a permission does not
+    /// come by retrying); EC2 has no idempotency token for it, `operation_id` is logged only.
+    async fn reboot(&self, node_claim: &NodeClaim, operation_id: &str) -> Result<(), CloudError> {
+        let provider_id = node_claim
+            .status
+            .as_ref()
+            .and_then(|s| s.provider_id.clone())
+            .unwrap_or_default();
+        let id = Self::instance_id(&provider_id)?;
+        let instance = instances::get(&self.clients, id)
+            .await
+            .map_err(AwsError::into_cloud)?
+            .ok_or_else(|| CloudError::NodeClaimNotFound {
+                what: format!("instance {id}"),
+            })?;
+        if let Some(zone_id) = instance
+            .zone_id
+            .as_ref()
+            .filter(|z| self.shifted_zones().contains(*z))
+        {
+            return Err(CloudError::Provider {
+                operation: "ec2:RebootInstances",
+                message: format!(
+                    "instance {id} is in zonally shifted availability zone {} ({zone_id}), skipping reboot",
+                    instance.zone
+                ),
+                retryable: true,
+            });
+        }
+        instances::reboot(&self.clients, id).await.map_err(|e| {
+            if e.is_not_found() {
+                CloudError::NodeClaimNotFound {
+                    what: format!("instance {id}"),
+                }
+            } else if e.is_access_denied() {
+                CloudError::RebootRejected {
+                    node_claim: node_claim.metadata.name.clone().unwrap_or_default(),
+                    message: e.detail(),
+                }
+            } else {
+                e.into_cloud()
+            }
+        })?;
+        tracing::info!(instance = %id, operation_id, "rebooting the EC2 instance");
+        Ok(())
+    }
+
     async fn get(&self, provider_id: &str) -> Result<NodeClaim, CloudError> {
         let id = Self::instance_id(provider_id)?;
         match instances::get(&self.clients, id)
@@ -1300,6 +1350,6 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
     }
 
     fn repair_policies(&self) -> Vec<karpenter_cloud::RepairPolicy> {
-        crate::repair::policies()
+        crate::repair::policies(self.settings.reboot_for_repair)
     }
 }

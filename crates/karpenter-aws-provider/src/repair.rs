@@ -4,13 +4,13 @@
 //! `KernelReady`, `ContainerRuntimeReady`). The unrecognised-GPU-fault policy is the set's one
 //! default fallback.
 //!
-//! Upstream reboots the reboot-clearable XIDs only with its `RebootForRepair` AWS feature gate;
-//! without it (its default, and the only mode here: reboot is not implemented) they are
-//! replaced on the same timing.
+//! The reboot-clearable XIDs are rebooted in place only with the `RebootForRepair` AWS feature
+//! gate (`ec2:RebootInstances`); without it (the default) they are replaced on the same timing,
+//! as upstream.
 
 use std::time::Duration;
 
-use karpenter_cloud::{ConditionStatus, RepairPolicy};
+use karpenter_cloud::{ConditionStatus, RepairAction, RepairPolicy};
 
 const fn minutes(m: u64) -> Duration {
     Duration::from_secs(m * 60)
@@ -22,20 +22,27 @@ pub const REBOOT_CLEARABLE_XIDS: &str =
 /// Fatal GPU XIDs: replaced fast.
 pub const FATAL_XIDS: &str = ".*XID(64|74|79|119|120).*";
 
-/// Upstream v1.15.1's policies (`RebootForRepair` off).
-pub fn policies() -> Vec<RepairPolicy> {
+/// Upstream v1.15.1's policies; `reboot_for_repair` is the `RebootForRepair` gate.
+pub fn policies(reboot_for_repair: bool) -> Vec<RepairPolicy> {
     let false_ = ConditionStatus::False;
     let mut policies = vec![
         RepairPolicy::replace("Ready", false_, ".*", minutes(30)).with_grace(minutes(10)),
         RepairPolicy::replace("Ready", ConditionStatus::Unknown, ".*", minutes(30))
             .with_grace(minutes(10)),
-        RepairPolicy::replace(
-            "AcceleratedHardwareReady",
-            false_,
-            REBOOT_CLEARABLE_XIDS,
-            minutes(10),
-        )
-        .with_grace(minutes(5)),
+        RepairPolicy {
+            action: if reboot_for_repair {
+                RepairAction::RebootNode
+            } else {
+                RepairAction::ReplaceNode
+            },
+            ..RepairPolicy::replace(
+                "AcceleratedHardwareReady",
+                false_,
+                REBOOT_CLEARABLE_XIDS,
+                minutes(10),
+            )
+            .with_grace(minutes(5))
+        },
         RepairPolicy::replace("AcceleratedHardwareReady", false_, FATAL_XIDS, minutes(10))
             .with_grace(minutes(5)),
         RepairPolicy::replace("AcceleratedHardwareReady", false_, "", minutes(30))
@@ -62,8 +69,25 @@ mod tests {
     use karpenter_cloud::repair::{ObservedCondition, resolve};
 
     #[test]
+    fn reboot_for_repair_reboots_the_reboot_clearable_gpu_faults_only() {
+        let actions = |gate: bool| -> Vec<(String, RepairAction)> {
+            policies(gate)
+                .into_iter()
+                .filter(|p| p.action == RepairAction::RebootNode)
+                .map(|p| (p.reason_regex, p.action))
+                .collect()
+        };
+        assert_eq!(actions(false), []);
+        assert_eq!(
+            actions(true),
+            [(REBOOT_CLEARABLE_XIDS.to_owned(), RepairAction::RebootNode)]
+        );
+        assert!(RepairMatcher::new(&policies(true)).is_ok());
+    }
+
+    #[test]
     fn the_ec2_policies_are_a_valid_set_with_the_gpu_fallback() {
-        let policies = policies();
+        let policies = policies(false);
         assert!(RepairMatcher::new(&policies).is_ok());
         assert_eq!(policies.len(), 9);
         let fallbacks: Vec<&str> = policies
@@ -76,7 +100,7 @@ mod tests {
 
     #[test]
     fn a_fatal_gpu_fault_is_repaired_after_ten_minutes_and_an_unknown_one_after_thirty() {
-        let Ok(matcher) = RepairMatcher::new(&policies()) else {
+        let Ok(matcher) = RepairMatcher::new(&policies(false)) else {
             panic!("valid");
         };
         let created = chrono::Utc

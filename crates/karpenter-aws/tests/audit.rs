@@ -335,6 +335,7 @@ const SEED_001_GAPS: &[&str] = &[
     "ec2:CreateFleet/placement-group",
     "ec2:CreateTags/on-create:CreateFleet:spot-instances-request",
     "ec2:CreateTags/after-launch:eks-cluster-name",
+    "ec2:RebootInstances/instance",
     "iam:ListInstanceProfiles/default",
     "arc-zonal-shift:GetManagedResource/default",
 ];
@@ -366,7 +367,7 @@ fn the_report_serializes_to_json_with_its_summary() {
         json["summary"]
             .as_str()
             .unwrap()
-            .starts_with("11 missing, 0 over-broad")
+            .starts_with("12 missing, 0 over-broad")
     );
     assert_eq!(json["missing"][0]["granted_by"], "AllowRegionalReadActions");
 }

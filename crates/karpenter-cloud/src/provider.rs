@@ -64,6 +64,10 @@ pub enum CloudError {
     /// The NodeClaim cannot be launched as written (no instance type option, bad requirement).
     #[error("nodeclaim {node_claim}: {message}")]
     InvalidNodeClaim { node_claim: String, message: String },
+    /// The cloud refused to reboot the NodeClaim's instance for good (no reboot in this cloud,
+    /// no permission): retrying cannot help.
+    #[error("rebooting nodeclaim {node_claim}: {message}")]
+    RebootRejected { node_claim: String, message: String },
     /// Any other failure of a provider call, named after the call.
     #[error("{operation}: {message}")]
     Provider {
@@ -82,6 +86,7 @@ impl CloudError {
             CloudError::NodeClaimNotFound { .. } => "NodeClaimNotFound",
             CloudError::NodeClassNotReady { .. } => "NodeClassNotReady",
             CloudError::InvalidNodeClaim { .. } => "InvalidNodeClaim",
+            CloudError::RebootRejected { .. } => "RebootRejected",
             CloudError::Provider { .. } => "ProviderError",
         }
     }
@@ -131,6 +136,26 @@ pub trait CloudProvider: Send + Sync {
     /// Terminates the NodeClaim's instance. [`CloudError::NodeClaimNotFound`] once it is gone.
     fn delete(&self, node_claim: &NodeClaim)
     -> impl Future<Output = Result<(), CloudError>> + Send;
+
+    /// Asks the cloud to restart the NodeClaim's instance in place (upstream `Reboot`, v1.15)
+    /// and returns once it accepted; the reboot controller observes the new boot.
+    /// `operation_id` is the same for every try of one reboot (a cloud with idempotent
+    /// requests maps it to them). [`CloudError::RebootRejected`] by default: the cloud cannot
+    /// reboot, the reboot fails and the node is replaced.
+    fn reboot(
+        &self,
+        node_claim: &NodeClaim,
+        operation_id: &str,
+    ) -> impl Future<Output = Result<(), CloudError>> + Send {
+        let _ = operation_id;
+        std::future::ready(Err(CloudError::RebootRejected {
+            node_claim: node_claim.metadata.name.clone().unwrap_or_default(),
+            message: format!(
+                "reboot is not implemented by the {} cloud provider",
+                self.name()
+            ),
+        }))
+    }
 
     /// The launched NodeClaim behind a provider id.
     fn get(&self, provider_id: &str) -> impl Future<Output = Result<NodeClaim, CloudError>> + Send;

@@ -107,6 +107,9 @@ pub fn node_block_for(
             "node is already marked for deletion",
         ));
     }
+    if node.rebooting {
+        return Some(Reason::new(Code::Rebooting, "node is rebooting in place"));
+    }
     if let Some(until) = node.nominated_until.filter(|u| *u > now) {
         return Some(Reason::new(
             Code::Nominated,

@@ -100,8 +100,8 @@ pub struct RepairCommand {
     pub condition: String,
     pub status: String,
     pub reason: String,
-    /// The policy asked for a reboot, which is not implemented: the node is replaced.
-    pub reboot_replaced: bool,
+    /// The policy asks for a reboot: the node is rebooted in place, not replaced.
+    pub reboot: bool,
     /// The drain bound to stamp on the NodeClaim before it is deleted: `min(policy bound,
     /// NodeClaim's terminationGracePeriod)`; `None` inherits the NodeClaim's own.
     pub termination_grace_period: Option<std::time::Duration>,

@@ -30,6 +30,8 @@ pub enum Code {
     NodeGone,
     /// The node is already marked for deletion.
     MarkedForDeletion,
+    /// The node is rebooting in place (`Rebooting=True`).
+    Rebooting,
     /// The node is nominated for pending pods.
     Nominated,
     /// The node has `karpenter.sh/do-not-disrupt=true`.
@@ -98,7 +100,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in declaration order.
-    pub const ALL: [Code; 41] = [
+    pub const ALL: [Code; 42] = [
         Code::Unmanaged,
         Code::NoNodePoolLabel,
         Code::NodePoolNotFound,
@@ -108,6 +110,7 @@ impl Code {
         Code::Deleting,
         Code::NodeGone,
         Code::MarkedForDeletion,
+        Code::Rebooting,
         Code::Nominated,
         Code::NodeDoNotDisrupt,
         Code::PodDoNotDisrupt,
@@ -154,6 +157,7 @@ impl Code {
             Code::Deleting => "Deleting",
             Code::NodeGone => "NodeGone",
             Code::MarkedForDeletion => "MarkedForDeletion",
+            Code::Rebooting => "Rebooting",
             Code::Nominated => "Nominated",
             Code::NodeDoNotDisrupt => "NodeDoNotDisrupt",
             Code::PodDoNotDisrupt => "PodDoNotDisrupt",
@@ -235,6 +239,7 @@ impl Code {
             | Code::Deleting
             | Code::NodeGone
             | Code::MarkedForDeletion
+            | Code::Rebooting
             | Code::Nominated
             | Code::NodeDoNotDisrupt
             | Code::PodDoNotDisrupt
@@ -424,7 +429,7 @@ mod tests {
     }
 
     /// The published names. Changing one breaks dashboards and alerts: add, never rename.
-    const STABLE: [(Code, &str); 41] = [
+    const STABLE: [(Code, &str); 42] = [
         (Code::Unmanaged, "Unmanaged"),
         (Code::NoNodePoolLabel, "NoNodePoolLabel"),
         (Code::NodePoolNotFound, "NodePoolNotFound"),
@@ -434,6 +439,7 @@ mod tests {
         (Code::Deleting, "Deleting"),
         (Code::NodeGone, "NodeGone"),
         (Code::MarkedForDeletion, "MarkedForDeletion"),
+        (Code::Rebooting, "Rebooting"),
         (Code::Nominated, "Nominated"),
         (Code::NodeDoNotDisrupt, "NodeDoNotDisrupt"),
         (Code::PodDoNotDisrupt, "PodDoNotDisrupt"),

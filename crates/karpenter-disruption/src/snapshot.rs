@@ -70,6 +70,11 @@ pub struct NodeState {
     pub instance_terminating: bool,
     /// In the orchestration queue already.
     pub queued: bool,
+    /// Rebooting in place (`Rebooting=True`): no disruption method takes it.
+    pub rebooting: bool,
+    /// When its last in-place reboot ended (`Rebooting=False`): repair tolerations count
+    /// from then at the earliest.
+    pub last_reboot_end: Option<DateTime<Utc>>,
     /// Nominated for pending pods until this time.
     pub nominated_until: Option<DateTime<Utc>>,
     /// `Drifted=True`, if the drift controller said so. When `None`, the drift method detects
@@ -111,6 +116,8 @@ impl NodeState {
             deleting: false,
             instance_terminating: false,
             queued: false,
+            rebooting: false,
+            last_reboot_end: None,
             nominated_until: None,
             drifted: None,
             last_pod_event: None,

@@ -20,7 +20,7 @@ use karpenter_cloud::{
 };
 use karpenter_scheduling::InstanceType;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
 use crate::catalog::TypeSource;
 use crate::options::{KWOK_NODE, KwokOptions};
@@ -586,6 +586,37 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
                 what: format!("instance kwok://{name}"),
             }),
             Err(e) => Err(provider_error("delete node", &e)),
+        }
+    }
+
+    /// As upstream's KWOK provider: the Node "boots again" at once, its `bootID` set to
+    /// `kwok-<operation id>` (KWOK keeps it Ready).
+    async fn reboot(&self, node_claim: &NodeClaim, operation_id: &str) -> Result<(), CloudError> {
+        let claim = node_claim.metadata.name.clone().unwrap_or_default();
+        let Some(node) = node_claim
+            .status
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .filter(|n| !n.is_empty())
+        else {
+            return Err(CloudError::Provider {
+                operation: "reboot node",
+                message: format!("rebooting nodeclaim {claim}: node is not registered"),
+                retryable: true,
+            });
+        };
+        let nodes: Api<Node> = Api::all(self.cloud.client.clone());
+        let patch =
+            serde_json::json!({"status": {"nodeInfo": {"bootID": format!("kwok-{operation_id}")}}});
+        match nodes
+            .patch_status(node, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if is_not_found(&e) => Err(CloudError::NodeClaimNotFound {
+                what: format!("instance kwok://{node}"),
+            }),
+            Err(e) => Err(provider_error("reboot node", &e)),
         }
     }
 

@@ -2,7 +2,7 @@
 //! `Ready` False (the set's default fallback) and Unknown after 10 minutes, replaced without a
 //! drain; and the simulated faults tests inject, `KWOKUnhealthy=True` (replace after 30 s,
 //! drain bounded to 45 s) and `KWOKRebootRequired=True` (reboot after 30 s, drain bounded to
-//! 1 min; reboot is not implemented here, so node repair replaces it instead).
+//! 1 min; node repair reboots it in place, [`crate::Kwok`]'s reboot changes its `bootID`).
 //!
 //! `KWOK_REPAIR_TOLERATION` (a Go duration) replaces every policy's toleration, so a test of
 //! `Ready=False` need not wait 10 minutes.

@@ -27,6 +27,8 @@
 //!   `ValidationSucceeded`, `NodeClassReady` and `NodeRegistrationHealthy` as upstream writes
 //!   them, from the pool, its class and its recent registrations
 //!   ([`registration_health::RegistrationHealth`]).
+//! - **A node's in-place reboot** ([`reboot::decide_reboot`]): fence, drain, pre-boot id,
+//!   issue, observe the new boot, succeed or fail (replace) on upstream's deadlines.
 //! - **Garbage collection** ([`garbage::collect`]): NodeClaims whose instance is gone, instances
 //!   and Nodes of ours that nothing claims.
 //!
@@ -44,6 +46,7 @@ pub mod node_termination;
 pub mod nodeclaim;
 pub mod nodeoverlay_status;
 pub mod nodepool_status;
+pub mod reboot;
 pub mod registration_health;
 pub mod termination;
 

@@ -119,7 +119,7 @@ impl Step {
     }
 }
 
-fn condition<'a>(claim: &'a NodeClaim, type_: &str) -> Option<&'a Condition> {
+pub(crate) fn condition<'a>(claim: &'a NodeClaim, type_: &str) -> Option<&'a Condition> {
     claim
         .status
         .as_ref()
@@ -202,6 +202,12 @@ pub fn decide(
     }
     if is_true(claim, conditions::INITIALIZED) {
         return Step::Done;
+    }
+    // A reboot in flight re-initializes the node once it ended (the old boot must not count).
+    if is_true(claim, conditions::REBOOTING) {
+        return Step::Wait {
+            requeue_after: None,
+        };
     }
     match initialization_blocker(claim, node) {
         Some(_) if is_condition(claim, conditions::INITIALIZED, "Unknown") => Step::Wait {

@@ -290,6 +290,10 @@ impl<'a> StateNode<'a> {
         state.marked_for_deletion = self.marked_for_deletion;
         state.deleting = self.deleting();
         state.instance_terminating = self.claim_condition_true(conditions::INSTANCE_TERMINATING);
+        state.rebooting = self.claim_condition_true(conditions::REBOOTING);
+        state.last_reboot_end = condition(self.claim_conditions(), conditions::REBOOTING)
+            .filter(|c| c.status == "False")
+            .and_then(|c| time(&c.last_transition_time));
         state.nominated_until = self.nominated_until.filter(|until| *until > now);
         state.drifted = self.drifted();
         state.last_pod_event = self

@@ -10,13 +10,13 @@
 //! its PVC and generic ephemeral volumes, priority and grace period, its phase, its
 //! `PodScheduled` and `Ready` conditions (without messages),
 //! nomination and start time; a Node's spec, labels, taints, capacity, allocatable and
-//! conditions.
+//! conditions and boot id.
 //!
 //! Objects are only ever written back by merge patches built from scratch, never by replacing
 //! them with what the index holds, so nothing dropped here can be lost from the cluster.
 
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeStatus, Pod, PodCondition, PodSpec, PodStatus, Volume,
+    Container, Node, NodeStatus, NodeSystemInfo, Pod, PodCondition, PodSpec, PodStatus, Volume,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -153,6 +153,11 @@ pub fn slim_node(node: &mut Node) {
             allocatable: status.allocatable,
             conditions: status.conditions,
             phase: status.phase,
+            // The boot id alone: an in-place reboot is seen by its change.
+            node_info: status.node_info.map(|info| NodeSystemInfo {
+                boot_id: info.boot_id,
+                ..NodeSystemInfo::default()
+            }),
             ..NodeStatus::default()
         });
     }

@@ -152,4 +152,21 @@ pub mod conditions {
     pub const INSTANCE_TERMINATING: &str = "InstanceTerminating";
     pub const CONSISTENT_STATE_FOUND: &str = "ConsistentStateFound";
     pub const DISRUPTION_REASON: &str = "DisruptionReason";
+    /// An in-place reboot: `True` while it runs (its reason the phase), `False` once it ended.
+    pub const REBOOTING: &str = "Rebooting";
+
+    /// The reasons of [`REBOOTING`]: its phases and terminal outcomes, and the `Initialized`
+    /// reason while a reboot runs.
+    pub mod rebooting {
+        /// Committed (by node repair); the reboot controller fences, drains and issues it.
+        pub const REQUESTED: &str = "RebootRequested";
+        /// The cloud accepted it; the Node's new boot is awaited.
+        pub const ISSUED: &str = "RebootIssued";
+        /// The Node booted again and is Ready.
+        pub const SUCCEEDED: &str = "RebootSucceeded";
+        /// It could not be issued, or the Node did not come back in time.
+        pub const FAILED: &str = "RebootFailed";
+        /// `Initialized=Unknown`'s reason once a reboot is issued.
+        pub const REBOOTING: &str = "Rebooting";
+    }
 }

@@ -953,6 +953,26 @@ mod tests {
     }
 
     #[test]
+    fn reboot_instances_of_an_owned_instance_passes_and_is_scoped_like_its_termination() {
+        let reboot = RecordedCall::new("ec2", "RebootInstances")
+            .in_region("us-west-2")
+            .with_ids(Identifiers {
+                ec2_ids: vec!["i-0123456789abcdef1".into()],
+                ..Identifiers::default()
+            });
+        assert!(generated(std::slice::from_ref(&reboot)).is_empty());
+        let full = controller_policy(&scope());
+        let statements = full
+            .statements()
+            .iter()
+            .filter(|s| s.sid.as_deref() != Some("AllowScopedDeletion"))
+            .cloned()
+            .collect();
+        let found = findings(&[reboot], &PolicyDocument::new(statements));
+        assert_eq!(denied_sids(&found), vec![Sid::AllowScopedDeletion]);
+    }
+
+    #[test]
     fn without_allow_scoped_deletion_terminate_instances_is_a_finding() {
         let full = controller_policy(&scope());
         let statements = full

@@ -393,10 +393,20 @@ impl Writer {
     /// Adds (`tainted`) or removes the `karpenter.sh/disrupted:NoSchedule` taint on Node `node`
     /// (from the index's copy); nothing when it already is as asked, or the Node is gone.
     pub async fn set_disrupted_taint(&self, node: &str, tainted: bool) -> Result<(), WriteError> {
+        self.set_taint(node, disrupted_taint(), tainted).await
+    }
+
+    /// Adds (`tainted`) or removes `taint` (by key and effect) on Node `node` (the index's
+    /// copy), guarded by its `resourceVersion`; nothing when it already is as asked.
+    pub async fn set_taint(
+        &self,
+        node: &str,
+        taint: k8s_openapi::api::core::v1::Taint,
+        tainted: bool,
+    ) -> Result<(), WriteError> {
         let Some(current) = self.cache.lock().node(node).cloned() else {
             return Ok(());
         };
-        let taint = disrupted_taint();
         let mut taints = current
             .spec
             .as_ref()

@@ -379,6 +379,10 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                     .await;
                 self.tell_approved(&command).await;
             }
+            if command.repair.as_ref().is_some_and(|r| r.reboot) {
+                self.commit_reboot(&command).await;
+                continue;
+            }
             let step = state.queue.submit(command, now);
             self.execute(&mut state.queue, step).await;
         }
@@ -469,6 +473,82 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                     );
                     self.tell_candidates(&command, "ConsolidationRejected", &note)
                         .await;
+                }
+            }
+        }
+    }
+
+    /// Hands a repair's reboot to the reboot loop (upstream's `commitReboot`): the drain bound
+    /// (the policy's, else the NodeClaim's `terminationGracePeriod`, else none) in
+    /// `karpenter.sh/reboot-termination-grace-period`, `DisruptionReason`, and
+    /// `Rebooting=True/RebootRequested`. Nothing when it is rebooting or being deleted already.
+    async fn commit_reboot(&self, command: &Command) {
+        let Some(repair) = &command.repair else {
+            return;
+        };
+        for candidate in &command.candidates {
+            let Some(claim) = self
+                .ctx
+                .cache
+                .lock()
+                .node_claim(&candidate.node_claim)
+                .cloned()
+            else {
+                continue;
+            };
+            if karpenter_lifecycle::reboot::is_rebooting(&claim)
+                || claim.metadata.deletion_timestamp.is_some()
+            {
+                continue;
+            }
+            let bound = repair.termination_grace_period.or_else(|| {
+                claim
+                    .spec
+                    .termination_grace_period
+                    .as_ref()
+                    .map(|g| g.as_duration())
+            });
+            let now = Utc::now();
+            let writer = self.ctx.writer();
+            let committed = async {
+                writer
+                    .merge_metadata::<NodeClaim>(
+                        &candidate.node_claim,
+                        serde_json::json!({"annotations": {
+                            karpenter_api::labels::REBOOT_TERMINATION_GRACE_PERIOD:
+                                bound.map(karpenter_api::duration::format_go_duration)
+                        }}),
+                        "recording the reboot's drain bound",
+                    )
+                    .await?;
+                writer
+                    .set_claim_condition(
+                        &candidate.node_claim,
+                        DISRUPTION_REASON,
+                        Some(("True", command.reason.as_str(), "")),
+                        now,
+                    )
+                    .await?;
+                writer
+                    .set_claim_condition(
+                        &candidate.node_claim,
+                        karpenter_api::v1::nodeclaim::conditions::REBOOTING,
+                        Some((
+                            "True",
+                            karpenter_api::v1::nodeclaim::conditions::rebooting::REQUESTED,
+                            &format!("rebooting for {}/{}", repair.condition, repair.reason),
+                        )),
+                        now,
+                    )
+                    .await
+            }
+            .await;
+            match committed {
+                Ok(()) => {
+                    tracing::info!(nodeclaim = %candidate.node_claim, "committed node reboot")
+                }
+                Err(error) => {
+                    tracing::warn!(%error, nodeclaim = %candidate.node_claim, "committing a node reboot failed; the next pass retries");
                 }
             }
         }

@@ -22,6 +22,7 @@ pub mod nodeclass;
 pub mod nodepool_counter;
 pub mod nodepool_status;
 pub mod provisioner;
+pub mod reboot;
 pub mod static_pools;
 pub mod status_metrics;
 pub mod tagging;
@@ -143,6 +144,7 @@ pub async fn run_aws(
         vm_memory_overhead_percent: settings.vm_memory_overhead_percent,
         reserved_enis: settings.reserved_enis,
         kube_dns_ip: kube_dns::discover(&ctx.clients.main).await,
+        reboot_for_repair: settings.aws_feature_gates.reboot_for_repair,
     };
     let k8s_version = ctx
         .clients
@@ -383,6 +385,12 @@ async fn run_with<C: CloudProvider + 'static>(
     spawn(
         &mut tasks,
         provisioner::Provisioner::new(context.clone()),
+        &context,
+        cancel,
+    );
+    spawn(
+        &mut tasks,
+        reboot::Reboot::new(context.clone()),
         &context,
         cancel,
     );

@@ -375,7 +375,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
 
     /// Evicts or deletes one pod of `node`; `false` when a PodDisruptionBudget refused the
     /// eviction.
-    async fn act(
+    pub(crate) async fn act(
         &self,
         node: &str,
         pod: &PodRecord,

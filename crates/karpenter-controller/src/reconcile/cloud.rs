@@ -117,6 +117,15 @@ impl<C: CloudProvider> CloudProvider for MeteredCloud<C> {
         .await
     }
 
+    async fn reboot(&self, node_claim: &NodeClaim, operation_id: &str) -> Result<(), CloudError> {
+        self.measure(
+            "Reboot",
+            self.inner.reboot(node_claim, operation_id),
+            |_| nodepool_of(Some(node_claim)).to_owned(),
+        )
+        .await
+    }
+
     async fn get(&self, provider_id: &str) -> Result<NodeClaim, CloudError> {
         // Upstream labels a failed Get with the NodeClaim it returned: none.
         self.measure("Get", self.inner.get(provider_id), |result| {

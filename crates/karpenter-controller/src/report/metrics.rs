@@ -198,6 +198,9 @@ pub struct ControllerMetrics {
     nodes_consuming_budgets: Family<Labels, Gauge>,
     pods_disruption_initiated: Family<Labels, Counter>,
     pods_drained: Family<Labels, Counter>,
+    reboots: Family<Labels, Counter>,
+    reboot_duration: Family<Labels, Histogram, fn() -> Histogram>,
+    reboot_recovery_duration: Histogram,
     node_termination_duration: Summary,
     pod_startup_duration: Summary,
     eligible_nodes: Family<Labels, Gauge>,
@@ -395,6 +398,11 @@ fn instance_termination_histogram() -> Histogram {
     Histogram::new(exponential_buckets(1.0, 2.0, 11))
 }
 
+/// Upstream's reboot buckets, `prometheus.ExponentialBuckets(10, 2, 8)`: 10 s to 1280 s.
+fn reboot_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(10.0, 2.0, 8))
+}
+
 fn duration_histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
 }
@@ -436,6 +444,9 @@ impl ControllerMetrics {
             nodes_consuming_budgets: Family::default(),
             pods_disruption_initiated: Family::default(),
             pods_drained: Family::default(),
+            reboots: Family::default(),
+            reboot_duration: Family::new_with_constructor(reboot_histogram),
+            reboot_recovery_duration: reboot_histogram(),
             node_termination_duration: Summary::default(),
             pod_startup_duration: Summary::default(),
             eligible_nodes: Family::default(),
@@ -716,6 +727,21 @@ impl ControllerMetrics {
             "karpenter_pods_drained",
             "Number of pods drained by Karpenter. Labeled by the reason the node was disrupted.",
             metrics.pods_drained.clone(),
+        );
+        registry.register(
+            "karpenter_nodes_reboots",
+            "Number of node reboots carried out by Karpenter, labeled by terminal result (succeeded, provider_error, recovery_timeout).",
+            metrics.reboots.clone(),
+        );
+        registry.register(
+            "karpenter_nodes_reboot_duration_seconds",
+            "Duration of the full reboot action from request to terminal outcome, labeled by result.",
+            metrics.reboot_duration.clone(),
+        );
+        registry.register(
+            "karpenter_nodes_reboot_recovery_duration_seconds",
+            "Time from issuing a reboot until the node proved a new boot and rejoined (bootID changed + Ready). Recorded on successful reboots only.",
+            metrics.reboot_recovery_duration.clone(),
         );
         registry.register_summary(
             "karpenter_nodes_termination_duration_seconds",
@@ -1029,6 +1055,19 @@ impl ControllerMetrics {
                 ("zone", zone.to_owned()),
             ])
             .inc();
+    }
+
+    /// A reboot ended with `result` `seconds` after it was requested (upstream's
+    /// `karpenter_nodes_reboots_total` and `karpenter_nodes_reboot_duration_seconds`).
+    pub fn reboot_ended(&self, result: &str, seconds: f64) {
+        let labels = vec![("result", result.to_owned())];
+        self.reboots.get_or_create(&labels).inc();
+        self.reboot_duration.get_or_create(&labels).observe(seconds);
+    }
+
+    /// A reboot succeeded `seconds` after it was issued.
+    pub fn reboot_recovered(&self, seconds: f64) {
+        self.reboot_recovery_duration.observe(seconds);
     }
 
     /// A pod evicted by a drain; `reason` is the node's disruption reason.

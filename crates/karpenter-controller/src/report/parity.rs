@@ -46,18 +46,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "no cost tracker to fail: karpenter_nodepools_cost_total is priced each pass from the last instance-type listing",
     ),
     (
-        "karpenter_nodes_reboot_duration_seconds",
-        "[health] node repair by reboot",
-    ),
-    (
-        "karpenter_nodes_reboot_recovery_duration_seconds",
-        "[health] node repair by reboot",
-    ),
-    (
-        "karpenter_nodes_reboots_total",
-        "[health] node repair by reboot",
-    ),
-    (
         "karpenter_voluntary_disruption_terminate_first_decisions_total",
         "[capacity] terminate-first disruption (reserved capacity, static NodePools at their limit)",
     ),
@@ -445,6 +433,8 @@ pub fn exported() -> Metrics {
     m.disruption_queue_failure("replace", "underutilized", "single");
     m.allowed_disruptions("general", "Underutilized", 1, 0);
     m.pod_drained("underutilized");
+    m.reboot_ended("succeeded", 40.0);
+    m.reboot_recovered(30.0);
     m.node_termination_duration("general", 12.0);
     m.node_lifetime("general", 3600.0);
     m.nodeclaim_termination_duration("general", 30.0);

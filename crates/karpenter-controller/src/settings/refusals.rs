@@ -175,11 +175,6 @@ const RULES: &[Rule] = &[
         |s| s.aws_feature_gates.dra_efa,
         "dynamic resource allocation (DRA) devices are not modelled yet in karpenter-rs; set DRAEFA=false",
     ),
-    aws_gate(
-        "RebootForRepair",
-        |s| s.aws_feature_gates.reboot_for_repair,
-        "rebooting for repair is not implemented yet in karpenter-rs (node repair replaces); set RebootForRepair=false",
-    ),
 ];
 
 impl Settings {

@@ -473,11 +473,6 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
             "DRAEFA=true",
             "DRAEFA=true in AWS_FEATURE_GATES (--aws-feature-gates): dynamic resource allocation",
         ),
-        (
-            "AWS_FEATURE_GATES",
-            "RebootForRepair=true",
-            "RebootForRepair=true in AWS_FEATURE_GATES (--aws-feature-gates): rebooting for repair",
-        ),
     ];
     for (env, value, expected) in cases {
         let settings = parse(&[], &[(env, value)]).unwrap_or_else(|e| panic!("{env}={value}: {e}"));
@@ -575,4 +570,12 @@ fn the_node_repair_threshold_is_upstreams_20_percent_by_default_and_settable() {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("NODE_REPAIR_UNHEALTHY_THRESHOLD"), "{err}");
+}
+
+#[test]
+fn reboot_for_repair_is_accepted_and_reaches_the_settings() {
+    let settings = parse(&[], &[("AWS_FEATURE_GATES", "RebootForRepair=true")])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(settings.aws_feature_gates.reboot_for_repair);
+    assert!(settings.validate().is_ok(), "RebootForRepair=true starts");
 }

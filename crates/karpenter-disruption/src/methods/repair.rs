@@ -18,8 +18,10 @@
 //! uninitialized node needs none) and whose pods fit elsewhere or on replacements becomes the
 //! one command of the pass, its drain bound `min(policy bound, NodeClaim's)`.
 //!
-//! Static NodePools, in-place reboot and terminate-first repair are not implemented: a static
-//! pool's node is left with a reason, a reboot policy replaces the node.
+//! A reboot policy's node is rebooted in place: its command has no replacement and the
+//! controller commits the reboot (`Rebooting=True/RebootRequested`) instead of deleting it.
+//! Static NodePools and terminate-first repair are not implemented: a static pool's node is
+//! left with a reason.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -114,10 +116,10 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     let mut eligible: Vec<Eligible> = Vec::new();
     for (index, node) in snapshot.nodes.iter().enumerate() {
         let matches = settings.matcher.matches(&node.conditions, node.created);
-        if matches.is_empty() || node.node_claim.is_none() {
+        if matches.is_empty() || node.node_claim.is_none() || node.rebooting {
             continue;
         }
-        let Some(result) = repair::resolve(&matches, now, None) else {
+        let Some(result) = repair::resolve(&matches, now, node.last_reboot_end) else {
             if let Some(first) = repair::earliest_eligible(&matches) {
                 let text = if first.reason.is_empty() {
                     format!("{}={}", first.condition, first.status)
@@ -245,6 +247,40 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             pass.note(c.index, budgets.why_not(&c.node_pool).prefixed(&prefix));
             continue;
         }
+        let grace = e
+            .result
+            .termination_grace_period
+            .as_ref()
+            .map(|(bound, _)| e.claim_grace.map_or(*bound, |claim| claim.min(*bound)));
+        // A reboot is in place: no replacement, no simulation (upstream's `commitReboot`).
+        if e.result.action == RepairAction::RebootNode {
+            return vec![Command {
+                method: Method::Repair,
+                reason: DisruptionReason::Unhealthy,
+                explanation: format!(
+                    "node {} is unhealthy: {} past its {} toleration; rebooted in place{}",
+                    c.name,
+                    condition_text(&e.result),
+                    go_duration(e.result.toleration),
+                    match grace {
+                        Some(g) if g.is_zero() => "; no drain (forceful)".to_owned(),
+                        Some(g) => format!("; drain bounded to {}", go_duration(g)),
+                        None => String::new(),
+                    },
+                ),
+                savings_per_hour: 0.0,
+                candidates: vec![CommandCandidate::from(c)],
+                replacements: Vec::new(),
+                balanced: Vec::new(),
+                repair: Some(RepairCommand {
+                    condition: e.result.condition.clone(),
+                    status: e.result.status.clone(),
+                    reason: e.result.reason.clone(),
+                    reboot: true,
+                    termination_grace_period: grace,
+                }),
+            }];
+        }
         let (outcome, _) = pass.sim.simulate(snapshot, &[c], false);
         let replacements = match outcome {
             Outcome::Unschedulable(why) => {
@@ -254,15 +290,9 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             Outcome::Fits => Vec::new(),
             Outcome::NeedsNew(claims) => claims,
         };
-        let grace = e
-            .result
-            .termination_grace_period
-            .as_ref()
-            .map(|(bound, _)| e.claim_grace.map_or(*bound, |claim| claim.min(*bound)));
-        let reboot_replaced = e.result.action == RepairAction::RebootNode;
         let cost: f64 = replacements.iter().map(|r| r.cheapest_price()).sum();
         let explanation = format!(
-            "node {} is unhealthy: {} since {}, past its {} toleration ({}policy {}={}{}); {}{}{}",
+            "node {} is unhealthy: {} since {}, past its {} toleration ({}policy {}={}{}); {}{}",
             c.name,
             condition_text(&e.result),
             hms(e.result.eligible_at
@@ -286,11 +316,6 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
                 Some(g) => format!("; drain bounded to {}", go_duration(g)),
                 None => String::new(),
             },
-            if reboot_replaced {
-                "; the policy asks for a reboot, which is not implemented: replaced"
-            } else {
-                ""
-            },
         );
         return vec![Command {
             method: Method::Repair,
@@ -304,7 +329,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
                 condition: e.result.condition.clone(),
                 status: e.result.status.clone(),
                 reason: e.result.reason.clone(),
-                reboot_replaced,
+                reboot: false,
                 termination_grace_period: grace,
             }),
         }];

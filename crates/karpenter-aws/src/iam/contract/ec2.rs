@@ -356,6 +356,11 @@ pub(super) fn calls() -> Vec<Call> {
             "CloudProvider.Delete (NodeClaim termination, batched); instance GC",
         ),
         (
+            "ec2:RebootInstances",
+            &INSTANCE,
+            "CloudProvider.Reboot (node repair's in-place reboot, AWS gate RebootForRepair)",
+        ),
+        (
             "ec2:DeleteLaunchTemplate",
             &LAUNCH_TEMPLATE,
             "launch template cache eviction; EC2NodeClass finalizer",

@@ -298,11 +298,17 @@ fn blocking_pods_stop_repair_only_when_nothing_bounds_the_drain() {
     roomy.capacity = roomy.allocatable.clone();
     let snap = snapshot(with_healthy(vec![node, roomy], 10), "20%");
     let decision = decide(&snap, now());
-    let repair = decision.commands.first().and_then(|c| c.repair.clone());
+    let command = decision.commands.first();
     assert_eq!(
-        repair.map(|r| (r.reboot_replaced, r.termination_grace_period)),
+        command.map(|c| c.replacements.len()),
+        Some(0),
+        "a reboot launches no replacement"
+    );
+    let repair = command.and_then(|c| c.repair.clone());
+    assert_eq!(
+        repair.map(|r| (r.reboot, r.termination_grace_period)),
         Some((true, None)),
-        "a reboot policy replaces; without a policy bound the NodeClaim's own applies"
+        "a reboot policy reboots in place; without a policy bound the NodeClaim's own applies"
     );
 }
 
@@ -313,4 +319,23 @@ fn thresholds_are_a_percentage_or_a_count() {
     assert_eq!(UnhealthyThreshold::parse("4").map(|t| t.limit(100)), Ok(4));
     assert!(UnhealthyThreshold::parse("120%").is_err());
     assert!(UnhealthyThreshold::parse("many").is_err());
+}
+
+#[test]
+fn a_rebooting_node_is_left_alone_and_a_rebooted_one_waits_out_its_toleration_again() {
+    let mut node = broken("sick", 20);
+    node.rebooting = true;
+    let snap = snapshot(with_healthy(vec![node.clone()], 10), "20%");
+    assert!(repaired(&snap).is_empty());
+    assert!(codes(&snap, "sick").contains(&Code::Rebooting));
+    node.rebooting = false;
+    node.last_reboot_end = Some(now() - chrono::Duration::minutes(5));
+    let snap = snapshot(with_healthy(vec![node.clone()], 10), "20%");
+    assert!(
+        repaired(&snap).is_empty(),
+        "tolerated again after the reboot"
+    );
+    node.last_reboot_end = Some(now() - chrono::Duration::minutes(11));
+    let snap = snapshot(with_healthy(vec![node], 10), "20%");
+    assert_eq!(repaired(&snap), ["sick"]);
 }

@@ -220,3 +220,120 @@ async fn with_the_gate_off_a_broken_node_is_left() {
     );
     h.finish().await;
 }
+
+/// `condition` of NodeClaim `claim`: (status, reason).
+fn claim_condition(claim: &karpenter_api::v1::NodeClaim, type_: &str) -> Option<(String, String)> {
+    claim
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn a_node_asking_for_a_reboot_is_rebooted_in_place_not_replaced() {
+    let h = start("repair-reboot", &[GATE_ON], kwok()).await;
+    h.node_pool(None, only(&["c5.large"])).await;
+    h.create_deployment("web", 1, "1500m").await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+    // An empty node: the reboot's drain has nothing to move.
+    h.scale("web", 0).await;
+    let claims = h.node_claims().await;
+    assert_eq!(claims.len(), 1);
+    let claim = claims[0].metadata.name.clone().unwrap_or_default();
+    let node = claims[0]
+        .status
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .expect("the NodeClaim's node");
+    let nodes = Api::<Node>::all(h.client.clone());
+    let boot_before = nodes
+        .get(&node)
+        .await
+        .expect("the node")
+        .status
+        .and_then(|s| s.node_info)
+        .map(|i| i.boot_id)
+        .unwrap_or_default();
+    let now =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    nodes
+        .patch_status(
+            &node,
+            &PatchParams::default(),
+            &Patch::Strategic(serde_json::json!({"status": {"conditions": [{
+                "type": "KWOKRebootRequired",
+                "status": "True",
+                "reason": "Injected",
+                "message": "injected by the test",
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
+            }]}})),
+        )
+        .await
+        .expect("asking for a reboot");
+    wait_for(
+        "the NodeClaim's reboot to succeed",
+        Duration::from_secs(180),
+        || async {
+            let claims = h.node_claims().await;
+            let ours = claims
+                .iter()
+                .find(|c| c.metadata.name.as_deref() == Some(claim.as_str()));
+            Ok(ours
+                .and_then(|c| claim_condition(c, "Rebooting"))
+                .filter(|(status, reason)| status == "False" && reason == "RebootSucceeded"))
+        },
+    )
+    .await
+    .expect("node repair reboots the node in place");
+    // A reboot clears the fault (KWOK keeps the injected condition: the test clears it).
+    nodes
+        .patch_status(
+            &node,
+            &PatchParams::default(),
+            &Patch::Strategic(serde_json::json!({"status": {"conditions": [{
+                "type": "KWOKRebootRequired",
+                "status": "False",
+                "reason": "Rebooted",
+                "message": "cleared by the test",
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
+            }]}})),
+        )
+        .await
+        .expect("clearing the fault");
+    let after = nodes.get(&node).await.expect("the same node, still there");
+    let boot_after = after
+        .status
+        .as_ref()
+        .and_then(|s| s.node_info.as_ref())
+        .map(|i| i.boot_id.clone())
+        .unwrap_or_default();
+    assert_ne!(boot_after, boot_before, "the node booted again");
+    assert!(boot_after.starts_with("kwok-"), "{boot_after}");
+    let fenced = after
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|ts| ts.iter().any(|t| t.key == "karpenter.sh/rebooting"));
+    assert!(!fenced, "the reboot fence is gone");
+    let claims = h.node_claims().await;
+    assert!(
+        claims
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some(claim.as_str())
+                && c.metadata.deletion_timestamp.is_none()),
+        "the NodeClaim was not replaced"
+    );
+    assert_eq!(
+        h.metric("karpenter_nodes_reboots_total", &["result=\"succeeded\""])
+            .await,
+        1.0
+    );
+    h.finish().await;
+}
