@@ -265,10 +265,14 @@ fn command_answer(command: &Command) -> CommandAnswer {
         replacements: command.replacements.iter().map(launch).collect(),
         savings_per_hour: command.savings_per_hour,
         explanation: command.explanation.clone(),
-        repair: command
-            .repair
-            .as_ref()
-            .map(|r| format!("{}={} ({})", r.condition, r.status, r.reason)),
+        repair: command.repair.as_ref().map(|r| {
+            let how = if r.reboot {
+                ", by rebooting it in place"
+            } else {
+                ""
+            };
+            format!("{}={} ({}){how}", r.condition, r.status, r.reason)
+        }),
     }
 }
 
@@ -420,7 +424,7 @@ mod tests {
                     condition: "Ready".into(),
                     status: "False".into(),
                     reason: "KubeletNotReady".into(),
-                    reboot_replaced: false,
+                    reboot: false,
                     termination_grace_period: None,
                 }),
             }],
