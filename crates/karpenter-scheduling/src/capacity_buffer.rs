@@ -5,9 +5,11 @@
 //!   scalable's replicas rounded up to at least 1, capped by `limits` over one chunk's requests);
 //! - [`virtual_pods`]: the never-bound pods that stand for those chunks in a provisioning batch;
 //! - [`is_virtual`] and [`buffer_of`]: which pods are virtual and whose;
+//! - [`placements`]: where a batch put each buffer's virtual pods, and the nodes holding them;
+//!   [`without_virtual`]: the batch's decisions about real pods only (events, metrics);
 //! - [`provisioning_condition`]: the `Provisioning` condition a batch's outcome gives a buffer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PodCondition, PodSpec, PodStatus, PodTemplateSpec};
@@ -17,9 +19,9 @@ use karpenter_api::autoscaling::v1beta1::{
     FAKE_POD_ANNOTATION_KEY, FAKE_POD_ANNOTATION_VALUE, VIRTUAL_POD_PRIORITY, reasons,
 };
 
-use crate::PodRecord;
 use crate::pod::pod_requests;
 use crate::resources::ResourceList;
+use crate::{PodRecord, SolveResult};
 
 /// Chunks of `percentage` percent of `scalable_replicas`: rounded up, at least 1 when both are
 /// positive (upstream `calculatePercentageReplicas`).
@@ -183,6 +185,51 @@ pub struct BufferPlacement {
     pub existing: usize,
     pub new_capacity: usize,
     pub failed: usize,
+}
+
+/// Where `result` put the virtual pods of `virtual_pods` (pod key -> buffer key): per buffer
+/// (upstream `classifyBufferPods`), and the existing nodes that hold any (upstream
+/// `bufferPodCountsFromResults`).
+pub fn placements(
+    result: &SolveResult,
+    virtual_pods: &BTreeMap<String, String>,
+) -> (BTreeMap<String, BufferPlacement>, BTreeSet<String>) {
+    let mut by_buffer: BTreeMap<String, BufferPlacement> = BTreeMap::new();
+    let mut nodes = BTreeSet::new();
+    for p in &result.existing_placements {
+        if let Some(buffer) = virtual_pods.get(&p.pod.to_string()) {
+            by_buffer.entry(buffer.clone()).or_default().existing += 1;
+            nodes.insert(p.node.clone());
+        }
+    }
+    for pod in result.new_node_claims.iter().flat_map(|c| &c.pods) {
+        if let Some(buffer) = virtual_pods.get(&pod.to_string()) {
+            by_buffer.entry(buffer.clone()).or_default().new_capacity += 1;
+        }
+    }
+    for u in &result.unschedulable {
+        if let Some(buffer) = virtual_pods.get(&u.pod.to_string()) {
+            by_buffer.entry(buffer.clone()).or_default().failed += 1;
+        }
+    }
+    (by_buffer, nodes)
+}
+
+/// `result` without the pods of `virtual_pods` (their keys): what the batch decided about real
+/// pods (upstream `filterVirtualPodErrors`, `filterVirtualPodMapping`). NodeClaims launched for
+/// virtual pods only stay, with no pods.
+pub fn without_virtual(
+    result: &SolveResult,
+    virtual_pods: &BTreeMap<String, String>,
+) -> SolveResult {
+    let real = |key: String| !virtual_pods.contains_key(&key);
+    let mut out = result.clone();
+    for claim in &mut out.new_node_claims {
+        claim.pods.retain(|p| real(p.to_string()));
+    }
+    out.existing_placements.retain(|p| real(p.pod.to_string()));
+    out.unschedulable.retain(|u| real(u.pod.to_string()));
+    out
 }
 
 /// A condition to set: status, reason, message.

@@ -1,4 +1,4 @@
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{
     Container, PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, ResourceRequirements,
@@ -219,4 +219,52 @@ fn the_provisioning_condition_follows_where_the_virtual_pods_went() {
         ..BufferPlacement::default()
     };
     assert_eq!(reason(true, Some(4), Some(partial)), None);
+}
+
+#[test]
+fn a_batch_counts_each_buffers_virtual_pods_by_where_they_went_and_names_their_nodes() {
+    use crate::{ExistingPlacement, PodRef, Unschedulable};
+    let pods = virtual_pods(&buffer(3, chunk("500m", "1Gi")));
+    let refs: Vec<PodRef> = pods.iter().map(PodRef::of).collect();
+    let real = PodRef {
+        namespace: "team".into(),
+        name: "web-1".into(),
+        uid: "w".into(),
+    };
+    let result = SolveResult {
+        existing_placements: vec![
+            ExistingPlacement {
+                pod: refs[0].clone(),
+                node: "n1".into(),
+            },
+            ExistingPlacement {
+                pod: real.clone(),
+                node: "n2".into(),
+            },
+        ],
+        unschedulable: vec![Unschedulable {
+            pod: refs[2].clone(),
+            reason: String::new(),
+            reasons: Vec::new(),
+        }],
+        ..SolveResult::default()
+    };
+    let keys: BTreeMap<String, String> = pods
+        .iter()
+        .filter_map(|p| Some((p.key(), buffer_of(p)?)))
+        .collect();
+    let (by_buffer, nodes) = placements(&result, &keys);
+    assert_eq!(
+        by_buffer.get("team/headroom"),
+        Some(&BufferPlacement {
+            existing: 1,
+            new_capacity: 0,
+            failed: 1
+        })
+    );
+    assert_eq!(nodes, BTreeSet::from(["n1".to_owned()]));
+    let real_only = without_virtual(&result, &keys);
+    assert_eq!(real_only.existing_placements.len(), 1);
+    assert_eq!(real_only.existing_placements[0].pod, real);
+    assert!(real_only.unschedulable.is_empty());
 }

@@ -125,11 +125,6 @@ const RULES: &[Rule] = &[
         "NodeOverlay objects are not implemented yet in karpenter-rs; set NodeOverlay=false",
     ),
     gate(
-        "CapacityBuffer",
-        |s| s.feature_gates.capacity_buffer,
-        "CapacityBuffer objects are not implemented yet in karpenter-rs; set CapacityBuffer=false",
-    ),
-    gate(
         "TerminateFirstDrift",
         |s| s.feature_gates.terminate_first_drift,
         "terminating a drifted node before its replacement launches is not implemented yet in karpenter-rs; set TerminateFirstDrift=false",

@@ -430,11 +430,6 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
         ),
         (
             "FEATURE_GATES",
-            "CapacityBuffer=true",
-            "CapacityBuffer=true in FEATURE_GATES (--feature-gates): CapacityBuffer objects are not implemented yet",
-        ),
-        (
-            "FEATURE_GATES",
             "TerminateFirstDrift=true",
             "TerminateFirstDrift=true in FEATURE_GATES (--feature-gates): terminating a drifted node",
         ),
@@ -515,6 +510,8 @@ fn the_feature_gates_karpenter_rs_implements_or_accepts_are_not_refused_either_w
         "NodeRepair=false",
         "StaticCapacity=true",
         "StaticCapacity=false",
+        "CapacityBuffer=true",
+        "CapacityBuffer=false",
     ] {
         let settings = parse(&[], &[("FEATURE_GATES", value)]).expect(value);
         assert_eq!(settings.validate(), Ok(()), "{value}");
@@ -553,21 +550,16 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
         .collect();
     assert_eq!(
         settings_named,
-        [
-            "NodeOverlay",
-            "CapacityBuffer",
-            "ENABLE_PROFILING",
-            "EKS_CONTROL_PLANE"
-        ]
+        ["NodeOverlay", "ENABLE_PROFILING", "EKS_CONTROL_PLANE"]
     );
     let message = err.to_string();
     assert!(
         message.starts_with(
-            "refusing to start: 4 settings ask for what karpenter-rs does not do:\n  - NodeOverlay=true in FEATURE_GATES"
+            "refusing to start: 3 settings ask for what karpenter-rs does not do:\n  - NodeOverlay=true in FEATURE_GATES"
         ),
         "{message}"
     );
-    assert_eq!(message.lines().count(), 5, "{message}");
+    assert_eq!(message.lines().count(), 4, "{message}");
 }
 
 #[test]
