@@ -166,8 +166,9 @@ pub struct Snapshot {
     /// Node repair (feature gate `NodeRepair`): the cloud's policies and the threshold; `None`
     /// when the gate is off.
     pub repair: Option<RepairSettings>,
-    /// Nodes holding CapacityBuffer headroom (the provisioner's last batch placed virtual pods
-    /// on them): emptiness does not remove them (upstream `Cluster.HasBufferPods`).
+    /// Nodes (by Node or NodeClaim name) holding CapacityBuffer headroom (the provisioner's last
+    /// batch placed virtual pods on them or launched them for virtual pods): emptiness does not
+    /// remove them (upstream `Cluster.HasBufferPods`).
     pub buffer_nodes: BTreeSet<String>,
 }
 

@@ -74,8 +74,9 @@ pub struct Cluster {
     buffer_pods: BTreeMap<String, Vec<Arc<PodRecord>>>,
     /// Where the provisioner's last batch placed each buffer's virtual pods.
     buffer_placements: BTreeMap<String, karpenter_scheduling::capacity_buffer::BufferPlacement>,
-    /// Nodes (or in-flight NodeClaims) the last batch placed virtual pods on: they hold buffer
-    /// headroom, and emptiness leaves them alone (upstream `Cluster.HasBufferPods`).
+    /// Nodes (or in-flight NodeClaims) the last batch placed virtual pods on, and NodeClaims it
+    /// launched for them: they hold buffer headroom, and emptiness leaves them alone (upstream
+    /// `Cluster.HasBufferPods`).
     buffer_nodes: BTreeSet<String>,
 }
 
@@ -562,6 +563,11 @@ impl Cluster {
     ) {
         self.buffer_placements = placements;
         self.buffer_nodes = nodes;
+    }
+
+    /// Records a NodeClaim launched for virtual pods as holding buffer headroom.
+    pub fn add_buffer_node(&mut self, node_claim: &str) {
+        self.buffer_nodes.insert(node_claim.to_owned());
     }
 
     /// Where the last batch placed buffer `key`'s virtual pods, if it saw any.

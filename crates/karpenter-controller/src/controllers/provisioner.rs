@@ -352,6 +352,17 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                 .lock()
                 .set_buffer_placements(by_buffer, nodes);
         }
+        // NodeClaims launched for virtual pods hold buffer headroom from their creation on
+        // (before a later batch finds the virtual pods on their nodes).
+        let buffer_claims: Vec<bool> = result
+            .new_node_claims
+            .iter()
+            .map(|c| {
+                c.pods
+                    .iter()
+                    .any(|p| virtual_pods.contains_key(&p.to_string()))
+            })
+            .collect();
         let result = if virtual_pods.is_empty() {
             result
         } else {
@@ -371,9 +382,14 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         let (limited, free): (Vec<_>, Vec<_>) = result
             .new_node_claims
             .iter()
-            .filter_map(|claim| by_name.get(&claim.node_pool).map(|pool| (claim, pool)))
-            .partition(|(_, pool)| pool.spec.limits.is_some());
-        for (claim, pool) in limited {
+            .zip(buffer_claims)
+            .filter_map(|(claim, buffer)| {
+                by_name
+                    .get(&claim.node_pool)
+                    .map(|pool| (claim, pool, buffer))
+            })
+            .partition(|(_, pool, _)| pool.spec.limits.is_some());
+        for (claim, pool, buffer) in limited {
             if let Some(why) = self.limit_exceeded(pool) {
                 self.ctx
                     .events
@@ -385,7 +401,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                     .await;
                 continue;
             }
-            if let Some(name) = self.create_for(claim, pool, &pods_by_key).await {
+            if let Some(name) = self.create_for(claim, pool, buffer, &pods_by_key).await {
                 outcome.created.push(name);
             }
         }
@@ -393,7 +409,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         // `self`, rustc cannot prove the spawned task `Send` ("FnOnce is not general enough").
         let creations: Vec<_> = free
             .into_iter()
-            .map(|(claim, pool)| self.create_for(claim, pool, &pods_by_key))
+            .map(|(claim, pool, buffer)| self.create_for(claim, pool, buffer, &pods_by_key))
             .collect();
         let created: Vec<Option<String>> = futures::stream::iter(creations)
             .buffered(CREATE_CONCURRENCY)
@@ -488,6 +504,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         &self,
         claim: &NewNodeClaim,
         pool: &NodePool,
+        holds_buffer: bool,
         pods_by_key: &BTreeMap<String, &PodRecord>,
     ) -> Option<String> {
         let name = match create_node_claim(&self.ctx, claim, pool, "provisioned").await {
@@ -497,6 +514,9 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                 return None;
             }
         };
+        if holds_buffer {
+            self.ctx.cache.lock().add_buffer_node(&name);
+        }
         let keys: Vec<String> = claim.pods.iter().map(ToString::to_string).collect();
         self.ctx
             .explanations

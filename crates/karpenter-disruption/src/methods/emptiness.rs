@@ -32,7 +32,8 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         }
         // Upstream: a node hosting virtual buffer pods is not empty; the provisioner placed
         // buffer capacity there on purpose, and removing it would launch it again.
-        if snapshot.buffer_nodes.contains(&c.name) {
+        if snapshot.buffer_nodes.contains(&c.name) || snapshot.buffer_nodes.contains(&c.node_claim)
+        {
             notes.push((
                 c.index,
                 Reason::new(Code::NotEmpty, format!("node {:?} has buffer pods", c.name)),
