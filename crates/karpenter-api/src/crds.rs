@@ -1,4 +1,5 @@
-//! CustomResourceDefinitions for the v1 kinds, generated from the Rust types.
+//! CustomResourceDefinitions for the v1 kinds and `autoscaling.x-k8s.io/v1beta1`
+//! CapacityBuffer, generated from the Rust types.
 //!
 //! The schemas carry the defaults, enums, patterns, bounds and `x-kubernetes-validations` (CEL)
 //! rules declared on the types, so the API server enforces the same rules as
@@ -13,6 +14,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
+use crate::autoscaling::v1beta1::CapacityBuffer;
 use crate::v1::{EC2NodeClass, NodeClaim, NodePool};
 use crate::v1alpha1::NodeOverlay;
 use crate::yaml::{WriteError, to_yaml};
@@ -24,7 +26,7 @@ pub struct GeneratedCrd {
     pub crd: CustomResourceDefinition,
 }
 
-/// The three v1 CRDs and the v1alpha1 NodeOverlay, in a stable order.
+/// The three v1 CRDs, the v1alpha1 NodeOverlay and the CapacityBuffer CRD, in a stable order.
 pub fn all() -> Vec<GeneratedCrd> {
     vec![
         GeneratedCrd {
@@ -42,6 +44,10 @@ pub fn all() -> Vec<GeneratedCrd> {
         GeneratedCrd {
             file_name: "karpenter.sh_nodeoverlays.yaml",
             crd: align_with_upstream(NodeOverlay::crd()),
+        },
+        GeneratedCrd {
+            file_name: "autoscaling.x-k8s.io_capacitybuffers.yaml",
+            crd: align_with_upstream(CapacityBuffer::crd()),
         },
     ]
 }
@@ -202,6 +208,7 @@ fn align_with_upstream(mut crd: CustomResourceDefinition) -> CustomResourceDefin
                 );
                 align_quantities(&mut schema, &["spec", "capacity"]);
             }
+            "CapacityBuffer" => align_quantities(&mut schema, &["spec", "limits"]),
             _ => {}
         }
         if let Ok(aligned) = serde_json::from_value(schema) {
@@ -240,10 +247,11 @@ mod tests {
                 "nodepools.karpenter.sh",
                 "nodeclaims.karpenter.sh",
                 "ec2nodeclasses.karpenter.k8s.aws",
-                "nodeoverlays.karpenter.sh"
+                "nodeoverlays.karpenter.sh",
+                "capacitybuffers.autoscaling.x-k8s.io"
             ]
         );
-        for c in &crds {
+        for c in &crds[..3] {
             assert_eq!(c.crd.spec.scope, "Cluster");
             assert_eq!(
                 c.crd.spec.names.categories.as_deref(),
@@ -379,6 +387,45 @@ mod tests {
             .to_string();
         assert!(key.contains("kubernetes.io/hostname"), "{key}");
         assert_eq!(spec["required"], serde_json::json!(["requirements"]));
+    }
+
+    #[test]
+    fn capacitybuffer_crd_is_namespaced_with_upstreams_cel_rules_and_default_strategy() {
+        let c = &all()[4].crd;
+        assert_eq!(c.spec.scope, "Namespaced");
+        assert_eq!(
+            c.spec.names.short_names.as_deref(),
+            Some(&["cb".to_owned()][..])
+        );
+        assert_eq!(
+            c.spec.names.categories.as_deref(),
+            Some(&["autoscaling".to_owned()][..])
+        );
+        let s = schema(c);
+        let spec = &s["openAPIV3Schema"]["properties"]["spec"];
+        let rules = spec["x-kubernetes-validations"].to_string();
+        assert!(
+            rules.contains("!has(self.podTemplateRef) || has(self.replicas) || has(self.limits)"),
+            "{rules}"
+        );
+        assert!(
+            rules.contains("!(has(self.podTemplateRef) && has(self.scalableRef))"),
+            "{rules}"
+        );
+        assert_eq!(
+            spec["properties"]["provisioningStrategy"]["default"],
+            "buffer.x-k8s.io/active-capacity"
+        );
+        assert_eq!(
+            spec["properties"]["replicas"]["minimum"].as_f64(),
+            Some(0.0)
+        );
+        assert_eq!(
+            spec["properties"]["limits"]["additionalProperties"]["x-kubernetes-int-or-string"],
+            true
+        );
+        let status = &s["openAPIV3Schema"]["properties"]["status"]["properties"];
+        assert_eq!(status["conditions"]["x-kubernetes-list-type"], "map");
     }
 
     #[test]

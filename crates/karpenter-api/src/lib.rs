@@ -10,6 +10,7 @@
 //! YAML is read and written with `serde-saphyr` (see [`yaml`] for why: `serde_yaml` is
 //! deprecated; serde-saphyr is maintained, never panics on input and reports line and column).
 
+pub mod autoscaling;
 pub mod conditions;
 pub mod convert;
 pub mod crds;

@@ -5,7 +5,7 @@
 //! still pending, DaemonSets (their overhead on replacements) and feature flags. Controllers and
 //! the simulator build it; nothing here reads a clock or a cache.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -173,6 +173,10 @@ pub struct Snapshot {
     /// Node repair (feature gate `NodeRepair`): the cloud's policies and the threshold; `None`
     /// when the gate is off.
     pub repair: Option<RepairSettings>,
+    /// Nodes (by Node or NodeClaim name) holding CapacityBuffer headroom (the provisioner's last
+    /// batch placed virtual pods on them or launched them for virtual pods): emptiness does not
+    /// remove them (upstream `Cluster.HasBufferPods`).
+    pub buffer_nodes: BTreeSet<String>,
 }
 
 impl Snapshot {

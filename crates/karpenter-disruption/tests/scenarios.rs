@@ -40,6 +40,9 @@ struct Scenario {
     nodes: Vec<NodeSpec>,
     #[serde(default)]
     pending_pods: Vec<PodSpec>,
+    /// Nodes the provisioner's last batch placed CapacityBuffer virtual pods on.
+    #[serde(default)]
+    buffer_nodes: Vec<String>,
     #[serde(default)]
     pdbs: Vec<PdbSpec>,
     expect: Expect,
@@ -590,6 +593,7 @@ fn snapshot(sc: &Scenario) -> Result<Snapshot, String> {
             spot_to_spot_consolidation: sc.features.spot_to_spot_consolidation,
             ..Features::default()
         },
+        buffer_nodes: sc.buffer_nodes.iter().cloned().collect(),
         ..Default::default()
     })
 }

@@ -34,6 +34,7 @@
 //! - `builders` and `fixtures` (feature `test-support`): test objects and upstream's
 //!   benchmark workloads.
 
+pub mod capacity_buffer;
 pub mod default_spread;
 pub mod input;
 pub mod output;

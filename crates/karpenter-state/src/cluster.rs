@@ -71,6 +71,15 @@ pub struct Cluster {
     /// ([`Cluster::reset`]) records none.
     pod_events: HashMap<String, u64>,
     pod_event_seq: u64,
+    /// CapacityBuffers (feature gate `CapacityBuffer`): the virtual pods of each buffer ready
+    /// for provisioning, by `namespace/name`, as the capacity-buffer loop resolved them.
+    buffer_pods: BTreeMap<String, Vec<Arc<PodRecord>>>,
+    /// Where the provisioner's last batch placed each buffer's virtual pods.
+    buffer_placements: BTreeMap<String, karpenter_scheduling::capacity_buffer::BufferPlacement>,
+    /// Nodes (or in-flight NodeClaims) the last batch placed virtual pods on, and NodeClaims it
+    /// launched for them: they hold buffer headroom, and emptiness leaves them alone (upstream
+    /// `Cluster.HasBufferPods`).
+    buffer_nodes: BTreeSet<String>,
 }
 
 impl Cluster {
@@ -549,8 +558,48 @@ impl Cluster {
         }
     }
 
+    /// Replaces the virtual pods of every CapacityBuffer (by `namespace/name`).
+    pub fn set_buffer_pods(&mut self, pods: BTreeMap<String, Vec<Arc<PodRecord>>>) {
+        self.buffer_pods = pods;
+    }
+
+    /// The virtual pods of every CapacityBuffer ready for provisioning.
+    pub fn buffer_pods(&self) -> impl Iterator<Item = &Arc<PodRecord>> {
+        self.buffer_pods.values().flatten()
+    }
+
+    /// Records where a provisioning batch placed the virtual pods: per buffer, and the nodes
+    /// that hold them.
+    pub fn set_buffer_placements(
+        &mut self,
+        placements: BTreeMap<String, karpenter_scheduling::capacity_buffer::BufferPlacement>,
+        nodes: BTreeSet<String>,
+    ) {
+        self.buffer_placements = placements;
+        self.buffer_nodes = nodes;
+    }
+
+    /// Records a NodeClaim launched for virtual pods as holding buffer headroom.
+    pub fn add_buffer_node(&mut self, node_claim: &str) {
+        self.buffer_nodes.insert(node_claim.to_owned());
+    }
+
+    /// Where the last batch placed buffer `key`'s virtual pods, if it saw any.
+    pub fn buffer_placement(
+        &self,
+        key: &str,
+    ) -> Option<karpenter_scheduling::capacity_buffer::BufferPlacement> {
+        self.buffer_placements.get(key).copied()
+    }
+
+    /// Nodes the last batch placed virtual pods on.
+    pub fn buffer_nodes(&self) -> &BTreeSet<String> {
+        &self.buffer_nodes
+    }
+
     /// The disruption snapshot at `now`. `queued` names the nodes the orchestration queue
-    /// holds.
+    /// holds. CapacityBuffers' virtual pods are pending pods of the simulation (as upstream's
+    /// `GetPendingPods`), and the nodes holding them are the snapshot's `buffer_nodes`.
     pub fn disruption_snapshot(
         &self,
         now: DateTime<Utc>,
@@ -573,11 +622,17 @@ impl Cluster {
             instance_types,
             nodes,
             pdbs: self.pdbs.values().filter_map(Pdb::from_k8s).collect(),
-            pending_pods: self.provisionable_pods().into_iter().cloned().collect(),
+            pending_pods: self
+                .provisionable_pods()
+                .into_iter()
+                .chain(self.buffer_pods())
+                .cloned()
+                .collect(),
             daemonsets: self.daemonsets.values().cloned().collect(),
             features,
             solve_options,
             repair: None,
+            buffer_nodes: self.buffer_nodes.clone(),
         }
     }
 }

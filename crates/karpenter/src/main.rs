@@ -25,7 +25,7 @@ struct Cli {
 enum Command {
     /// Run the autoscaler against a cluster (upstream's settings: `controller --help`).
     Controller(cmd::controller::Args),
-    /// Print the v1 CustomResourceDefinitions (NodePool, NodeClaim, EC2NodeClass) as YAML.
+    /// Print the CustomResourceDefinitions (NodePool, NodeClaim, EC2NodeClass, NodeOverlay, CapacityBuffer) as YAML.
     Crds(cmd::crds::Args),
     /// Validate NodePool, NodeClaim and EC2NodeClass manifests against the v1 rules.
     Validate(cmd::validate::Args),

@@ -92,7 +92,7 @@ fn committed_crds_match_the_generator() {
 }
 
 #[test]
-fn crds_print_four_documents() {
+fn crds_print_five_documents() {
     let out = karpenter(&["crds"], None);
     assert!(out.status.success());
     let docs = karpenter_api::yaml::parse_documents(&stdout(&out)).expect("yaml");
@@ -111,7 +111,8 @@ fn crds_print_four_documents() {
             "nodepools.karpenter.sh",
             "nodeclaims.karpenter.sh",
             "ec2nodeclasses.karpenter.k8s.aws",
-            "nodeoverlays.karpenter.sh"
+            "nodeoverlays.karpenter.sh",
+            "capacitybuffers.autoscaling.x-k8s.io"
         ]
     );
 }

@@ -3,6 +3,7 @@
 //! [`crate::run()`], so they act only while this replica leads (a standby keeps the index warm
 //! and reports ready). Which loop does what, keyed and paced how: `docs/architecture.md`.
 
+pub mod capacity_buffers;
 pub mod claim_disruption;
 pub mod cloud_metrics;
 pub mod default_spread;
@@ -507,6 +508,16 @@ async fn run_with<C: CloudProvider + 'static>(
         spawn(
             &mut tasks,
             static_pools::StaticPools {
+                ctx: context.clone(),
+            },
+            &context,
+            cancel,
+        );
+    }
+    if ctx.settings.feature_gates.capacity_buffer {
+        spawn(
+            &mut tasks,
+            capacity_buffers::CapacityBuffers {
                 ctx: context.clone(),
             },
             &context,

@@ -8,6 +8,13 @@
 //!
 //! Like upstream, a batch is solved only once the index is synced and every NodeClaim it holds
 //! has launched, so a NodeClaim whose capacity is not known yet cannot cause a duplicate.
+//!
+//! CapacityBuffers (feature gate `CapacityBuffer`): their virtual pods (the index holds them,
+//! [`super::capacity_buffers`] resolves them) join every batch and open one when they change
+//! and every [`BUFFER_RESYNC`]. NodeClaims are launched for them as for pending pods; they are
+//! never bound, and get no events and no pod metrics (upstream filters them likewise). Where the
+//! batch put them goes back to the index: per buffer for its `Provisioning` condition, and the
+//! nodes holding them, which emptiness leaves alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -21,6 +28,7 @@ use karpenter_api::v1::NodePool;
 use karpenter_cloud::CloudProvider;
 use karpenter_lifecycle::{Batcher, limits, nodeclaim};
 use karpenter_scheduling::PodRecord;
+use karpenter_scheduling::capacity_buffer;
 use karpenter_scheduling::{
     MinValuesPolicy, NewNodeClaim, PreferencePolicy, ResourceList, SolveOptions, SolveResult,
 };
@@ -43,6 +51,10 @@ const SCAN_INTERVAL: Duration = Duration::from_millis(100);
 /// What a pod with DRA requirements is told while `IGNORE_DRA_REQUESTS` is on (upstream's
 /// `FailedScheduling` message).
 pub const DRA_NOT_SUPPORTED: &str = "Failed to schedule pod, pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter";
+
+/// CapacityBuffers' virtual pods open a batch at least this often (upstream: each buffer's
+/// 30 s requeue triggers the provisioner).
+pub const BUFFER_RESYNC: Duration = Duration::from_secs(30);
 
 /// NodeClaims of one batch created at once (the client's QPS limit still applies).
 const CREATE_CONCURRENCY: usize = 32;
@@ -69,6 +81,8 @@ pub fn solve_options(settings: &Settings) -> SolveOptions {
 pub struct Provisioner<C> {
     pub ctx: Context<C>,
     batcher: Mutex<Batcher<DateTime<Utc>>>,
+    /// The virtual pods (uids) that last opened a batch, and when.
+    buffers_seen: Mutex<(Vec<String>, Option<DateTime<Utc>>)>,
 }
 
 /// What one batch did, for logs and tests.
@@ -130,7 +144,25 @@ impl<C> Provisioner<C> {
         Provisioner {
             ctx,
             batcher: Mutex::new(batcher),
+            buffers_seen: Mutex::new((Vec::new(), None)),
         }
+    }
+
+    /// Whether the CapacityBuffers' virtual pods (`uids`) open a batch at `now`: when they
+    /// changed, or [`BUFFER_RESYNC`] after they last did.
+    fn buffers_due(&self, uids: Vec<String>, now: DateTime<Utc>) -> bool {
+        let mut seen = match self.buffers_seen.lock() {
+            Ok(seen) => seen,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let resync = chrono::Duration::from_std(BUFFER_RESYNC).unwrap_or_default();
+        let due = uids != seen.0 || seen.1.is_none_or(|last| now - last >= resync);
+        if due && !uids.is_empty() {
+            *seen = (uids, Some(now));
+        } else if uids.is_empty() {
+            *seen = (Vec::new(), None);
+        }
+        due && !seen.0.is_empty()
     }
 
     fn batcher(&self) -> MutexGuard<'_, Batcher<DateTime<Utc>>> {
@@ -158,6 +190,13 @@ impl<C: CloudProvider + 'static> Reconciler for Provisioner<C> {
         if busy.contains(Self::NAME) {
             return scan;
         }
+        let buffer_uids: Vec<String> = cluster
+            .buffer_pods()
+            .filter_map(|p| p.metadata.uid.clone())
+            .collect();
+        if self.buffers_due(buffer_uids, now) {
+            self.batcher().trigger("capacity-buffers", now);
+        }
         let (solve, wake) = poll_batch(&mut self.batcher(), cluster, now);
         // Every pending pod is acknowledged when first seen (upstream's `AckPods`), so the time
         // until a decision about it counts from then; the pods gone are forgotten.
@@ -179,7 +218,7 @@ impl<C: CloudProvider + 'static> Reconciler for Provisioner<C> {
 
     async fn execute(&self, _: Provision) -> Result<Action, ProvisionError> {
         let outcome = self.provision().await?;
-        if outcome.pods > 0 {
+        if outcome.pods > 0 || !outcome.created.is_empty() {
             tracing::info!(
                 pods = outcome.pods,
                 nodeclaims = ?outcome.created,
@@ -206,7 +245,9 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         let (any_pending, pools, not_ready) = {
             let cluster = self.ctx.cache.lock();
             let (pools, not_ready) = launchable_pools(&cluster);
-            (!cluster.provisionable_pods().is_empty(), pools, not_ready)
+            let any =
+                !cluster.provisionable_pods().is_empty() || cluster.buffer_pods().next().is_some();
+            (any, pools, not_ready)
         };
         if !any_pending {
             return Ok(BatchOutcome::default());
@@ -250,7 +291,8 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                 .into_iter()
                 .cloned()
                 .partition(|p| self.ctx.settings.ignore_dra_requests && p.has_dra_requirements());
-            let pods = super::default_spread::apply(pods, defaults, &selectors);
+            let mut pods = super::default_spread::apply(pods, defaults, &selectors);
+            pods.extend(cluster.buffer_pods().cloned());
             let input = cluster.solve_input(
                 pods,
                 solver_pools,
@@ -267,6 +309,12 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                 .warn_pod(pod, "FailedScheduling", DRA_NOT_SUPPORTED)
                 .await;
         }
+        // Virtual pods (pod key -> buffer key): never bound, no events, no pod metrics.
+        let virtual_pods: BTreeMap<String, String> = input
+            .pods
+            .iter()
+            .filter_map(|p| Some((p.key(), capacity_buffer::buffer_of(p)?)))
+            .collect();
         if input.pods.is_empty() {
             self.decided(&SolveResult::default(), &dra, &not_ready);
             return Ok(BatchOutcome {
@@ -297,9 +345,32 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         .map_err(ProvisionError::Solver)?;
         solving.finished(&result.stats);
         let pods = input.pods;
+        if self.ctx.settings.feature_gates.capacity_buffer {
+            let (by_buffer, nodes) = capacity_buffer::placements(&result, &virtual_pods);
+            self.ctx
+                .cache
+                .lock()
+                .set_buffer_placements(by_buffer, nodes);
+        }
+        // NodeClaims launched for virtual pods hold buffer headroom from their creation on
+        // (before a later batch finds the virtual pods on their nodes).
+        let buffer_claims: Vec<bool> = result
+            .new_node_claims
+            .iter()
+            .map(|c| {
+                c.pods
+                    .iter()
+                    .any(|p| virtual_pods.contains_key(&p.to_string()))
+            })
+            .collect();
+        let result = if virtual_pods.is_empty() {
+            result
+        } else {
+            capacity_buffer::without_virtual(&result, &virtual_pods)
+        };
         self.decided(&result, &dra, &not_ready);
         let mut outcome = BatchOutcome {
-            pods: pods.len() + dra.len(),
+            pods: pods.len() - virtual_pods.len() + dra.len(),
             unschedulable: dra.len(),
             ..BatchOutcome::default()
         };
@@ -311,9 +382,14 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         let (limited, free): (Vec<_>, Vec<_>) = result
             .new_node_claims
             .iter()
-            .filter_map(|claim| by_name.get(&claim.node_pool).map(|pool| (claim, pool)))
-            .partition(|(_, pool)| pool.spec.limits.is_some());
-        for (claim, pool) in limited {
+            .zip(buffer_claims)
+            .filter_map(|(claim, buffer)| {
+                by_name
+                    .get(&claim.node_pool)
+                    .map(|pool| (claim, pool, buffer))
+            })
+            .partition(|(_, pool, _)| pool.spec.limits.is_some());
+        for (claim, pool, buffer) in limited {
             if let Some(why) = self.limit_exceeded(pool) {
                 self.ctx
                     .events
@@ -325,7 +401,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                     .await;
                 continue;
             }
-            if let Some(name) = self.create_for(claim, pool, &pods_by_key).await {
+            if let Some(name) = self.create_for(claim, pool, buffer, &pods_by_key).await {
                 outcome.created.push(name);
             }
         }
@@ -333,7 +409,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         // `self`, rustc cannot prove the spawned task `Send` ("FnOnce is not general enough").
         let creations: Vec<_> = free
             .into_iter()
-            .map(|(claim, pool)| self.create_for(claim, pool, &pods_by_key))
+            .map(|(claim, pool, buffer)| self.create_for(claim, pool, buffer, &pods_by_key))
             .collect();
         let created: Vec<Option<String>> = futures::stream::iter(creations)
             .buffered(CREATE_CONCURRENCY)
@@ -428,6 +504,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         &self,
         claim: &NewNodeClaim,
         pool: &NodePool,
+        holds_buffer: bool,
         pods_by_key: &BTreeMap<String, &PodRecord>,
     ) -> Option<String> {
         let name = match create_node_claim(&self.ctx, claim, pool, "provisioned").await {
@@ -437,6 +514,9 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                 return None;
             }
         };
+        if holds_buffer {
+            self.ctx.cache.lock().add_buffer_node(&name);
+        }
         let keys: Vec<String> = claim.pods.iter().map(ToString::to_string).collect();
         self.ctx
             .explanations

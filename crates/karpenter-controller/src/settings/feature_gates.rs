@@ -25,7 +25,8 @@ pub struct FeatureGates {
     pub node_overlay: bool,
     /// `StaticCapacity` (default false): NodePools with a fixed replica count.
     pub static_capacity: bool,
-    /// `CapacityBuffer` (default false): CapacityBuffer objects keep headroom.
+    /// `CapacityBuffer` (default false): CapacityBuffer objects keep headroom
+    /// (`controllers/capacity_buffers.rs`).
     pub capacity_buffer: bool,
     /// `TerminateFirstDrift` (default false): a drifted node may go before its replacement
     /// launches when the replacement cannot launch first.

@@ -115,15 +115,10 @@ const fn setting(
     }
 }
 
-/// Every refused value. `SpotToSpotConsolidation`, `NodeRepair`, `StaticCapacity` and `NodeOverlay` are implemented and
+/// Every refused value. `SpotToSpotConsolidation`, `NodeRepair`, `StaticCapacity`, `NodeOverlay` and `CapacityBuffer` are implemented and
 /// `ReservedCapacity` is accepted both ways (an EC2NodeClass selecting capacity reservations is not Ready with
 /// `CapacityReservationsUnsupported`), so neither is here.
 const RULES: &[Rule] = &[
-    gate(
-        "CapacityBuffer",
-        |s| s.feature_gates.capacity_buffer,
-        "CapacityBuffer objects are not implemented yet in karpenter-rs; set CapacityBuffer=false",
-    ),
     gate(
         "TerminateFirstDrift",
         |s| s.feature_gates.terminate_first_drift,

@@ -425,11 +425,6 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
     let cases: &[(&str, &str, &str)] = &[
         (
             "FEATURE_GATES",
-            "CapacityBuffer=true",
-            "CapacityBuffer=true in FEATURE_GATES (--feature-gates): CapacityBuffer objects are not implemented yet",
-        ),
-        (
-            "FEATURE_GATES",
             "TerminateFirstDrift=true",
             "TerminateFirstDrift=true in FEATURE_GATES (--feature-gates): terminating a drifted node",
         ),
@@ -507,6 +502,8 @@ fn the_feature_gates_karpenter_rs_implements_or_accepts_are_not_refused_either_w
         "StaticCapacity=false",
         "NodeOverlay=true",
         "NodeOverlay=false",
+        "CapacityBuffer=true",
+        "CapacityBuffer=false",
     ] {
         let settings = parse(&[], &[("FEATURE_GATES", value)]).expect(value);
         assert_eq!(settings.validate(), Ok(()), "{value}");
@@ -531,7 +528,7 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
         &[
             (
                 "FEATURE_GATES",
-                "NodeRepair=true,NodeOverlay=true,StaticCapacity=true,CapacityBuffer=true",
+                "NodeRepair=true,NodeOverlay=true,StaticCapacity=true,CapacityBuffer=true,TerminateFirstDrift=true",
             ),
             ("EKS_CONTROL_PLANE", "true"),
         ],
@@ -545,12 +542,16 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
         .collect();
     assert_eq!(
         settings_named,
-        ["CapacityBuffer", "ENABLE_PROFILING", "EKS_CONTROL_PLANE"]
+        [
+            "TerminateFirstDrift",
+            "ENABLE_PROFILING",
+            "EKS_CONTROL_PLANE"
+        ]
     );
     let message = err.to_string();
     assert!(
         message.starts_with(
-            "refusing to start: 3 settings ask for what karpenter-rs does not do:\n  - CapacityBuffer=true in FEATURE_GATES"
+            "refusing to start: 3 settings ask for what karpenter-rs does not do:\n  - TerminateFirstDrift=true in FEATURE_GATES"
         ),
         "{message}"
     );

@@ -1,6 +1,6 @@
 //! Emptiness (reason `Empty`): delete every empty, consolidatable node within budget, in one
 //! command, highest savings ratio first. Applies to every consolidation policy; skipped for
-//! static pools and `consolidateAfter: Never`.
+//! static pools, `consolidateAfter: Never` and nodes holding CapacityBuffer headroom.
 
 use karpenter_api::v1::DisruptionReason;
 
@@ -27,6 +27,16 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
                     Code::NotEmpty,
                     format!("not empty ({} pods to reschedule)", c.reschedulable.len()),
                 ),
+            ));
+            continue;
+        }
+        // Upstream: a node hosting virtual buffer pods is not empty; the provisioner placed
+        // buffer capacity there on purpose, and removing it would launch it again.
+        if snapshot.buffer_nodes.contains(&c.name) || snapshot.buffer_nodes.contains(&c.node_claim)
+        {
+            notes.push((
+                c.index,
+                Reason::new(Code::NotEmpty, format!("node {:?} has buffer pods", c.name)),
             ));
             continue;
         }

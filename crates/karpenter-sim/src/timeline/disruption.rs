@@ -51,5 +51,6 @@ pub fn snapshot(scenario: &Scenario, nodes: Vec<NodeState>, pending: Vec<Pod>) -
         features: Default::default(),
         solve_options: Default::default(),
         repair: None,
+        buffer_nodes: Default::default(),
     }
 }

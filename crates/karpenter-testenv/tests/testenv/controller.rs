@@ -31,6 +31,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
 
 mod aws;
+mod capacity_buffers;
 mod chart;
 mod dashboards;
 mod deletion_cost;

@@ -28,7 +28,7 @@ fn names(claims: &[NodeClaim]) -> BTreeSet<String> {
         .collect()
 }
 
-fn node_name(claim: &NodeClaim) -> Option<String> {
+pub(super) fn node_name(claim: &NodeClaim) -> Option<String> {
     claim.status.as_ref()?.node_name.clone()
 }
 
