@@ -44,6 +44,26 @@ fn cut(text: &str, width: usize) -> String {
     out
 }
 
+/// kube-scheduler's `PodScheduled` message without the parts a narrow column cannot afford:
+/// the `0/N nodes are available: ` lead and the `preemption: ...` tail, so that what keeps the
+/// pod off each node comes first. `karpenter top -o json` keeps the whole message.
+fn condensed(reason: &str) -> &str {
+    let reason = reason.split(" preemption: ").next().unwrap_or(reason);
+    let reason = match reason.split_once(" nodes are available: ") {
+        Some((count, rest))
+            if count.split_once('/').is_some_and(|(a, b)| {
+                [a, b]
+                    .iter()
+                    .all(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()))
+            }) =>
+        {
+            rest
+        }
+        _ => reason,
+    };
+    reason.trim_end().trim_end_matches('.')
+}
+
 fn table(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
@@ -169,7 +189,11 @@ pub fn render(view: &View, width: usize) -> String {
         for p in &view.pending {
             let prefix = format!("{:<pod_width$}  {:>6}  ", p.pod, age(p.age_seconds));
             let room = width.saturating_sub(prefix.chars().count()).max(20);
-            let _ = writeln!(out, "{prefix}{}", cut(&p.reason, room).trim_end());
+            let _ = writeln!(
+                out,
+                "{prefix}{}",
+                cut(condensed(&p.reason), room).trim_end()
+            );
         }
     }
     out
@@ -222,9 +246,31 @@ NODEPOOL  READY  NODES  LIMITS
 general   True   3      cpu 0/100
 
 PENDING
-shop/huge    2m0s  0/2 nodes are available: 2 Insufficient cpu.
+shop/huge    2m0s  2 Insufficient cpu
 "
         );
+    }
+
+    #[test]
+    fn a_pending_pods_reason_leads_with_what_keeps_it_off_the_nodes() {
+        assert_eq!(
+            condensed(
+                "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, \
+                 1 node(s) had untolerated taint {a: b}. preemption: 0/2 nodes are available: \
+                 2 Preemption is not helpful for scheduling."
+            ),
+            "1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated \
+             taint {a: b}"
+        );
+        assert_eq!(
+            condensed("no nodes available to schedule pods"),
+            "no nodes available to schedule pods"
+        );
+        assert_eq!(
+            condensed("some/thing nodes are available: x"),
+            "some/thing nodes are available: x"
+        );
+        assert_eq!(condensed(""), "");
     }
 
     #[test]

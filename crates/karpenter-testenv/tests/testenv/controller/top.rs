@@ -92,11 +92,20 @@ async fn top_once_lists_the_nodes_prices_and_pods_marks_a_disrupting_node_and_te
         row.price.is_some_and(|p| p > 0.0),
         "c5.large is priced from the embedded catalog: {row:?}"
     );
-    let text = karpenter_top::render(&shown, 120);
-    assert!(text.contains(&node) && text.contains("c5.large"), "{text}");
+    let reason = reason_of_stuck(&shown).unwrap_or_default();
     assert!(
-        text.contains("nowhere-1") || text.contains("node affinity") || text.contains("selector"),
-        "{text}"
+        reason.contains("node affinity/selector"),
+        "kube-scheduler's reason for the stuck pod: {reason}"
+    );
+    let text = karpenter_top::render(&shown, 160);
+    assert!(text.contains(&node) && text.contains("c5.large"), "{text}");
+    let stuck_line = text
+        .lines()
+        .find(|l| l.starts_with(&mine) && l.contains("stuck-"))
+        .unwrap_or_default();
+    assert!(
+        stuck_line.contains("didn't match Pod's node affinity/selector"),
+        "the stuck pod's line leads with what keeps it off the nodes:\n{text}"
     );
     // Delete the NodeClaim: the do-not-disrupt pods hold the drain, and top marks the node.
     Api::<NodeClaim>::all(h.client.clone())
