@@ -162,16 +162,48 @@ struct Harness {
 /// the test panics. Its scope stays for inspection, but its pods must not stay pending: every
 /// later test's controller would see them (the provisioner takes pending pods cluster-wide),
 /// and one failure would fail the tests after it.
+///
+/// It also appends how long the test held the serial lock to the file named by
+/// `TESTENV_TIMINGS` (`scripts/test-integration` prints the slowest): controller tests run
+/// one at a time, so their sum is most of the integration tier's time.
 struct Quarantine {
     kubeconfig: PathBuf,
     namespace: String,
+    test: String,
+    started: std::time::Instant,
+}
+
+impl Quarantine {
+    fn record_time(&self, outcome: &str) {
+        let Some(path) = std::env::var_os("TESTENV_TIMINGS") else {
+            return;
+        };
+        let line = format!(
+            "{:.1}\t{}\t{outcome}\n",
+            self.started.elapsed().as_secs_f64(),
+            self.test
+        );
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+        if let Err(e) = appended {
+            eprintln!(
+                "karpenter-testenv: recording the test's time in {}: {e}",
+                std::path::Path::new(&path).display()
+            );
+        }
+    }
 }
 
 impl Drop for Quarantine {
     fn drop(&mut self) {
         if !std::thread::panicking() {
+            self.record_time("passed");
             return;
         }
+        self.record_time("failed");
         let (kubeconfig, namespace) = (self.kubeconfig.clone(), self.namespace.clone());
         // The test's runtime is unwinding on this thread: a client of its own, on a runtime of
         // its own, on a thread of its own.
@@ -348,6 +380,8 @@ async fn prepare(test: &str, args: &[&str], kwok: KwokOptions) -> Harness {
     let quarantine = Quarantine {
         kubeconfig: env.kubeconfig_path().to_owned(),
         namespace: scope.namespace().to_owned(),
+        test: test.to_owned(),
+        started: std::time::Instant::now(),
     };
     Harness {
         client: env.client(),
