@@ -782,7 +782,9 @@ impl<L: NodeClasses> AwsCloud<L> {
         let tag_spec = |kind| tag_specification(&request.tags, kind);
         let capacity = match request.capacity_type {
             CapacityType::Spot => DefaultTargetCapacityType::Spot,
-            CapacityType::OnDemand => DefaultTargetCapacityType::OnDemand,
+            // A reservation is bought as on-demand capacity targeted at it (its launch
+            // template names the reservation).
+            CapacityType::OnDemand | CapacityType::Reserved => DefaultTargetCapacityType::OnDemand,
         };
         let mut call = self
             .clients
@@ -806,7 +808,7 @@ impl<L: NodeClasses> AwsCloud<L> {
                     .allocation_strategy(SpotAllocationStrategy::from(request.allocation_strategy))
                     .build(),
             ),
-            CapacityType::OnDemand => call.on_demand_options(
+            CapacityType::OnDemand | CapacityType::Reserved => call.on_demand_options(
                 OnDemandOptionsRequest::builder()
                     .allocation_strategy(FleetOnDemandAllocationStrategy::from(
                         request.allocation_strategy,

@@ -199,6 +199,7 @@ mod tests {
             price_per_hour: 0.1,
             available: true,
             price_is_estimate: false,
+            reservation: None,
         };
         let mut infos = vec![InstanceTypeInfo {
             name: "m5.large".into(),

@@ -15,14 +15,19 @@ pub enum CapacityType {
     OnDemand,
     #[serde(rename = "spot")]
     Spot,
+    /// A slot of a capacity reservation (an ODCR or a Capacity Block): never from a price
+    /// table, only from the reservations an EC2NodeClass selects (or the KWOK cloud's).
+    #[serde(rename = "reserved")]
+    Reserved,
 }
 
 impl CapacityType {
-    /// The label value (`on-demand`, `spot`).
+    /// The label value (`on-demand`, `spot`, `reserved`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::OnDemand => labels::CAPACITY_TYPE_ON_DEMAND,
             Self::Spot => labels::CAPACITY_TYPE_SPOT,
+            Self::Reserved => labels::CAPACITY_TYPE_RESERVED,
         }
     }
 }
@@ -36,6 +41,40 @@ impl From<UsageClass> for CapacityType {
     }
 }
 
+/// `karpenter.k8s.aws/capacity-reservation-type`: an On-Demand Capacity Reservation or a
+/// Capacity Block for ML.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ReservationKind {
+    #[serde(rename = "default")]
+    Default,
+    #[serde(rename = "capacity-block")]
+    CapacityBlock,
+}
+
+impl ReservationKind {
+    /// The label value (`default`, `capacity-block`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::CapacityBlock => "capacity-block",
+        }
+    }
+}
+
+/// The reservation a `reserved` offering launches into.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reservation {
+    /// `cr-...`: the value of `karpenter.k8s.aws/capacity-reservation-id`.
+    pub id: String,
+    pub kind: ReservationKind,
+    /// An interruptible reservation: its owner may reclaim the slots.
+    pub interruptible: bool,
+    /// Instances that can still be launched into it (EC2's `AvailableInstanceCount`, less the
+    /// launches made since it was read). A full reservation stays `available` (healthy) with
+    /// 0 here, as upstream keeps the two apart.
+    pub available_instances: u32,
+}
+
 /// One zone x capacity type of an instance type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Offering {
@@ -47,19 +86,47 @@ pub struct Offering {
     /// True when the price is not an observed price for this region and zone: every spot price
     /// derived from the discount, and on-demand prices of another region.
     pub price_is_estimate: bool,
+    /// The reservation of a [`CapacityType::Reserved`] offering; `None` for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<Reservation>,
 }
 
 #[cfg(feature = "scheduling")]
 impl Offering {
-    /// Whether `requirements` allow this offering: its zone and capacity type. Requirements
-    /// on other keys are the instance type's business, not the offering's. The one filter of
-    /// the workspace for a NodePool's narrowing, a simulated launch and the EC2 launch plan.
+    /// Whether `requirements` allow this offering: its zone, capacity type and reservation
+    /// (id, type, interruptible; an offering without a reservation has none of those labels).
+    /// Requirements on other keys are the instance type's business, not the offering's. The
+    /// one filter of the workspace for a NodePool's narrowing, a simulated launch and the EC2
+    /// launch plan.
     pub fn allowed_by(&self, requirements: &[karpenter_scheduling::RequirementSpec]) -> bool {
+        let reservation = self.reservation.as_ref();
         requirements.iter().all(|r| match r.key.as_str() {
             labels::ZONE => r.matches(Some(&self.zone)),
             labels::CAPACITY_TYPE => r.matches(Some(self.capacity_type.as_str())),
+            labels::CAPACITY_RESERVATION_ID => r.matches(reservation.map(|c| c.id.as_str())),
+            labels::CAPACITY_RESERVATION_TYPE => r.matches(reservation.map(|c| c.kind.as_str())),
+            labels::CAPACITY_RESERVATION_INTERRUPTIBLE => {
+                r.matches(reservation.map(|c| if c.interruptible { "true" } else { "false" }))
+            }
             _ => true,
         })
+    }
+
+    /// The offering's labels beyond zone and capacity type: a reserved offering's reservation
+    /// id, type and interruptible flag, as `In` requirements (empty for the others).
+    pub fn reservation_requirements(&self) -> Vec<karpenter_scheduling::RequirementSpec> {
+        use karpenter_scheduling::RequirementSpec;
+        let Some(r) = &self.reservation else {
+            return Vec::new();
+        };
+        vec![
+            RequirementSpec::is_in(labels::CAPACITY_RESERVATION_ID, &[r.id.as_str()]),
+            RequirementSpec::is_in(labels::CAPACITY_RESERVATION_TYPE, &[r.kind.as_str()]),
+            RequirementSpec::is_in(
+                labels::CAPACITY_RESERVATION_INTERRUPTIBLE,
+                &[if r.interruptible { "true" } else { "false" }],
+            ),
+        ]
     }
 }
 
@@ -91,6 +158,9 @@ pub fn offerings(
                     Some(observed) => (observed, foreign_region),
                     None => (round_price(on_demand * (1.0 - options.spot_discount)), true),
                 },
+                // Reservations are not a usage class: they come from the reservations a
+                // NodeClass selects, never from a price table.
+                CapacityType::Reserved => continue,
             };
             out.push(Offering {
                 zone: zone.clone(),
@@ -98,6 +168,7 @@ pub fn offerings(
                 price_per_hour,
                 available: true,
                 price_is_estimate,
+                reservation: None,
             });
         }
     }
@@ -195,6 +266,7 @@ mod tests {
             price_per_hour: 0.1,
             available: true,
             price_is_estimate: true,
+            reservation: None,
         };
         let zone = |z: &str| RequirementSpec::is_in(labels::ZONE, &[z]);
         let capacity = |c: &str| RequirementSpec::is_in(labels::CAPACITY_TYPE, &[c]);

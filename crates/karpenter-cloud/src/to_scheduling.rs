@@ -5,8 +5,11 @@
 //! zone and capacity type are `In` the offerings' values; the AWS instance-fact keys a type does
 //! not have (no GPU, no local NVMe, ...) are `DoesNotExist`, so a NodePool that requires, say,
 //! `karpenter.k8s.aws/instance-gpu-count Exists` does not match a type without GPUs; and
-//! `node.kubernetes.io/windows-build` and the capacity-reservation keys are `DoesNotExist`
-//! (the catalog is Linux-only and has no reservations).
+//! `node.kubernetes.io/windows-build` is `DoesNotExist` (the catalog is Linux-only). The
+//! capacity-reservation keys are `DoesNotExist` for a type without reserved offerings, and `In`
+//! the reservations' values for one with them; its other offerings then say `DoesNotExist` for
+//! them, so a NodeClaim pinned to a reservation can only launch into it (upstream's
+//! `computeRequirements` and offering resolvers).
 
 use std::collections::BTreeSet;
 
@@ -45,8 +48,10 @@ pub const INSTANCE_FACT_KEYS: &[&str] = &[
 ];
 
 /// Keys no catalog type has.
-const ABSENT_KEYS: &[&str] = &[
-    labels::WINDOWS_BUILD,
+const ABSENT_KEYS: &[&str] = &[labels::WINDOWS_BUILD];
+
+/// The labels of a reserved offering.
+pub const RESERVATION_KEYS: &[&str] = &[
     labels::CAPACITY_RESERVATION_ID,
     labels::CAPACITY_RESERVATION_TYPE,
     labels::CAPACITY_RESERVATION_INTERRUPTIBLE,
@@ -65,7 +70,18 @@ impl From<&InstanceTypeInfo> for InstanceType {
                     capacity_type: offering.capacity_type.as_str().to_string(),
                     price: offering.price_per_hour,
                     available: offering.available,
-                    requirements: Vec::new(),
+                    requirements: match &offering.reservation {
+                        Some(_) => offering.reservation_requirements(),
+                        None if has_reservations(info) => RESERVATION_KEYS
+                            .iter()
+                            .map(|k| RequirementSpec::new(*k, Operator::DoesNotExist, &[]))
+                            .collect(),
+                        None => Vec::new(),
+                    },
+                    reservation_capacity: offering
+                        .reservation
+                        .as_ref()
+                        .map_or(0, |r| r.available_instances),
                 })
                 .collect(),
             capacity: resource_list(&info.capacity),
@@ -84,6 +100,10 @@ impl From<InstanceTypeInfo> for InstanceType {
     fn from(info: InstanceTypeInfo) -> Self {
         InstanceType::from(&info)
     }
+}
+
+fn has_reservations(info: &InstanceTypeInfo) -> bool {
+    info.offerings.iter().any(|o| o.reservation.is_some())
 }
 
 fn requirements(info: &InstanceTypeInfo) -> Vec<RequirementSpec> {
@@ -116,6 +136,36 @@ fn requirements(info: &InstanceTypeInfo) -> Vec<RequirementSpec> {
         .chain(ABSENT_KEYS)
     {
         out.push(RequirementSpec::new(*key, Operator::DoesNotExist, &[]));
+    }
+    if has_reservations(info) {
+        // `In` the reservations' values, as upstream's `computeRequirements`.
+        let reservations: Vec<&crate::offering::Reservation> = info
+            .offerings
+            .iter()
+            .filter_map(|o| o.reservation.as_ref())
+            .collect();
+        let values = |f: &dyn Fn(&crate::offering::Reservation) -> String| {
+            let set: BTreeSet<String> = reservations.iter().map(|r| f(r)).collect();
+            set.into_iter().collect::<Vec<_>>()
+        };
+        for (key, values) in [
+            (labels::CAPACITY_RESERVATION_ID, values(&|r| r.id.clone())),
+            (
+                labels::CAPACITY_RESERVATION_TYPE,
+                values(&|r| r.kind.as_str().to_owned()),
+            ),
+            (
+                labels::CAPACITY_RESERVATION_INTERRUPTIBLE,
+                values(&|r| r.interruptible.to_string()),
+            ),
+        ] {
+            let values: Vec<&str> = values.iter().map(String::as_str).collect();
+            out.push(RequirementSpec::is_in(key, &values));
+        }
+    } else {
+        for key in RESERVATION_KEYS {
+            out.push(RequirementSpec::new(*key, Operator::DoesNotExist, &[]));
+        }
     }
     out
 }

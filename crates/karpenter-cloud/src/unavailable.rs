@@ -129,6 +129,7 @@ mod tests {
             price_per_hour: 0.1,
             available: true,
             price_is_estimate: false,
+            reservation: None,
         }
     }
 

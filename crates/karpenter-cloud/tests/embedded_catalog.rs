@@ -396,6 +396,7 @@ fn offerings_cover_three_zones_and_both_capacity_types_at_list_prices() {
             let expected = match offering.capacity_type {
                 CapacityType::OnDemand => (on_demand, false),
                 CapacityType::Spot => (spot, true),
+                CapacityType::Reserved => panic!("a price table has no reservations: {offering:?}"),
             };
             assert_eq!(
                 (offering.price_per_hour, offering.price_is_estimate),

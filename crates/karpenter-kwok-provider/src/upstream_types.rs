@@ -163,6 +163,7 @@ fn convert(origin: &str, entry: Entry) -> Result<InstanceTypeInfo, KwokTypesErro
             // Upstream makes every offering of the file available.
             available: true,
             price_is_estimate: false,
+            reservation: None,
         });
     }
     // Quantities as Go's `Quantity.String()` writes them: the canonical form, which is what

@@ -471,6 +471,7 @@ impl InstanceTypeBuilder {
             price,
             available,
             requirements: Vec::new(),
+            reservation_capacity: 0,
         });
         self
     }

@@ -86,6 +86,7 @@ pub fn fake_instance_types(n: usize) -> Vec<InstanceType> {
                 price,
                 available: true,
                 requirements: Vec::new(),
+                reservation_capacity: 0,
             };
             InstanceType {
                 name,

@@ -89,6 +89,15 @@ pub struct Offering {
     /// Further offering labels (e.g. a capacity reservation id), beyond zone and capacity type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requirements: Vec<RequirementSpec>,
+    /// A `reserved` offering's free slots: how many NodeClaims of one solve may launch into
+    /// its reservation (the `karpenter.k8s.aws/capacity-reservation-id` of `requirements`).
+    /// 0 for the other capacity types, and for a full reservation.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reservation_capacity: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn default_true() -> bool {

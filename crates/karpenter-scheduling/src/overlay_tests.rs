@@ -9,6 +9,7 @@ fn it(name: &str, price: f64) -> InstanceType {
         price,
         available: true,
         requirements: Vec::new(),
+        reservation_capacity: 0,
     };
     InstanceType {
         name: name.to_owned(),

@@ -106,6 +106,11 @@ struct CompactOffering {
     price: Option<f64>,
     #[serde(default = "yes")]
     available: bool,
+    /// A `reserved` offering's reservation (`karpenter.k8s.aws/capacity-reservation-id`).
+    reservation_id: Option<String>,
+    /// Its free slots.
+    #[serde(default)]
+    reservation_capacity: u32,
 }
 
 fn yes() -> bool {
@@ -176,7 +181,12 @@ fn compact_its(list: Vec<CompactIt>) -> Vec<InstanceType> {
                     capacity_type: o.capacity_type,
                     price: o.price.unwrap_or(price),
                     available: o.available,
-                    requirements: Vec::new(),
+                    requirements: o
+                        .reservation_id
+                        .iter()
+                        .map(|id| RequirementSpec::is_in(l::CAPACITY_RESERVATION_ID, &[id]))
+                        .collect(),
+                    reservation_capacity: o.reservation_capacity,
                 })
                 .collect(),
             None => {
@@ -198,6 +208,7 @@ fn compact_its(list: Vec<CompactIt>) -> Vec<InstanceType> {
                             price: p,
                             available,
                             requirements: Vec::new(),
+                            reservation_capacity: 0,
                         });
                     }
                 }

@@ -75,6 +75,9 @@ pub fn request(
             (CapacityType::OnDemand, false) => "lowest-price",
             (CapacityType::Spot, true) => "capacity-optimized-prioritized",
             (CapacityType::OnDemand, true) => "prioritized",
+            // A reservation is bought as on-demand capacity targeted at it.
+            (CapacityType::Reserved, false) => "lowest-price",
+            (CapacityType::Reserved, true) => "prioritized",
         },
         configs,
         tags,

@@ -304,6 +304,7 @@ mod tests {
                     price_per_hour: *price,
                     available: true,
                     price_is_estimate: false,
+                    reservation: None,
                 })
                 .collect(),
             label_choices: BTreeMap::new(),

@@ -234,6 +234,7 @@ mod tests {
                     price: *price,
                     available: *available,
                     requirements: Vec::new(),
+                    reservation_capacity: 0,
                 })
                 .collect(),
             capacity: ResourceList::new(),

@@ -302,6 +302,7 @@ mod tests {
                 price,
                 available: true,
                 requirements: Vec::new(),
+                reservation_capacity: 0,
             }],
             capacity: ResourceList::new(),
             overhead: Default::default(),
