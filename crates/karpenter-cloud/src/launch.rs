@@ -91,7 +91,7 @@ pub fn cheapest<'a, 'n>(
         for offering in info
             .offerings
             .iter()
-            .filter(|o| o.available && available(info, o))
+            .filter(|o| o.launchable() && available(info, o))
         {
             if !offering.allowed_by(requirements) {
                 continue;

@@ -112,6 +112,15 @@ impl Offering {
         })
     }
 
+    /// Available, and not a full reservation (upstream's `Launchable`): what a launch may pick.
+    pub fn launchable(&self) -> bool {
+        self.available
+            && self
+                .reservation
+                .as_ref()
+                .is_none_or(|r| r.available_instances > 0)
+    }
+
     /// The offering's labels beyond zone and capacity type: a reserved offering's reservation
     /// id, type and interruptible flag, as `In` requirements (empty for the others).
     pub fn reservation_requirements(&self) -> Vec<karpenter_scheduling::RequirementSpec> {

@@ -13,7 +13,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::PodSpec;
 use karpenter_scheduling::PodRecord;
-use karpenter_scheduling::{ExistingNode, NewNodeClaim, SolveInput, SolveResult};
+use karpenter_scheduling::{
+    ExistingNode, NewNodeClaim, ReservedOfferingMode, SolveInput, SolveOptions, SolveResult,
+};
 
 use crate::candidate::Candidate;
 use crate::pool;
@@ -165,7 +167,12 @@ impl Simulator {
                 .collect(),
             daemonsets: snapshot.daemonsets.clone(),
             pods: Vec::new(),
-            options: snapshot.solve_options.clone(),
+            options: SolveOptions {
+                // Upstream's disruption simulations: a full reservation passes the pod to the
+                // next NodePool, and a NodeClaim without a slot falls back to on-demand or spot.
+                reserved_offering_mode: ReservedOfferingMode::Fallback,
+                ..snapshot.solve_options.clone()
+            },
             ..Default::default()
         };
         Simulator {

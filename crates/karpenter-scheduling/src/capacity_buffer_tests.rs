@@ -246,6 +246,7 @@ fn a_batch_counts_each_buffers_virtual_pods_by_where_they_went_and_names_their_n
             pod: refs[2].clone(),
             reason: String::new(),
             reasons: Vec::new(),
+            deferred: false,
         }],
         ..SolveResult::default()
     };

@@ -201,6 +201,23 @@ pub enum MinValuesPolicy {
     BestEffort,
 }
 
+/// What a NodeClaim that could use reserved capacity does when the solve has no slot left for
+/// it (upstream's `ReservedOfferingMode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReservedOfferingMode {
+    /// Provisioning (upstream's provisioner passes `DisableReservedCapacityFallback`): a pod
+    /// that could use a reservation with free slots this solve has already promised is
+    /// deferred to the next batch (which sees the launches' counts) rather than sent to paid
+    /// capacity, and no lower-weight NodePool is tried for it; a pod whose only options are
+    /// full reservations waits too. A full reservation with an on-demand or spot fallback
+    /// falls back.
+    #[default]
+    Strict,
+    /// Disruption simulations: fall back to the on-demand or spot offerings a NodeClaim also
+    /// has, and a NodePool whose only offerings are full reservations is passed over.
+    Fallback,
+}
+
 /// Solver options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SolveOptions {
@@ -219,6 +236,8 @@ pub struct SolveOptions {
     /// zone-level anti-affinity group per batch. Pinned, a group of N pods over N zones is
     /// placed in one batch. Off: upstream's behaviour.
     pub pin_anti_affinity_domains: bool,
+    /// See [`ReservedOfferingMode`].
+    pub reserved_offering_mode: ReservedOfferingMode,
 }
 
 impl Default for SolveOptions {
@@ -229,6 +248,7 @@ impl Default for SolveOptions {
             max_instance_types: 600,
             extra_well_known_labels: Vec::new(),
             pin_anti_affinity_domains: true,
+            reserved_offering_mode: ReservedOfferingMode::Strict,
         }
     }
 }

@@ -44,7 +44,8 @@ pub mod resources;
 
 pub use input::{
     ExistingNode, InstanceType, MinValuesPolicy, NodePool, Offering, Operator, Overhead,
-    PoolInstanceTypes, PreferencePolicy, RequirementSpec, SolveInput, SolveOptions,
+    PoolInstanceTypes, PreferencePolicy, RequirementSpec, ReservedOfferingMode, SolveInput,
+    SolveOptions,
 };
 pub use output::{
     ExistingPlacement, InstanceTypeOption, NewNodeClaim, PodRef, SolveResult, SolveStats,

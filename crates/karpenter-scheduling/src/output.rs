@@ -118,6 +118,13 @@ pub struct Unschedulable {
     pub reason: String,
     /// `(nodepool name, reason)`; `existing nodes` or `validation` for non-pool reasons.
     pub reasons: Vec<(String, String)>,
+    /// Deferred, not unschedulable: it can use a capacity reservation whose free slots this
+    /// solve promised to other NodeClaims (or that is full with no other offering), so it
+    /// waits for the next batch ([`crate::ReservedOfferingMode::Strict`]). Not counted in
+    /// `karpenter_scheduler_unschedulable_pods_count` and given no FailedScheduling event, as
+    /// upstream.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deferred: bool,
 }
 
 impl Unschedulable {

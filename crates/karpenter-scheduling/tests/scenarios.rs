@@ -586,6 +586,8 @@ struct ScenarioOptions {
     max_instance_types: Option<usize>,
     /// `false`: upstream's unpinned NodeClaims for zone-level anti-affinity.
     pin_anti_affinity_domains: Option<bool>,
+    /// `Strict`: a disruption simulation's handling of reserved offerings.
+    reserved_offering_mode: Option<karpenter_scheduling::ReservedOfferingMode>,
 }
 
 #[derive(Deserialize, Default)]
@@ -648,6 +650,12 @@ struct Expect {
     effective_zones: Option<BTreeMap<String, usize>>,
     /// Pods left in the solver's queue when it stopped (`karpenter_scheduler_queue_depth`).
     queue_depth: Option<usize>,
+    /// New claims per capacity type, for claims whose `karpenter.sh/capacity-type` is one value
+    /// (`mixed` counts the others).
+    claims_by_capacity_type: Option<BTreeMap<String, usize>>,
+    /// Pods deferred for reserved capacity (`Unschedulable.deferred`); every other
+    /// unschedulable pod must not be.
+    deferred: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -748,6 +756,9 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
     }
     if let Some(m) = s.options.max_instance_types {
         input.options.max_instance_types = m;
+    }
+    if let Some(mode) = s.options.reserved_offering_mode {
+        input.options.reserved_offering_mode = mode;
     }
     if let Some(pin) = s.options.pin_anti_affinity_domains {
         input.options.pin_anti_affinity_domains = pin;
@@ -908,6 +919,35 @@ fn check(input: &SolveInput, result: &SolveResult, expect: &Expect, pods: &[Pod]
             errs.push(format!(
                 "claim minValues relaxed = {}, expected {relaxed}",
                 c.min_values_relaxed
+            ));
+        }
+    }
+    if let Some(want) = &expect.deferred {
+        let got: BTreeSet<String> = result
+            .unschedulable
+            .iter()
+            .filter(|u| u.deferred)
+            .map(|u| u.pod.name.clone())
+            .collect();
+        let want: BTreeSet<String> = want.iter().cloned().collect();
+        if got != want {
+            errs.push(format!("deferred pods {got:?}, expected {want:?}"));
+        }
+    }
+    if let Some(want) = &expect.claims_by_capacity_type {
+        let mut got: BTreeMap<String, usize> = BTreeMap::new();
+        for c in &result.new_node_claims {
+            let ct = c
+                .requirements
+                .iter()
+                .find(|r| r.key == karpenter_api::labels::CAPACITY_TYPE)
+                .filter(|r| r.operator == Operator::In && r.values.len() == 1)
+                .map_or_else(|| "mixed".to_owned(), |r| r.values[0].clone());
+            *got.entry(ct).or_default() += 1;
+        }
+        if &got != want {
+            errs.push(format!(
+                "claims by capacity type {got:?}, expected {want:?}"
             ));
         }
     }

@@ -83,6 +83,19 @@ impl Bitset {
         })
     }
 
+    /// Whether the two sets share a member.
+    pub fn intersects(&self, other: &Bitset) -> bool {
+        self.words.iter().zip(&other.words).any(|(a, b)| a & b != 0)
+    }
+
+    /// Whether every member of `self` is in `other`.
+    pub fn is_subset_of(&self, other: &Bitset) -> bool {
+        self.words
+            .iter()
+            .enumerate()
+            .all(|(i, a)| a & !other.words.get(i).copied().unwrap_or(0) == 0)
+    }
+
     pub fn clear(&mut self) {
         self.words.iter_mut().for_each(|w| *w = 0);
     }
@@ -91,6 +104,21 @@ impl Bitset {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn intersection_and_inclusion_are_read_word_by_word() {
+        let mut a = Bitset::empty(130);
+        let mut b = Bitset::empty(130);
+        a.insert(70);
+        b.insert(129);
+        assert!(!a.intersects(&b));
+        assert!(!a.is_subset_of(&b));
+        b.insert(70);
+        assert!(a.intersects(&b));
+        assert!(a.is_subset_of(&b));
+        assert!(!b.is_subset_of(&a));
+        assert!(Bitset::empty(130).is_subset_of(&a));
+    }
 
     #[test]
     fn members_iterate_in_order_across_words() {

@@ -10,7 +10,8 @@
 //! 2. **The loop** ([`scheduler`]): pods in upstream's queue order, each placed
 //!    (`placement.rs`: an existing node, a NodeClaim of this solve, or a new NodeClaim from the
 //!    first NodePool that can take it; host ports checked by `hostports.rs`), and relaxed one
-//!    preference at a time when it fails (`preferences.rs`).
+//!    preference at a time when it fails (`preferences.rs`); a NodeClaim that can use
+//!    capacity reservations holds their slots (`reservations.rs`).
 //! 3. **The result** (`result.rs`): NodeClaims with their instance-type options by price,
 //!    placements on existing nodes, and every unschedulable pod's reasons.
 //!
@@ -26,6 +27,7 @@ pub(crate) mod hostports;
 pub(crate) mod placement;
 pub mod pod;
 pub(crate) mod preferences;
+pub(crate) mod reservations;
 pub(crate) mod result;
 pub mod scheduler;
 pub(crate) mod selector;

@@ -26,6 +26,8 @@ pub struct ClaimUpdate {
     pub requirements: Option<Requirements>,
     pub its: Bitset,
     pub min_values_relaxed: bool,
+    /// The reservations the claim holds after the update ([`Solver::reserve`]).
+    pub reserved: Vec<Sym>,
 }
 
 impl Solver<'_> {
@@ -392,6 +394,7 @@ impl Solver<'_> {
                 },
                 its: fitting,
                 min_values_relaxed: relaxed,
+                reserved: Vec::new(),
             });
         }
         Err(last_err)
@@ -560,6 +563,11 @@ impl Solver<'_> {
         if let Some(r) = update.requirements {
             claim.requirements = r;
         }
+        if claim.reserved != update.reserved {
+            self.reservations
+                .exchange(&claim.reserved, &update.reserved);
+            claim.reserved = update.reserved;
+        }
         claim.min_values_relaxed = update.min_values_relaxed;
         dims::add(&mut claim.requests, &pod.requests);
         claim.pods.push(pi);
@@ -676,7 +684,9 @@ impl Solver<'_> {
             if prefilter && !self.zone_like_ok(pi, a, claim, &mut verdicts) {
                 continue;
             }
-            if let Ok(update) = self.claim_can_add(claim, pi, a, false, Some(&mut cache)) {
+            if let Ok(update) = self.claim_can_add(claim, pi, a, false, Some(&mut cache))
+                && let Ok(update) = self.reserve(claim, update)
+            {
                 found = Some((ci, update));
                 break;
             }
@@ -692,6 +702,7 @@ impl Solver<'_> {
     /// Tries a new NodeClaim from each NodePool in weight order.
     pub(crate) fn add_to_new(&mut self, pi: usize, a: &Attempt) -> Result<(), Reasons> {
         let mut reasons = Reasons::new();
+        let mut stop = false;
         for p in 0..self.pools.len() {
             let key = format!("nodepool {}", self.pools[p].spec.name);
             let pool = &self.pools[p];
@@ -745,8 +756,18 @@ impl Solver<'_> {
                 host_ports: Vec::new(),
                 min_values_relaxed: false,
                 order_key: (0, 0),
+                reserved: Vec::new(),
             };
-            match self.claim_can_add(&claim, pi, a, true, None) {
+            let added = self
+                .claim_can_add(&claim, pi, a, true, None)
+                .and_then(|update| {
+                    self.reserve(&claim, update).map_err(|refusal| {
+                        // Strict: no lower-weight NodePool is tried either (upstream).
+                        stop = refusal.strict;
+                        refusal.reason.to_owned()
+                    })
+                });
+            match added {
                 Ok(update) => {
                     self.claims.push(claim);
                     let ci = self.claims.len() - 1;
@@ -769,6 +790,10 @@ impl Solver<'_> {
                 }
                 Err(e) => {
                     reasons.insert(key, e);
+                    if stop {
+                        self.set_deferred(pi, true);
+                        break;
+                    }
                 }
             }
         }

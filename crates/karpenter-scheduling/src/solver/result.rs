@@ -8,6 +8,7 @@ use crate::input::MinValuesPolicy;
 use crate::output::{
     ExistingPlacement, InstanceTypeOption, NewNodeClaim, SolveResult, Unschedulable,
 };
+use crate::requirement::Requirement;
 use crate::solver::bitset::Bitset;
 use crate::solver::dims;
 use crate::solver::scheduler::{Solver, format_reasons};
@@ -33,6 +34,29 @@ impl Solver<'_> {
             let catalog = &pool.catalog;
             let mut reqs = claim.requirements.clone();
             reqs.remove(self.keys.hostname);
+            let reserved = self
+                .interner
+                .get(karpenter_api::labels::CAPACITY_TYPE_RESERVED);
+            if let Some(reserved) = reserved {
+                if !claim.reserved.is_empty() {
+                    // Upstream's `FinalizeScheduling`: a claim holding reservation slots
+                    // launches into one of them.
+                    reqs.set(self.keys.capacity_type, Requirement::is_in([reserved]));
+                    reqs.set(
+                        self.keys.reservation_id,
+                        Requirement::is_in(claim.reserved.iter().copied()),
+                    );
+                } else if !catalog.reserved.is_empty() {
+                    // Better than upstream, which lists `reserved` whenever a reservation had
+                    // a slot when the solve began: a claim the solve counted no slot for is
+                    // not sent to a reservation other claims have filled.
+                    reqs.add(
+                        self.keys.capacity_type,
+                        Requirement::not_in([reserved]),
+                        &self.interner,
+                    );
+                }
+            }
             let mask = catalog.compatible_signatures(&reqs, &self.interner);
             let order_index = match orders
                 .iter()
@@ -171,9 +195,10 @@ impl Solver<'_> {
                 pod: pod.clone(),
                 reason: format!("validation: {reason}"),
                 reasons: vec![("validation".into(), reason.clone())],
+                deferred: false,
             });
         }
-        for (pi, reasons) in self.failures.iter().chain(truncated.iter()) {
+        for (pi, reasons) in self.failures.iter() {
             result.unschedulable.push(Unschedulable {
                 pod: self.pods[*pi].pod_ref.clone(),
                 reason: format_reasons(reasons),
@@ -181,6 +206,18 @@ impl Solver<'_> {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
+                deferred: self.is_deferred(*pi),
+            });
+        }
+        for (pi, reasons) in &truncated {
+            result.unschedulable.push(Unschedulable {
+                pod: self.pods[*pi].pod_ref.clone(),
+                reason: format_reasons(reasons),
+                reasons: reasons
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                deferred: false,
             });
         }
         result

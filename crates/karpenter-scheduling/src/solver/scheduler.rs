@@ -21,6 +21,7 @@ use crate::solver::daemons::{daemon_compatible, overhead_groups};
 use crate::solver::dims::{self, Dims};
 use crate::solver::pod::{Compiler, PodInfo};
 use crate::solver::preferences::{self, Relaxation};
+use crate::solver::reservations::Reservations;
 use crate::solver::selector::label_value;
 use crate::solver::state::{Attempt, Claim, ExistingPod, ExistingState, PoolState, Reasons};
 use crate::solver::topology::{GroupKind, GroupRef, GroupSpec, PodView, Topology};
@@ -36,6 +37,7 @@ pub struct Keys {
     pub capacity_type: Sym,
     pub instance_type: Sym,
     pub nodepool: Sym,
+    pub reservation_id: Sym,
 }
 
 /// All state of one solve.
@@ -74,6 +76,10 @@ pub struct Solver<'a> {
     pub(crate) universe_built: FxHashSet<Sym>,
     /// What the loop reports besides its decisions ([`crate::SolveStats`]).
     pub(crate) stats: crate::output::SolveStats,
+    /// Free slots of the capacity reservations the catalogs offer.
+    pub(crate) reservations: Reservations,
+    /// Per pod: its last attempt was deferred for reserved capacity (strict mode).
+    pub(crate) deferred: Vec<bool>,
 }
 
 /// Runs one scheduling simulation.
@@ -109,6 +115,7 @@ impl<'a> Solver<'a> {
             capacity_type: interner.intern(l::CAPACITY_TYPE),
             instance_type: interner.intern(l::INSTANCE_TYPE),
             nodepool: interner.intern(l::NODEPOOL),
+            reservation_id: interner.intern(l::CAPACITY_RESERVATION_ID),
         };
         let mut well_known: FxHashSet<Sym> = l::WELL_KNOWN_LABELS
             .iter()
@@ -297,8 +304,11 @@ impl<'a> Solver<'a> {
             volumes,
             universe_built: FxHashSet::default(),
             stats: crate::output::SolveStats::default(),
+            reservations: Reservations::default(),
+            deferred: Vec::new(),
         };
         solver.build_pools();
+        solver.reservations = Reservations::new(solver.pools.iter().map(|p| &p.catalog));
         solver.build_topology(inverse_specs);
         // Initialized first, then by name; the pods of each node move with it.
         let mut nodes: Vec<(ExistingState, Vec<ExistingPod>)> =
@@ -659,16 +669,18 @@ impl<'a> Solver<'a> {
         }
     }
 
-    /// Tries a pod, relaxing preferences one step at a time.
+    /// Tries a pod, relaxing preferences one step at a time (never when it was deferred for
+    /// reserved capacity: it may fit as it is once a slot frees, in this solve or the next).
     fn try_schedule(&mut self, pi: usize, base: &Attempt) -> Result<(), Reasons> {
         let mut reasons = match self.add(pi, base) {
             Ok(()) => return Ok(()),
             Err(r) => r,
         };
         let mut relax = Relaxation::new(&self.pods[pi]);
-        while relax
-            .relax(&self.pods[pi], self.tolerate_prefer_no_schedule)
-            .is_some()
+        while !self.is_deferred(pi)
+            && relax
+                .relax(&self.pods[pi], self.tolerate_prefer_no_schedule)
+                .is_some()
         {
             let attempt = self.attempt(pi, &relax);
             match self.add(pi, &attempt) {
@@ -679,7 +691,22 @@ impl<'a> Solver<'a> {
         Err(reasons)
     }
 
+    pub(crate) fn is_deferred(&self, pi: usize) -> bool {
+        self.deferred.get(pi).copied().unwrap_or(false)
+    }
+
+    pub(crate) fn set_deferred(&mut self, pi: usize, deferred: bool) {
+        if self.deferred.len() <= pi {
+            if !deferred {
+                return;
+            }
+            self.deferred.resize(pi + 1, false);
+        }
+        self.deferred[pi] = deferred;
+    }
+
     fn add(&mut self, pi: usize, a: &Attempt) -> Result<(), Reasons> {
+        self.set_deferred(pi, false);
         if self.add_to_existing(pi, a) {
             return Ok(());
         }

@@ -68,6 +68,8 @@ pub struct Claim {
     pub min_values_relaxed: bool,
     /// Position in the in-flight order (pod count, tie-break).
     pub order_key: (usize, i64),
+    /// The capacity reservations it holds a slot of, sorted.
+    pub reserved: Vec<Sym>,
 }
 
 /// A pod at one relaxation step, ready to be tried against nodes.

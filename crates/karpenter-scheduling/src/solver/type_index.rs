@@ -25,6 +25,13 @@ pub struct OfferingInfo {
     pub capacity_type: Sym,
     pub price: f64,
     pub available: bool,
+    /// A `reserved` offering's reservation id (`karpenter.k8s.aws/capacity-reservation-id`).
+    pub reservation: Option<Sym>,
+    /// Its free slots when the solve starts.
+    pub reservation_capacity: u32,
+    /// Available, and not a full reservation (upstream's `Launchable`): what a NodeClaim's
+    /// price order and capacity types are made of, since a full reservation launches nothing.
+    pub launchable: bool,
 }
 
 /// One instance type, compiled.
@@ -69,6 +76,8 @@ pub struct TypeIndex {
     offering_sigs: Vec<(Requirements, Bitset)>,
     /// Keys that appear in offering requirements.
     pub offering_keys: FxHashSet<Sym>,
+    /// Instance types with an available reserved offering.
+    pub reserved: Bitset,
 }
 
 impl TypeIndex {
@@ -76,6 +85,8 @@ impl TypeIndex {
     pub fn build(types: &[InstanceType], interner: &mut Interner, dims: &Dims) -> TypeIndex {
         let zone = interner.intern(karpenter_api::labels::ZONE);
         let ct = interner.intern(karpenter_api::labels::CAPACITY_TYPE);
+        let reservation_key = interner.intern(karpenter_api::labels::CAPACITY_RESERVATION_ID);
+        let reserved_ct = interner.intern(karpenter_api::labels::CAPACITY_TYPE_RESERVED);
         let mut its: Vec<ItInfo> = types
             .iter()
             .map(|it| {
@@ -88,12 +99,19 @@ impl TypeIndex {
                         let c = interner.intern(&o.capacity_type);
                         reqs.add(zone, Requirement::is_in([z]), interner);
                         reqs.add(ct, Requirement::is_in([c]), interner);
+                        let reservation = (c == reserved_ct)
+                            .then(|| reqs.get(reservation_key)?.single_value())
+                            .flatten();
                         OfferingInfo {
                             sig: None,
                             requirements: reqs,
                             capacity_type: c,
                             price: o.price,
                             available: o.available,
+                            launchable: o.available
+                                && (c != reserved_ct || o.reservation_capacity > 0),
+                            reservation,
+                            reservation_capacity: o.reservation_capacity,
                         }
                     })
                     .collect();
@@ -187,6 +205,16 @@ impl TypeIndex {
                 }
             }
         }
+        let mut reserved = Bitset::empty(n);
+        for (i, it) in its.iter().enumerate() {
+            if it
+                .offerings
+                .iter()
+                .any(|o| o.available && o.reservation.is_some())
+            {
+                reserved.insert(i);
+            }
+        }
         TypeIndex {
             all: Bitset::full(n),
             its,
@@ -194,6 +222,7 @@ impl TypeIndex {
             fits,
             offering_sigs,
             offering_keys,
+            reserved,
         }
     }
 
@@ -310,18 +339,19 @@ impl TypeIndex {
             .collect()
     }
 
-    /// Cheapest available offering of `it` whose signature is in `mask`.
+    /// Cheapest launchable offering of `it` whose signature is in `mask`.
     pub fn cheapest_price_in(&self, it: usize, mask: &[bool]) -> Option<f64> {
         self.its
             .get(it)?
             .offerings
             .iter()
+            .filter(|o| o.launchable)
             .filter(|o| o.sig.is_some_and(|s| mask.get(s).copied().unwrap_or(false)))
             .map(|o| o.price)
             .min_by(f64::total_cmp)
     }
 
-    /// Capacity types of available offerings of `it` whose signature is in `mask`.
+    /// Capacity types of launchable offerings of `it` whose signature is in `mask`.
     pub fn capacity_types_in<'a>(
         &'a self,
         it: usize,
@@ -331,6 +361,7 @@ impl TypeIndex {
             .get(it)
             .into_iter()
             .flat_map(|t| t.offerings.iter())
+            .filter(|o| o.launchable)
             .filter(|o| o.sig.is_some_and(|s| mask.get(s).copied().unwrap_or(false)))
             .map(|o| o.capacity_type)
     }
