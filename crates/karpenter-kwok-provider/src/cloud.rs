@@ -24,6 +24,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
 use crate::catalog::TypeSource;
 use crate::options::{KWOK_NODE, KwokOptions};
+use crate::reservations::Ledger;
 
 const PROVIDER_PREFIX: &str = "kwok://";
 
@@ -38,6 +39,8 @@ pub struct KwokCloud {
     unavailable: UnavailableOfferings,
     /// Node classes whose ignored fields (or absence) were already logged.
     said: Mutex<BTreeSet<String>>,
+    /// Who holds the slots of `options.reservations`.
+    ledger: Ledger,
 }
 
 impl std::fmt::Debug for KwokCloud {
@@ -72,7 +75,37 @@ impl KwokCloud {
             resolved: Mutex::new(Vec::new()),
             unavailable: UnavailableOfferings::new(),
             said: Mutex::new(BTreeSet::new()),
+            ledger: Ledger::default(),
         }
+    }
+
+    /// `infos` with the reservations' offerings, the ledger first seeded from the reserved
+    /// Nodes that exist (a controller that restarted); `infos` itself when there are none.
+    async fn with_reservations(
+        &self,
+        infos: Arc<Vec<InstanceTypeInfo>>,
+    ) -> Result<Arc<Vec<InstanceTypeInfo>>, CloudError> {
+        if self.options.reservations.is_empty() {
+            return Ok(infos);
+        }
+        if self.ledger.needs_seed() {
+            let nodes: Api<Node> = Api::all(self.client.clone());
+            let reserved = nodes
+                .list(&ListParams::default().labels(labels::CAPACITY_RESERVATION_ID))
+                .await
+                .map_err(|e| provider_error("list reserved nodes", &e))?;
+            self.ledger.seed(reserved.items.iter().filter_map(|n| {
+                let id = n
+                    .metadata
+                    .labels
+                    .as_ref()?
+                    .get(labels::CAPACITY_RESERVATION_ID)?;
+                Some((n.metadata.name.clone()?, id.clone()))
+            }));
+        }
+        Ok(Arc::new(
+            self.ledger.offerings(&self.options.reservations, &infos),
+        ))
     }
 
     fn say_once(&self, key: String, message: impl FnOnce() -> String) {
@@ -125,9 +158,12 @@ impl KwokCloud {
         self.unavailable.at(Instant::now())
     }
 
-    /// Changes when an offering is marked unavailable or its mark expires.
+    /// Changes when an offering is marked unavailable or its mark expires, and when a
+    /// reservation's slot is taken or given back (both only count up).
     pub fn catalog_version(&self) -> u64 {
-        self.unavailable.version(Instant::now())
+        self.unavailable
+            .version(Instant::now())
+            .wrapping_add(self.ledger.version())
     }
 
     /// Marks offerings unavailable for [`karpenter_cloud::UNAVAILABLE_FOR`].
@@ -182,6 +218,7 @@ impl KwokCloud {
         let Some(resolved) = self.resolved_infos(pool).await? else {
             return Ok(Vec::new());
         };
+        let resolved = self.with_reservations(resolved).await?;
         // A copy with unavailable offerings marked only when some are (most batches: none).
         let unavailable = self.unavailable_now();
         let marked;
@@ -359,6 +396,7 @@ impl KwokCloud {
                 message: "the NodePool's node class cannot be used".into(),
             });
         };
+        let resolved = self.with_reservations(resolved).await?;
         let unavailable = self.unavailable_now();
         let by_name: HashMap<&str, &InstanceTypeInfo> =
             resolved.iter().map(|i| (i.name.as_str(), i)).collect();
@@ -407,7 +445,16 @@ impl KwokCloud {
                 message: "injected by KWOK_INSUFFICIENT_CAPACITY".into(),
             });
         }
-        let node = self.node_for(claim, choice.info, &offering.zone, offering.capacity_type);
+        let mut node = self.node_for(claim, choice.info, &offering.zone, offering.capacity_type);
+        if let Some(reservation) = &choice.offering.reservation {
+            // The slot is taken when the launch is decided, as EC2 takes it when the instance
+            // is created (the Node may come later, after the registration delay).
+            self.ledger.take(&name, &reservation.id);
+            node.metadata
+                .labels
+                .get_or_insert_with(BTreeMap::new)
+                .extend(crate::reservations::node_labels(reservation));
+        }
         let view = claim_view(&node, Some(claim));
         // With a registration delay the instance "boots": its record is the NodeClaim the
         // launch is written to, and its Node is made when the delay has passed
@@ -581,10 +628,17 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
             .unwrap_or_default();
         let nodes: Api<Node> = Api::all(self.cloud.client.clone());
         match nodes.delete(&name, &DeleteParams::default()).await {
-            Ok(_) => Ok(()),
-            Err(e) if is_not_found(&e) => Err(CloudError::NodeClaimNotFound {
-                what: format!("instance kwok://{name}"),
-            }),
+            Ok(_) => {
+                self.cloud.ledger.release(&name);
+                Ok(())
+            }
+            Err(e) if is_not_found(&e) => {
+                // Launched but never registered (or already gone): its slot goes back too.
+                self.cloud.ledger.release(&name);
+                Err(CloudError::NodeClaimNotFound {
+                    what: format!("instance kwok://{name}"),
+                })
+            }
             Err(e) => Err(provider_error("delete node", &e)),
         }
     }

@@ -25,6 +25,11 @@
 //!   launch whose cheapest offering is injected fails with
 //!   [`karpenter_cloud::CloudError::InsufficientCapacity`]; as for any such error the offering is then
 //!   unavailable for [`karpenter_cloud::UNAVAILABLE_FOR`] and the solver avoids it.
+//! - **Capacity reservations** (`KWOK_CAPACITY_RESERVATIONS`, a comma-separated list of
+//!   `id=instance-type:zone:count[:capacity-block][:interruptible]`, [`reservations`]): each
+//!   offers its free slots as a `reserved` offering of its type, priced as upstream prices
+//!   reservations; a launch into one takes a slot and labels the Node with the reservation's
+//!   id, type and interruptible flag; deleting the Node gives the slot back.
 //! - **Delete** deletes the Node; **get** and **list** read Nodes with `kwok://` provider ids.
 
 //!
@@ -41,6 +46,7 @@ mod catalog;
 mod cloud;
 mod options;
 pub mod repair;
+pub mod reservations;
 pub mod upstream_types;
 
 pub use catalog::{TypeSource, TypeSourceError};

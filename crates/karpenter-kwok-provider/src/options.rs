@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use karpenter_cloud::OfferingRef;
 
+use crate::reservations::KwokReservation;
+
 /// The annotation and label KWOK selects the Nodes it manages by.
 pub const KWOK_NODE: &str = "kwok.x-k8s.io/node";
 
@@ -17,6 +19,9 @@ pub struct KwokOptions {
     /// `KWOK_REPAIR_TOLERATION`: replaces the toleration of every repair policy
     /// ([`crate::repair::policies`]).
     pub repair_toleration: Option<Duration>,
+    /// `KWOK_CAPACITY_RESERVATIONS`: the simulated cloud's capacity reservations
+    /// ([`crate::reservations`]).
+    pub reservations: Vec<KwokReservation>,
 }
 
 /// `instance-type:zone:capacity-type`, `*` matching anything.
@@ -49,11 +54,15 @@ pub enum KwokOptionsError {
         "KWOK_INSUFFICIENT_CAPACITY: {entry:?} is not instance-type:zone:capacity-type (use * for any)"
     )]
     Pattern { entry: String },
+    #[error(
+        "KWOK_CAPACITY_RESERVATIONS: {entry:?}: {message} (id=instance-type:zone:count[:capacity-block][:interruptible])"
+    )]
+    Reservation { entry: String, message: String },
 }
 
 impl KwokOptions {
-    /// Reads `KWOK_REGISTRATION_DELAY`, `KWOK_REPAIR_TOLERATION` and `KWOK_INSUFFICIENT_CAPACITY`
-    /// from `env`.
+    /// Reads `KWOK_REGISTRATION_DELAY`, `KWOK_REPAIR_TOLERATION`, `KWOK_INSUFFICIENT_CAPACITY`
+    /// and `KWOK_CAPACITY_RESERVATIONS` from `env`.
     pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<KwokOptions, KwokOptionsError> {
         let mut options = KwokOptions::default();
         if let Some(value) = env("KWOK_REGISTRATION_DELAY").filter(|v| !v.is_empty()) {
@@ -88,6 +97,23 @@ impl KwokOptions {
                     zone: (*zone).to_owned(),
                     capacity_type: (*capacity_type).to_owned(),
                 });
+            }
+        }
+        if let Some(value) = env("KWOK_CAPACITY_RESERVATIONS") {
+            for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+                let reservation = KwokReservation::parse(entry).map_err(|message| {
+                    KwokOptionsError::Reservation {
+                        entry: entry.to_owned(),
+                        message,
+                    }
+                })?;
+                if options.reservations.iter().any(|r| r.id == reservation.id) {
+                    return Err(KwokOptionsError::Reservation {
+                        entry: entry.to_owned(),
+                        message: "a second reservation with this id".into(),
+                    });
+                }
+                options.reservations.push(reservation);
             }
         }
         Ok(options)

@@ -422,7 +422,19 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             self.ctx.cache.lock().nominate(&placement.node, until);
             outcome.nominated += 1;
         }
-        for unschedulable in &result.unschedulable {
+        let deferred: Vec<String> = result
+            .unschedulable
+            .iter()
+            .filter(|u| u.deferred)
+            .map(|u| u.pod.to_string())
+            .collect();
+        if !deferred.is_empty() {
+            tracing::debug!(
+                pods = ?deferred,
+                "deferring scheduling decision for provisionable pod(s) to future simulation due to limited reserved offering capacity"
+            );
+        }
+        for unschedulable in result.unschedulable.iter().filter(|u| !u.deferred) {
             outcome.unschedulable += 1;
             if let Some(pod) = pods_by_key.get(&unschedulable.pod.to_string()) {
                 let mut lines = unschedulable.reason_lines();
@@ -462,7 +474,12 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             .count();
         let metrics = &self.ctx.metrics;
         metrics.ignored_pods(dra.len() + validation);
-        metrics.unschedulable_pods(Self::NAME, result.unschedulable.len() - validation);
+        // A pod deferred for reserved capacity is not unschedulable, only not decided yet.
+        let deferred = result.unschedulable.iter().filter(|u| u.deferred).count();
+        metrics.unschedulable_pods(
+            Self::NAME,
+            result.unschedulable.len() - validation - deferred,
+        );
         let placed: Vec<String> = result
             .new_node_claims
             .iter()

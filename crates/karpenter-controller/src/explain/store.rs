@@ -337,6 +337,7 @@ mod tests {
                     "nodepool general".into(),
                     "no instance type has enough resources".into(),
                 )],
+                deferred: false,
             }],
             ..SolveResult::default()
         }

@@ -41,6 +41,7 @@ mod faults;
 mod interruption;
 mod overlay;
 mod repair;
+mod reservations;
 mod static_pools;
 mod top;
 
