@@ -7,6 +7,7 @@
 //! solver and reports throughput, node count, cost and peak memory. `consolidation`,
 //! `interruption` and `ec2` live next to it and share its peak-RSS reading.
 
+mod capacity;
 mod consolidation;
 mod ec2;
 mod interruption;
@@ -73,6 +74,14 @@ struct SchedulingArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// NodeOverlays lowering the price of slices of the catalog (applied before the solve, as
+    /// the controller applies them).
+    #[arg(long, default_value_t = 0)]
+    overlays: usize,
+    /// Capacity reservations of 10 slots each, offered as `reserved` offerings of types spread
+    /// over the catalog.
+    #[arg(long, default_value_t = 0)]
+    reservations: usize,
 }
 
 fn main() -> ExitCode {
@@ -90,6 +99,20 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// NodeClaims pinned to capacity type `reserved`.
+fn reserved_nodes(result: &karpenter_scheduling::SolveResult) -> usize {
+    result
+        .new_node_claims
+        .iter()
+        .filter(|c| {
+            c.requirements.iter().any(|r| {
+                r.key == karpenter_api::labels::CAPACITY_TYPE
+                    && r.values == [karpenter_api::labels::CAPACITY_TYPE_RESERVED]
+            })
+        })
+        .count()
 }
 
 /// Peak resident set size in MiB (`VmHWM`), when the platform reports it.
@@ -115,7 +138,15 @@ fn scheduling(a: SchedulingArgs) -> anyhow::Result<ExitCode> {
     } else {
         PreferencePolicy::Respect
     };
-    let (input, mut stream) = benchmark_setup(workload, a.pods, a.instance_types, a.seed, policy);
+    let (mut input, mut stream) =
+        benchmark_setup(workload, a.pods, a.instance_types, a.seed, policy);
+    let names: Vec<String> = input
+        .default_instance_types
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    let overlays = capacity::overlays(&names, a.overlays)?;
+    capacity::add(&mut input, &overlays, a.reservations);
     // A fresh solver; pods are generated in chunks (untimed) and handed over, so the benchmark
     // never holds every Kubernetes Pod object at once.
     let mut elapsed = Duration::ZERO;
@@ -154,6 +185,9 @@ fn scheduling(a: SchedulingArgs) -> anyhow::Result<ExitCode> {
             "pods_per_sec": pods_per_sec,
             "cost_per_hour": cost,
             "peak_rss_mb": rss,
+            "overlays": a.overlays,
+            "reservations": a.reservations,
+            "reserved_nodes": reserved_nodes(&result),
         });
         println!("{out}");
     } else {
@@ -166,6 +200,11 @@ fn scheduling(a: SchedulingArgs) -> anyhow::Result<ExitCode> {
         println!("pods/s          {pods_per_sec:.0}");
         println!("cost per hour   {cost:.4}");
         println!("peak RSS (MiB)  {rss:.1}");
+        if a.overlays + a.reservations > 0 {
+            println!("overlays        {}", a.overlays);
+            println!("reservations    {}", a.reservations);
+            println!("reserved nodes  {}", reserved_nodes(&result));
+        }
         if let Some(u) = result.unschedulable.first() {
             println!("first unschedulable: {} ({})", u.pod, u.reason);
         }

@@ -112,7 +112,9 @@ async fn explain_tells_why_a_pod_fits_nowhere_where_another_went_and_why_its_nod
         .as_ref()
         .and_then(|s| s.node_name.clone())
         .unwrap_or_default();
-    // The batch that launched it was replaced by later ones: the pod is no longer pending.
+    // Depending on when the last batch ran: the batch that launched its NodeClaim, a later
+    // one that saw it still pending and nominated it to that NodeClaim's node (bound by
+    // kube-scheduler since), or none since it left the queue.
     let answer: Result<PodAnswer, _> = ask(&target, &paths::pod(&namespace, &held_pod))
         .await
         .expect("the controller answers");
@@ -120,12 +122,16 @@ async fn explain_tells_why_a_pod_fits_nowhere_where_another_went_and_why_its_nod
         Ok(PodOutcome::NewNodeClaim { node_claim, .. }) => {
             assert_eq!(node_claim.as_deref(), Some(claim.as_str()));
         }
+        Ok(PodOutcome::ExistingNode { node: nominated }) => assert_eq!(
+            nominated, node,
+            "the held pod was nominated to its NodeClaim's node"
+        ),
         Err(none) => assert!(
             none.message.contains("not in the last provisioning batch"),
             "{}",
             none.message
         ),
-        other => panic!("the held pod went to {claim}, not {other:?}"),
+        other => panic!("the held pod went to {claim} (node {node}), not {other:?}"),
     }
 
     // Its node stays: the do-not-disrupt pod, named, is the reason.
