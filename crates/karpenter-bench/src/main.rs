@@ -7,7 +7,6 @@
 //! solver and reports throughput, node count, cost and peak memory. `consolidation`,
 //! `interruption` and `ec2` live next to it and share its peak-RSS reading.
 
-mod capacity;
 mod consolidation;
 mod ec2;
 mod interruption;
@@ -16,6 +15,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use karpenter_scheduling::PreferencePolicy;
+use karpenter_scheduling::capacity_fixtures;
 use karpenter_scheduling::fixtures::{Workload, benchmark_setup};
 use karpenter_scheduling::scheduler::Solver;
 
@@ -145,8 +145,8 @@ fn scheduling(a: SchedulingArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|t| t.name.clone())
         .collect();
-    let overlays = capacity::overlays(&names, a.overlays)?;
-    capacity::add(&mut input, &overlays, a.reservations);
+    let overlays = capacity_fixtures::overlays(&names, a.overlays);
+    capacity_fixtures::add(&mut input, &overlays, a.reservations);
     // A fresh solver; pods are generated in chunks (untimed) and handed over, so the benchmark
     // never holds every Kubernetes Pod object at once.
     let mut elapsed = Duration::ZERO;

@@ -1,6 +1,7 @@
 //! Criterion benchmark `scheduling`: upstream's `BenchmarkScheduling{N}` (diverse workload over
 //! `fake.InstanceTypes(400)`) and `BenchmarkRespectPreferences` / `BenchmarkIgnorePreferences`
-//! (4,000 preference pods). Each iteration is one solve on a fresh solver.
+//! (4,000 preference pods), and the diverse workload with 20 NodeOverlays and 50 capacity
+//! reservations. Each iteration is one solve on a fresh solver.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -12,6 +13,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use karpenter_scheduling::capacity_fixtures;
 use karpenter_scheduling::fixtures::{Workload, benchmark_input};
 use karpenter_scheduling::{PreferencePolicy, solve};
 
@@ -36,6 +38,25 @@ fn scheduling(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new(name, 4000), &input, |b, input| {
             b.iter(|| black_box(solve(input)));
         });
+    }
+    // The capacity APIs' cost ([capacity]): 20 NodeOverlays and 50 reservations of 10 slots
+    // over the same 400 types, against `diverse/5000` and `diverse/20000` above.
+    for pods in [5000, 20000] {
+        let mut input =
+            benchmark_input(Workload::Diverse, pods, 400, 42, PreferencePolicy::Respect);
+        let names: Vec<String> = input
+            .default_instance_types
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        let overlays = capacity_fixtures::overlays(&names, 20);
+        capacity_fixtures::add(&mut input, &overlays, 50);
+        group.throughput(Throughput::Elements(pods as u64));
+        group.bench_with_input(
+            BenchmarkId::new("diverse-20-overlays-50-reservations", pods),
+            &input,
+            |b, input| b.iter(|| black_box(solve(input))),
+        );
     }
     group.finish();
 }

@@ -70,6 +70,10 @@ pub use solver::{pod, scheduler, solve};
 /// Builders for test objects (pods, instance types); with the `test-support` feature.
 #[cfg(feature = "test-support")]
 pub mod builders;
+/// NodeOverlays and capacity reservations added to the benchmark input; with the
+/// `test-support` feature.
+#[cfg(feature = "test-support")]
+pub mod capacity_fixtures;
 /// Upstream's scheduling benchmark catalog and workloads (`karpenter-bench`, criterion); with
 /// the `test-support` feature.
 #[cfg(feature = "test-support")]

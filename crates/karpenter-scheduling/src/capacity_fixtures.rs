@@ -1,5 +1,6 @@
-//! The capacity APIs added to the scheduling benchmark's input (`--overlays`,
-//! `--reservations`), to measure what they cost a solve: NodeOverlays adjusting the price of
+//! The capacity APIs added to upstream's scheduling benchmark input (`karpenter-bench
+//! scheduling --overlays --reservations`, the `capacity` criterion cases), to measure what they
+//! cost a solve: NodeOverlays adjusting the price of
 //! slices of the catalog, and capacity reservations offered as `reserved` offerings, as the
 //! controller feeds them to the solver (overlays applied to the converted types; reservations
 //! with upstream's on-demand / 10,000,000 price and their free slots).
@@ -8,29 +9,39 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use karpenter_api::labels;
-use karpenter_api::v1alpha1::NodeOverlay;
-use karpenter_scheduling::{Offering, Operator, RequirementSpec, SolveInput};
+use karpenter_api::v1alpha1::{NodeOverlay, NodeOverlaySpec, NodeSelectorRequirement};
+
+use crate::input::{InstanceType, Offering, Operator, RequirementSpec, SolveInput};
 
 /// Free slots of each generated reservation.
 const SLOTS: u32 = 10;
 
 /// `count` overlays, each lowering the price of a different slice of the types by 1-20%, with
 /// distinct weights (no conflicts).
-pub fn overlays(type_names: &[String], count: usize) -> anyhow::Result<Vec<NodeOverlay>> {
+pub fn overlays(type_names: &[String], count: usize) -> Vec<NodeOverlay> {
     let slice = type_names.len().div_ceil(count.max(1)).max(1);
     (0..count)
         .map(|i| {
-            let names: Vec<&String> = type_names.iter().skip(i * slice).take(slice).collect();
-            let overlay = serde_json::json!({
-                "apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay",
-                "metadata": {"name": format!("bench-{i}")},
-                "spec": {
-                    "weight": i + 1,
-                    "priceAdjustment": format!("-{}%", i % 20 + 1),
-                    "requirements": [{"key": labels::INSTANCE_TYPE, "operator": "In", "values": names}]
-                }
-            });
-            Ok(serde_json::from_value(overlay)?)
+            let names: Vec<&str> = type_names
+                .iter()
+                .skip(i * slice)
+                .take(slice)
+                .map(String::as_str)
+                .collect();
+            NodeOverlay::new(
+                &format!("bench-{i}"),
+                NodeOverlaySpec {
+                    requirements: vec![NodeSelectorRequirement::new(
+                        labels::INSTANCE_TYPE,
+                        karpenter_api::v1::Operator::In,
+                        &names,
+                    )],
+                    price_adjustment: Some(format!("-{}%", i % 20 + 1)),
+                    price: None,
+                    capacity: None,
+                    weight: i32::try_from(i + 1).ok(),
+                },
+            )
         })
         .collect()
 }
@@ -42,11 +53,11 @@ pub fn add(input: &mut SolveInput, overlays: &[NodeOverlay], count: usize) {
         return;
     }
     let pool = input.node_pools[0].name.clone();
-    let mut types: BTreeMap<String, Vec<karpenter_scheduling::InstanceType>> = BTreeMap::from([(
+    let mut types: BTreeMap<String, Vec<InstanceType>> = BTreeMap::from([(
         pool.clone(),
         std::mem::take(&mut input.default_instance_types),
     )]);
-    karpenter_scheduling::overlay::apply(overlays, &input.node_pools, &mut types);
+    crate::overlay::apply(overlays, &input.node_pools, &mut types);
     let Some(catalog) = types.get_mut(&pool) else {
         return;
     };
