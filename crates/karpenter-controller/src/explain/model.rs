@@ -104,6 +104,11 @@ pub enum PodOutcome {
     /// It fits nowhere: per NodePool (or `existing nodes`, `validation`), why.
     #[serde(rename_all = "camelCase")]
     Unschedulable { reasons: Vec<PlaceReason> },
+    /// Deferred to the next batch: it can use a capacity reservation whose free slots the
+    /// batch promised to other NodeClaims (or that is full with no other offering); per
+    /// NodePool, why.
+    #[serde(rename_all = "camelCase")]
+    WaitingForReservation { reasons: Vec<PlaceReason> },
 }
 
 /// Why a pod does not fit in one place.

@@ -140,10 +140,12 @@ impl Explanations {
                 place: format!("nodepool {pool}"),
                 reason: why.clone(),
             }));
-            pods.insert(
-                key.clone(),
-                answer(key, at, PodOutcome::Unschedulable { reasons }),
-            );
+            let outcome = if failed.deferred {
+                PodOutcome::WaitingForReservation { reasons }
+            } else {
+                PodOutcome::Unschedulable { reasons }
+            };
+            pods.insert(key.clone(), answer(key, at, outcome));
         }
         self.lock().pods = pods;
     }
@@ -340,6 +342,26 @@ mod tests {
                 deferred: false,
             }],
             ..SolveResult::default()
+        }
+    }
+
+    #[test]
+    fn a_pod_deferred_for_a_reservation_is_told_it_waits_not_that_it_fits_nowhere() {
+        let explanations = Explanations::default();
+        let mut result = batch();
+        result.unschedulable[0].deferred = true;
+        result.unschedulable[0].reasons = vec![(
+            "nodepool general".into(),
+            "compatible reserved offerings have capacity, but this solve has already promised it"
+                .into(),
+        )];
+        explanations.batch_decided(at(), &result, &[], &[]);
+        match explanations.pod("shop/huge").map(|a| a.outcome) {
+            Ok(PodOutcome::WaitingForReservation { reasons }) => {
+                assert_eq!(reasons.len(), 1);
+                assert!(reasons[0].reason.contains("already promised"));
+            }
+            other => panic!("huge waits for a reservation slot, not {other:?}"),
         }
     }
 

@@ -188,8 +188,14 @@ fn pod_text(answer: &PodAnswer) -> String {
         PodOutcome::ExistingNode { node } => {
             out.push_str(&format!("  fits on existing node {node}\n"));
         }
-        PodOutcome::Unschedulable { reasons } => {
-            out.push_str("  fits nowhere:\n");
+        PodOutcome::Unschedulable { reasons } | PodOutcome::WaitingForReservation { reasons } => {
+            out.push_str(
+                if matches!(answer.outcome, PodOutcome::Unschedulable { .. }) {
+                    "  fits nowhere:\n"
+                } else {
+                    "  waits for a capacity reservation slot (deferred to the next batch):\n"
+                },
+            );
             for r in reasons {
                 if r.place.is_empty() {
                     out.push_str(&format!("  - {}\n", r.reason));
