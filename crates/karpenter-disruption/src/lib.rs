@@ -60,6 +60,7 @@ pub mod pods;
 pub(crate) mod pool;
 pub mod queue;
 pub mod reason;
+pub mod reboot_history;
 pub(crate) mod repair_settings;
 pub(crate) mod scores;
 pub(crate) mod simulate;

@@ -75,6 +75,9 @@ pub struct NodeState {
     /// When its last in-place reboot ended (`Rebooting=False`): repair tolerations count
     /// from then at the earliest.
     pub last_reboot_end: Option<DateTime<Utc>>,
+    /// In-place reboots committed for its NodeClaim lately
+    /// ([`crate::reboot_history::RebootHistory`]): two within a day and repair replaces it.
+    pub committed_reboots: Vec<DateTime<Utc>>,
     /// Nominated for pending pods until this time.
     pub nominated_until: Option<DateTime<Utc>>,
     /// `Drifted=True`, if the drift controller said so. When `None`, the drift method detects
@@ -118,6 +121,7 @@ impl NodeState {
             queued: false,
             rebooting: false,
             last_reboot_end: None,
+            committed_reboots: Vec::new(),
             nominated_until: None,
             drifted: None,
             last_pod_event: None,

@@ -40,6 +40,7 @@ use karpenter_api::v1::{DisruptionReason, NodeClaim};
 use karpenter_cloud::CloudProvider;
 use karpenter_cloud::RepairMatcher;
 use karpenter_disruption::reason::NODE_REPAIR_BLOCKED;
+use karpenter_disruption::reboot_history::RebootHistory;
 use karpenter_disruption::{
     BudgetMap, Code, Command, Decision, Features, Method, Queue, RepairSettings, Replacement,
     Snapshot, Step,
@@ -154,6 +155,9 @@ pub struct Disruption<C> {
     /// Node repair's settings; `None` with the gate off.
     repair: Option<RepairSettings>,
     state: Arc<tokio::sync::Mutex<LoopState>>,
+    /// Reboots committed per NodeClaim (in memory, as upstream's): repair replaces a node
+    /// rebooted twice within a day.
+    reboots: Arc<std::sync::Mutex<RebootHistory>>,
 }
 
 impl<C> Disruption<C> {
@@ -162,6 +166,15 @@ impl<C> Disruption<C> {
             ctx,
             repair,
             state: Arc::default(),
+            reboots: Arc::default(),
+        }
+    }
+
+    fn reboots(&self) -> std::sync::MutexGuard<'_, RebootHistory> {
+        match self.reboots.lock() {
+            Ok(history) => history,
+            // Timestamps only: keep using them.
+            Err(poisoned) => poisoned.into_inner(),
         }
     }
 }
@@ -414,6 +427,14 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             now,
         );
         snapshot.repair = self.repair.clone();
+        {
+            let reboots = self.reboots();
+            for node in &mut snapshot.nodes {
+                if let Some(claim) = &node.node_claim {
+                    node.committed_reboots = reboots.recent(claim, now);
+                }
+            }
+        }
         super::default_spread::inject_snapshot(
             &self.ctx.client,
             self.ctx.settings.default_spread_constraints(),
@@ -545,6 +566,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             .await;
             match committed {
                 Ok(()) => {
+                    self.reboots().record(&candidate.node_claim, now);
                     tracing::info!(nodeclaim = %candidate.node_claim, "committed node reboot")
                 }
                 Err(error) => {

@@ -19,7 +19,9 @@
 //! one command of the pass, its drain bound `min(policy bound, NodeClaim's)`.
 //!
 //! A reboot policy's node is rebooted in place: its command has no replacement and the
-//! controller commits the reboot (`Rebooting=True/RebootRequested`) instead of deleting it.
+//! controller commits the reboot (`Rebooting=True/RebootRequested`) instead of deleting it;
+//! a node rebooted twice within a day already is replaced instead (upstream's
+//! `RebootHistory`, [`crate::reboot_history`]).
 //! Static NodePools and terminate-first repair are not implemented: a static pool's node is
 //! left with a reason.
 
@@ -36,6 +38,7 @@ use crate::command::{Command, CommandCandidate, Method, RepairCommand};
 use crate::pass::Pass;
 use crate::pool;
 use crate::reason::{Code, Reason};
+use crate::reboot_history;
 use crate::simulate::Outcome;
 use crate::snapshot::{NodeState, Snapshot};
 use crate::time_fmt::hms;
@@ -50,6 +53,8 @@ struct Eligible {
     score: f64,
     initialized: bool,
     claim_grace: Option<Duration>,
+    /// A reboot policy's node replaced because it was rebooted twice within a day already.
+    escalated: bool,
 }
 
 /// `Ready=False (KubeletNotReady)`.
@@ -119,7 +124,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         if matches.is_empty() || node.node_claim.is_none() || node.rebooting {
             continue;
         }
-        let Some(result) = repair::resolve(&matches, now, node.last_reboot_end) else {
+        let Some(mut result) = repair::resolve(&matches, now, node.last_reboot_end) else {
             if let Some(first) = repair::earliest_eligible(&matches) {
                 let text = if first.reason.is_empty() {
                     format!("{}={}", first.condition, first.status)
@@ -140,6 +145,12 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             }
             continue;
         };
+        // Upstream's RebootHistory: past two reboots in a day, the node is replaced.
+        let escalated = result.action == RepairAction::RebootNode
+            && reboot_history::exhausted(&node.committed_reboots, now);
+        if escalated {
+            result.action = RepairAction::ReplaceNode;
+        }
         let prefix = format!("unhealthy ({}) but ", condition_text(&result));
         if let Some(block) = node_block(snapshot, node, now) {
             pass.note(index, block.prefixed(&prefix));
@@ -207,6 +218,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             result,
             initialized: node.initialized,
             claim_grace: node.termination_grace_period,
+            escalated,
         });
     }
     pass.eligible
@@ -292,7 +304,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         };
         let cost: f64 = replacements.iter().map(|r| r.cheapest_price()).sum();
         let explanation = format!(
-            "node {} is unhealthy: {} since {}, past its {} toleration ({}policy {}={}{}); {}{}",
+            "node {} is unhealthy: {} since {}, past its {} toleration ({}policy {}={}{}){}; {}{}",
             c.name,
             condition_text(&e.result),
             hms(e.result.eligible_at
@@ -305,6 +317,14 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
                 String::new()
             } else {
                 format!(" reason ~ {:?}", e.result.reason_regex)
+            },
+            if e.escalated {
+                format!(
+                    "; rebooted {} times in the last 24 h already, so replaced",
+                    reboot_history::REBOOTS_BEFORE_REPLACEMENT
+                )
+            } else {
+                String::new()
             },
             if replacements.is_empty() {
                 "its pods fit on other nodes".to_owned()

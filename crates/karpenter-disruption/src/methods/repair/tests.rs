@@ -339,3 +339,45 @@ fn a_rebooting_node_is_left_alone_and_a_rebooted_one_waits_out_its_toleration_ag
     let snap = snapshot(with_healthy(vec![node], 10), "20%");
     assert_eq!(repaired(&snap), ["sick"]);
 }
+
+#[test]
+fn a_node_rebooted_twice_in_a_day_is_replaced_instead_of_rebooted_a_third_time() {
+    let mut node = healthy("flaky");
+    node.conditions.push(ObservedCondition {
+        type_: "KWOKRebootRequired".into(),
+        status: "True".into(),
+        reason: "Injected".into(),
+        last_transition: Some(now() - chrono::Duration::minutes(5)),
+    });
+    let reboot = |snap: &Snapshot| {
+        decide(snap, now())
+            .commands
+            .first()
+            .and_then(|c| c.repair.clone())
+            .map(|r| r.reboot)
+    };
+    node.committed_reboots = vec![
+        now() - chrono::Duration::hours(30),
+        now() - chrono::Duration::hours(3),
+    ];
+    let snap = snapshot(with_healthy(vec![node.clone()], 10), "20%");
+    assert_eq!(
+        reboot(&snap),
+        Some(true),
+        "one reboot in the last day: reboot again"
+    );
+    node.committed_reboots
+        .push(now() - chrono::Duration::hours(1));
+    let snap = snapshot(with_healthy(vec![node], 10), "20%");
+    let decision = decide(&snap, now());
+    let command = decision.commands.first();
+    assert_eq!(
+        command.and_then(|c| c.repair.clone()).map(|r| r.reboot),
+        Some(false),
+        "two reboots in the last day: replace"
+    );
+    assert!(
+        command.is_some_and(|c| c.explanation.contains("rebooted 2 times in the last 24 h")),
+        "{command:?}"
+    );
+}
