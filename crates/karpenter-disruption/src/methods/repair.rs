@@ -22,8 +22,9 @@
 //! controller commits the reboot (`Rebooting=True/RebootRequested`) instead of deleting it;
 //! a node rebooted twice within a day already is replaced instead (upstream's
 //! `RebootHistory`, [`crate::reboot_history`]).
-//! Static NodePools and terminate-first repair are not implemented: a static pool's node is
-//! left with a reason.
+//! A static NodePool's node is replaced by a node from the pool's template, as static drift
+//! does (no simulation), unless the pool is scaling down or at its `limits.nodes`.
+//! Terminate-first repair is not implemented.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -35,12 +36,14 @@ use karpenter_cloud::repair::{self, RepairAction, RepairResult};
 use crate::budgets::map::BudgetMap;
 use crate::candidate::{self, Candidate};
 use crate::command::{Command, CommandCandidate, Method, RepairCommand};
+use crate::methods::static_drift;
 use crate::pass::Pass;
 use crate::pool;
 use crate::reason::{Code, Reason};
 use crate::reboot_history;
 use crate::simulate::Outcome;
 use crate::snapshot::{NodeState, Snapshot};
+use crate::static_pool::{PoolCounts, node_limit};
 use crate::time_fmt::hms;
 
 pub use crate::repair_settings::{DO_NOT_REPAIR, RepairSettings, UnhealthyThreshold};
@@ -171,20 +174,6 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             );
             continue;
         }
-        if snapshot
-            .node_pool(node.node_pool().unwrap_or_default())
-            .is_some_and(pool::is_static)
-        {
-            pass.note(
-                index,
-                Reason::new(
-                    Code::StaticNodePool,
-                    "repair of a static NodePool's nodes is not implemented yet",
-                )
-                .prefixed(&prefix),
-            );
-            continue;
-        }
         let pod_blocked = candidate::pod_block(snapshot, node, now).is_some();
         if pod_blocked
             && result.termination_grace_period.is_none()
@@ -293,6 +282,48 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
                 }),
             }];
         }
+        // A static NodePool's pods are not moved by a solver: as upstream, repair mirrors
+        // static drift, one node from the pool's template for the broken one.
+        if let Some(node_pool) = snapshot
+            .node_pool(&c.node_pool)
+            .filter(|p| pool::is_static(p))
+        {
+            match static_replacement(snapshot, node_pool) {
+                Ok(template) => {
+                    return vec![Command {
+                        method: Method::Repair,
+                        reason: DisruptionReason::Unhealthy,
+                        explanation: format!(
+                            "node {} of static nodepool {} is unhealthy: {} past its {} toleration; a node from the template replaces it{}",
+                            c.name,
+                            c.node_pool,
+                            condition_text(&e.result),
+                            go_duration(e.result.toleration),
+                            match grace {
+                                Some(g) if g.is_zero() => "; no drain (forceful)".to_owned(),
+                                Some(g) => format!("; drain bounded to {}", go_duration(g)),
+                                None => String::new(),
+                            },
+                        ),
+                        savings_per_hour: c.price - template.cheapest_price(),
+                        candidates: vec![CommandCandidate::from(c)],
+                        replacements: vec![template],
+                        balanced: Vec::new(),
+                        repair: Some(RepairCommand {
+                            condition: e.result.condition.clone(),
+                            status: e.result.status.clone(),
+                            reason: e.result.reason.clone(),
+                            reboot: false,
+                            termination_grace_period: grace,
+                        }),
+                    }];
+                }
+                Err(why) => {
+                    pass.note(c.index, why.prefixed(&prefix));
+                    continue;
+                }
+            }
+        }
         let (outcome, _) = pass.sim.simulate(snapshot, &[c], false);
         let replacements = match outcome {
             Outcome::Unschedulable(why) => {
@@ -355,6 +386,37 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         }];
     }
     Vec::new()
+}
+
+/// The replacement of a static NodePool's broken node: the pool's template, unless the pool is
+/// still scaling down (the replacement would be surplus) or at its `limits.nodes` (nowhere to
+/// stage it), as upstream's repair of static nodes.
+fn static_replacement(
+    snapshot: &Snapshot,
+    node_pool: &karpenter_api::v1::NodePool,
+) -> Result<karpenter_scheduling::NewNodeClaim, Reason> {
+    let name = pool::name(node_pool);
+    let replicas = node_pool.spec.replicas.unwrap_or(0);
+    let counts = PoolCounts::of(&snapshot.nodes, name);
+    if counts.running + counts.pending_disruption > replicas {
+        return Err(Reason::new(
+            Code::StaticPoolScalingDown,
+            format!(
+                "static nodepool {name} is still scaling down ({} running and {} pending disruption for {replicas} replicas)",
+                counts.running, counts.pending_disruption
+            ),
+        ));
+    }
+    if node_limit(node_pool).is_some_and(|limit| counts.total >= limit) {
+        return Err(Reason::new(
+            Code::StaticPoolAtNodeLimit,
+            format!(
+                "static nodepool {name} is at its node limit ({} nodes) and cannot stage a replacement",
+                counts.total
+            ),
+        ));
+    }
+    static_drift::template_claim(snapshot, node_pool)
 }
 
 #[cfg(test)]

@@ -154,7 +154,10 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
 
 /// A NodeClaim from the pool's template alone
 /// ([`karpenter_scheduling::template::template_claim`]), or why there is none.
-fn template_claim(snapshot: &Snapshot, node_pool: &NodePool) -> Result<NewNodeClaim, Reason> {
+pub(crate) fn template_claim(
+    snapshot: &Snapshot,
+    node_pool: &NodePool,
+) -> Result<NewNodeClaim, Reason> {
     use karpenter_scheduling::template::TemplateClaimError;
     let name = pool::name(node_pool);
     karpenter_scheduling::template::template_claim(

@@ -381,3 +381,55 @@ fn a_node_rebooted_twice_in_a_day_is_replaced_instead_of_rebooted_a_third_time()
         "{command:?}"
     );
 }
+
+/// `snapshot` with the pool static (`replicas`, `limits.nodes`) and one type in its catalog.
+fn static_snapshot(nodes: Vec<NodeState>, replicas: i64, node_limit: Option<&str>) -> Snapshot {
+    let mut snap = snapshot(nodes, "50%");
+    let pool = &mut snap.node_pools[0];
+    pool.spec.replicas = Some(replicas);
+    if let Some(limit) = node_limit {
+        pool.spec.limits =
+            Some(serde_json::from_value(serde_json::json!({"nodes": limit})).unwrap_or_default());
+    }
+    let it = karpenter_scheduling::builders::InstanceTypeBuilder::new("m5.large")
+        .resource("cpu", "2")
+        .resource("memory", "8Gi")
+        .resource("pods", "29")
+        .offering("zone-a", "on-demand", 0.096, true)
+        .build();
+    snap.instance_types = Arc::new(BTreeMap::from([("general".to_owned(), vec![it])]));
+    snap
+}
+
+#[test]
+fn a_static_pools_broken_node_is_replaced_from_the_template_unless_the_pool_is_at_its_node_limit() {
+    let nodes = vec![broken("sick", 20), healthy("ok-1"), healthy("ok-2")];
+    let snap = static_snapshot(nodes.clone(), 3, None);
+    let decision = decide(&snap, now());
+    let command = decision.commands.first();
+    assert_eq!(
+        command.map(|c| c.method),
+        Some(Method::Repair),
+        "{decision:?}"
+    );
+    assert_eq!(repaired(&snap), ["sick"]);
+    assert_eq!(
+        command.map(|c| c.replacements.len()),
+        Some(1),
+        "one node from the template, no simulation"
+    );
+    assert!(
+        command.is_some_and(|c| c.explanation.contains("static nodepool general")
+            && c.explanation
+                .contains("a node from the template replaces it")),
+        "{command:?}"
+    );
+    // At limits.nodes, no replacement can be staged: left with the reason.
+    let snap = static_snapshot(nodes.clone(), 3, Some("3"));
+    assert!(repaired(&snap).is_empty());
+    assert!(codes(&snap, "sick").contains(&Code::StaticPoolAtNodeLimit));
+    // Scaling down (3 nodes for 2 replicas): the replacement would be surplus.
+    let snap = static_snapshot(nodes, 2, None);
+    assert!(repaired(&snap).is_empty());
+    assert!(codes(&snap, "sick").contains(&Code::StaticPoolScalingDown));
+}
