@@ -15,7 +15,7 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use karpenter_scheduling::capacity_fixtures;
 use karpenter_scheduling::fixtures::{Workload, benchmark_input};
-use karpenter_scheduling::{PreferencePolicy, solve};
+use karpenter_scheduling::{PreferencePolicy, ReservedOfferingMode, solve};
 
 fn scheduling(c: &mut Criterion) {
     let mut group = c.benchmark_group("scheduling");
@@ -40,23 +40,50 @@ fn scheduling(c: &mut Criterion) {
         });
     }
     // The capacity APIs' cost ([capacity]): 20 NodeOverlays and 50 reservations of 10 slots
-    // over the same 400 types, against `diverse/5000` and `diverse/20000` above.
+    // over the same 400 types, against `diverse/5000` and `diverse/20000` above; each alone,
+    // and the reservations in a disruption simulation's fallback mode.
     for pods in [5000, 20000] {
-        let mut input =
-            benchmark_input(Workload::Diverse, pods, 400, 42, PreferencePolicy::Respect);
-        let names: Vec<String> = input
+        let base = benchmark_input(Workload::Diverse, pods, 400, 42, PreferencePolicy::Respect);
+        let names: Vec<String> = base
             .default_instance_types
             .iter()
             .map(|t| t.name.clone())
             .collect();
         let overlays = capacity_fixtures::overlays(&names, 20);
-        capacity_fixtures::add(&mut input, &overlays, 50);
-        group.throughput(Throughput::Elements(pods as u64));
-        group.bench_with_input(
-            BenchmarkId::new("diverse-20-overlays-50-reservations", pods),
-            &input,
-            |b, input| b.iter(|| black_box(solve(input))),
-        );
+        for (name, overlays, reservations, mode) in [
+            (
+                "diverse-20-overlays",
+                &overlays[..],
+                0,
+                ReservedOfferingMode::Strict,
+            ),
+            (
+                "diverse-50-reservations",
+                &[][..],
+                50,
+                ReservedOfferingMode::Strict,
+            ),
+            (
+                "diverse-50-reservations-fallback",
+                &[][..],
+                50,
+                ReservedOfferingMode::Fallback,
+            ),
+            (
+                "diverse-20-overlays-50-reservations",
+                &overlays[..],
+                50,
+                ReservedOfferingMode::Strict,
+            ),
+        ] {
+            let mut input = base.clone();
+            input.options.reserved_offering_mode = mode;
+            capacity_fixtures::add(&mut input, overlays, reservations);
+            group.throughput(Throughput::Elements(pods as u64));
+            group.bench_with_input(BenchmarkId::new(name, pods), &input, |b, input| {
+                b.iter(|| black_box(solve(input)))
+            });
+        }
     }
     group.finish();
 }
