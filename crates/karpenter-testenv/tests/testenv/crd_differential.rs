@@ -57,6 +57,7 @@ fn collection_path(object: &serde_json::Value) -> Result<String, String> {
         "NodePool" => "nodepools",
         "NodeClaim" => "nodeclaims",
         "EC2NodeClass" => "ec2nodeclasses",
+        "NodeOverlay" => "nodeoverlays",
         other => return Err(format!("no plural known for kind {other:?}")),
     };
     Ok(format!("/apis/{api_version}/{plural}"))
@@ -139,7 +140,7 @@ async fn validate_and_our_crds_give_upstream_crds_verdicts_on_the_whole_corpus()
     let names = manifests::apply_crds(&upstream.client(), &upstream_crds)
         .await
         .expect("applying upstream's CRDs");
-    assert_eq!(names.len(), 3, "upstream CRDs applied: {names:?}");
+    assert_eq!(names.len(), 4, "upstream CRDs applied: {names:?}");
     let (upstream_verdicts, upstream_defaults) = verdicts_of(&upstream.client(), &cases).await;
     let wrong_records: Vec<String> = upstream_verdicts
         .iter()
