@@ -38,6 +38,12 @@ launcher adds CreatePlacementGroup, DescribePlacementGroups and DeletePlacementG
 gives instances launched by CreateFleet the Placement of their launch template (group,
 partition, tenancy). See the function's docstring and testenv/README.md.
 
+Capacity reservations (`install_capacity_reservations`): moto has none; the launcher adds
+CreateCapacityReservation, DescribeCapacityReservations and CancelCapacityReservation, and
+launches (CreateFleet, RunInstances) whose launch template targets a reservation take a slot
+of it or fail with `ReservationCapacityExceeded` when it is full; TerminateInstances gives
+the slot back. See the function's docstring and docs/testing.md.
+
 Instance status checks (`install_instance_status`): `POST /testenv/instance-status` makes
 DescribeInstanceStatus report an instance impaired or with scheduled events, and its status
 and event filters work. ARC zonal shift (`install_arc_zonal_shift`): GetManagedResource,
@@ -555,6 +561,322 @@ def install_placement_groups() -> None:
     Fleet.__init__ = fleet_init  # type: ignore[method-assign]
 
 
+def install_capacity_reservations() -> None:
+    """EC2 On-Demand Capacity Reservations and Capacity Blocks (moto internals; moto 5.2.5 has
+    no capacity reservation API at all).
+
+    * `CreateCapacityReservation` (InstanceType, AvailabilityZone, InstanceCount,
+      InstanceMatchCriteria open|targeted, EndDate, EndDateType, Tenancy, InstancePlatform,
+      TagSpecifications) makes an `active` reservation `cr-` + 17 hex digits, owned by the
+      caller's account, `ReservationType` `default`; a test makes a Capacity Block by tagging
+      it `testenv:reservation-type` = `capacity-block` (EC2 sells those through
+      PurchaseCapacityBlock, which this does not serve), and an interruptible one with
+      `testenv:interruptible` = `true`;
+    * `DescribeCapacityReservations` answers by CapacityReservationIds (an unknown id is EC2's
+      `InvalidCapacityReservationId.NotFound`) or all of the region's, filtered by `state`,
+      `owner-id`, `instance-type`, `availability-zone`, `instance-match-criteria`,
+      `reservation-type`, `tag:<key>` and `tag-key` (filters AND, values of one filter OR),
+      with EC2's fields: CapacityReservationId, CapacityReservationArn, OwnerId, InstanceType,
+      InstancePlatform, AvailabilityZone, AvailabilityZoneId, Tenancy, AvailableInstanceCount,
+      TotalInstanceCount, InstanceMatchCriteria, State, StartDate, CreateDate, EndDate,
+      EndDateType, ReservationType, Interruptible, Tags;
+    * `CancelCapacityReservation` (CapacityReservationId) makes it `cancelled`;
+    * a `CreateFleet` whose launch template's `CapacityReservationSpecification` targets a
+      reservation (`CapacityReservationTarget.CapacityReservationId`) launches into it: only
+      the overrides of the reservation's instance type and zone are used, a reservation with no
+      free slot (or not `active`) answers no instance and one fleet error per override,
+      `ReservationCapacityExceeded` (upstream Karpenter's code for a full reservation), and the
+      fleet's `DefaultTargetCapacityType` `capacity-block` or `reserved-capacity` launches as
+      on-demand would (moto launches nothing for them);
+    * `RunInstances` with such a launch template (or its own `CapacityReservationSpecification`)
+      launches into it the same way, a full reservation answering the error
+      `ReservationCapacityExceeded`;
+    * an instance launched into a reservation takes one slot (`AvailableInstanceCount` - 1)
+      and `DescribeInstances` shows its `CapacityReservationId` and
+      `CapacityReservationSpecification` (preference `capacity-reservations-only`, the target),
+      with `InstanceLifecycle` `capacity-block` in a Capacity Block; `TerminateInstances`
+      gives the slot back (once).
+
+    Reservations live on each region's EC2 backend (`_testenv_capacity_reservations`), so a
+    `POST /moto-api/reset` drops them. Not modelled: `open` reservations catching untargeted
+    launches, instance platform and tenancy matching, end dates ending a reservation, and
+    capacity reservation groups or fleets.
+    """
+    import datetime as dt
+    import inspect
+    import secrets
+
+    from moto.core.responses import ActionResult
+    from moto.ec2.exceptions import EC2ClientError
+    from moto.ec2.models.fleets import Fleet
+    from moto.ec2.models.instances import Instance
+    from moto.ec2.responses import EC2Response
+
+    FULL = "ReservationCapacityExceeded"
+
+    def reservations(backend):  # type: ignore[no-untyped-def]
+        if not hasattr(backend, "_testenv_capacity_reservations"):
+            backend._testenv_capacity_reservations = {}
+        return backend._testenv_capacity_reservations
+
+    def zone_id(backend, zone: str):  # type: ignore[no-untyped-def]
+        for z in backend.describe_availability_zones():
+            if z.name == zone:
+                return z.zone_id
+        return None
+
+    def create_capacity_reservation(self):  # type: ignore[no-untyped-def]
+        self.error_on_dryrun()
+        instance_type = self._get_param("InstanceType")
+        zone = self._get_param("AvailabilityZone")
+        count = int(self._get_param("InstanceCount") or 0)
+        if not instance_type or not zone or count < 1:
+            raise EC2ClientError(
+                "MissingParameter",
+                "InstanceType, AvailabilityZone and a positive InstanceCount are required",
+            )
+        criteria = self._get_param("InstanceMatchCriteria") or "open"
+        if criteria not in ("open", "targeted"):
+            raise EC2ClientError("InvalidParameterValue", f"Invalid InstanceMatchCriteria {criteria}")
+        tags = self._parse_tag_specification().get("capacity-reservation", {})
+        now = dt.datetime.now(dt.timezone.utc)
+        end = self._get_param("EndDate")
+        if isinstance(end, str):
+            end = dt.datetime.fromisoformat(end.replace("Z", "+00:00"))
+        reservation_id = "cr-" + secrets.token_hex(9)[:17]
+        reservation = {
+            "CapacityReservationId": reservation_id,
+            "CapacityReservationArn": f"arn:aws:ec2:{self.region}:{self.current_account}:capacity-reservation/{reservation_id}",
+            "OwnerId": self.current_account,
+            "InstanceType": instance_type,
+            "InstancePlatform": self._get_param("InstancePlatform") or "Linux/UNIX",
+            "AvailabilityZone": zone,
+            "AvailabilityZoneId": zone_id(self.ec2_backend, zone),
+            "Tenancy": self._get_param("Tenancy") or "default",
+            "TotalInstanceCount": count,
+            "AvailableInstanceCount": count,
+            "InstanceMatchCriteria": criteria,
+            "State": "active",
+            "StartDate": now,
+            "CreateDate": now,
+            "EndDateType": self._get_param("EndDateType") or ("limited" if end else "unlimited"),
+            "ReservationType": tags.get("testenv:reservation-type", "default"),
+            "Interruptible": tags.get("testenv:interruptible") == "true",
+            "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
+        }
+        if end:
+            reservation["EndDate"] = end
+        reservations(self.ec2_backend)[reservation_id] = reservation
+        return ActionResult({"CapacityReservation": reservation})
+
+    def matches(reservation: dict, name: str, values: list) -> bool:  # type: ignore[type-arg]
+        tags = {t["Key"]: t["Value"] for t in reservation["Tags"]}
+        if name.startswith("tag:"):
+            return tags.get(name[4:]) in values
+        if name == "tag-key":
+            return any(v in tags for v in values)
+        keys = {
+            "state": "State",
+            "owner-id": "OwnerId",
+            "instance-type": "InstanceType",
+            "availability-zone": "AvailabilityZone",
+            "instance-match-criteria": "InstanceMatchCriteria",
+            "reservation-type": "ReservationType",
+            "tenancy": "Tenancy",
+        }
+        if name not in keys:
+            raise EC2ClientError("InvalidParameterValue", f"The filter '{name}' is invalid")
+        return str(reservation.get(keys[name])) in values
+
+    def describe_capacity_reservations(self):  # type: ignore[no-untyped-def]
+        self.error_on_dryrun()
+        existing = reservations(self.ec2_backend)
+        ids = self._get_param("CapacityReservationIds", []) or []
+        for reservation_id in ids:
+            if reservation_id not in existing:
+                raise EC2ClientError(
+                    "InvalidCapacityReservationId.NotFound",
+                    f"The capacity reservation ID '{reservation_id}' does not exist",
+                )
+        found = [existing[i] for i in ids] if ids else list(existing.values())
+        for name, values in self._filters_from_querystring().items():
+            found = [r for r in found if matches(r, name, values)]
+        return ActionResult({"CapacityReservations": found})
+
+    def cancel_capacity_reservation(self):  # type: ignore[no-untyped-def]
+        self.error_on_dryrun()
+        reservation_id = self._get_param("CapacityReservationId")
+        reservation = reservations(self.ec2_backend).get(reservation_id)
+        if reservation is None:
+            raise EC2ClientError(
+                "InvalidCapacityReservationId.NotFound",
+                f"The capacity reservation ID '{reservation_id}' does not exist",
+            )
+        reservation["State"] = "cancelled"
+        reservation["AvailableInstanceCount"] = 0
+        return ActionResult({"Return": True})
+
+    EC2Response.create_capacity_reservation = create_capacity_reservation  # type: ignore[attr-defined]
+    EC2Response.describe_capacity_reservations = describe_capacity_reservations  # type: ignore[attr-defined]
+    EC2Response.cancel_capacity_reservation = cancel_capacity_reservation  # type: ignore[attr-defined]
+
+    def template_data(backend, spec: dict) -> dict:  # type: ignore[type-arg]
+        """The launch template data a LaunchTemplateSpecification names ({} if none)."""
+        try:
+            if spec.get("LaunchTemplateId"):
+                template = backend.get_launch_template(spec["LaunchTemplateId"])
+            elif spec.get("LaunchTemplateName"):
+                template = backend.get_launch_template_by_name(spec["LaunchTemplateName"])
+            else:
+                return {}
+        except Exception:  # an unknown template: moto's own call reports it
+            return {}
+        version = spec.get("Version") or "$Default"
+        if version == "$Latest":
+            version = template.latest_version_number
+        elif version == "$Default":
+            version = template.default_version_number
+        return template.get_version(version).data or {}
+
+    def target_of(data: dict):  # type: ignore[no-untyped-def]
+        spec = data.get("CapacityReservationSpecification") or {}
+        return (spec.get("CapacityReservationTarget") or {}).get("CapacityReservationId")
+
+    def override_zone(backend, override: dict):  # type: ignore[no-untyped-def]
+        if override.get("AvailabilityZone"):
+            return override["AvailabilityZone"]
+        if override.get("SubnetId"):
+            try:
+                return backend.get_subnet(override["SubnetId"]).availability_zone
+            except Exception:
+                return None
+        return None
+
+    def usable(reservation) -> bool:  # type: ignore[no-untyped-def]
+        return reservation is not None and reservation["State"] == "active" and reservation["AvailableInstanceCount"] > 0
+
+    def take(instance, reservation: dict) -> None:  # type: ignore[type-arg]
+        reservation["AvailableInstanceCount"] -= 1
+        instance.capacity_reservation_id = reservation["CapacityReservationId"]
+        instance.capacity_reservation_specification = {
+            "CapacityReservationPreference": "capacity-reservations-only",
+            "CapacityReservationTarget": {"CapacityReservationId": reservation["CapacityReservationId"]},
+        }
+        instance._testenv_reservation = reservation
+        if reservation["ReservationType"] == "capacity-block":
+            instance.instance_lifecycle = "capacity-block"
+        elif reservation["Interruptible"]:
+            instance.instance_lifecycle = "interruptible-capacity-reservation"
+
+    original_fleet_init = Fleet.__init__
+    fleet_signature = inspect.signature(original_fleet_init)
+
+    def fleet_init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        bound = fleet_signature.bind(self, *args, **kwargs)
+        backend = bound.arguments["ec2_backend"]
+        existing = reservations(backend)
+        configs = bound.arguments.get("launch_template_configs") or []
+        kept, errors, targeted = [], [], {}
+        for config in configs:
+            spec = config.get("LaunchTemplateSpecification") or {}
+            reservation_id = target_of(template_data(backend, spec))
+            if not reservation_id:
+                kept.append(config)
+                continue
+            reservation = existing.get(reservation_id)
+            overrides = []
+            for override in config.get("Overrides") or [{}]:
+                if reservation is not None and (
+                    override.get("InstanceType", reservation["InstanceType"]) != reservation["InstanceType"]
+                    or override_zone(backend, override) not in (None, reservation["AvailabilityZone"])
+                ):
+                    continue
+                if usable(reservation):
+                    overrides.append(override)
+                else:
+                    errors.append({
+                        "LaunchTemplateAndOverrides": {"LaunchTemplateSpecification": spec, "Overrides": override},
+                        "Lifecycle": "on-demand",
+                        "ErrorCode": FULL,
+                        "ErrorMessage": f"Insufficient capacity in capacity reservation {reservation_id}.",
+                    })
+            if overrides:
+                kept.append(dict(config, Overrides=overrides))
+                targeted[spec.get("LaunchTemplateName") or spec.get("LaunchTemplateId")] = reservation_id
+        capacity = dict(bound.arguments.get("target_capacity_specification") or {})
+        if capacity.get("DefaultTargetCapacityType") in ("capacity-block", "reserved-capacity"):
+            capacity["DefaultTargetCapacityType"] = "on-demand"
+        if configs and not kept:
+            capacity["TotalTargetCapacity"] = 0
+        bound.arguments["target_capacity_specification"] = capacity
+        bound.arguments["launch_template_configs"] = kept
+        original_fleet_init(*bound.args, **bound.kwargs)
+        self._testenv_errors = errors
+        for item in self.on_demand_instances:
+            spec = getattr(item.get("launch_spec"), "launch_template_spec", None) or {}
+            name = next((k for k in targeted if k in (spec.get("LaunchTemplateName"), spec.get("LaunchTemplateId"))), None)
+            if name is None:
+                template = backend.get_launch_template(spec["LaunchTemplateId"]) if spec.get("LaunchTemplateId") else None
+                name = template.name if template is not None and template.name in targeted else None
+            if name is not None:
+                take(item["instance"], existing[targeted[name]])
+
+    Fleet.__init__ = fleet_init  # type: ignore[method-assign]
+
+    original_create_fleet = EC2Response.create_fleet
+
+    def create_fleet(self):  # type: ignore[no-untyped-def]
+        result = original_create_fleet(self)
+        body = result.result
+        fleet = self.ec2_backend.fleets.get(body.get("FleetId")) if isinstance(body, dict) else None
+        errors = getattr(fleet, "_testenv_errors", None)
+        if errors:
+            body["Errors"] = errors
+            body.setdefault("Instances", [])
+        return result
+
+    EC2Response.create_fleet = create_fleet  # type: ignore[method-assign]
+
+    original_run_instances = EC2Response.run_instances
+
+    def run_instances(self):  # type: ignore[no-untyped-def]
+        data = template_data(self.ec2_backend, self._get_param("LaunchTemplate", {}) or {})
+        own = self._get_param("CapacityReservationSpecification", {}) or {}
+        reservation_id = target_of({"CapacityReservationSpecification": own}) or target_of(data)
+        if not reservation_id or self._get_param("DryRun"):
+            return original_run_instances(self)
+        reservation = reservations(self.ec2_backend).get(reservation_id)
+        if reservation is None:
+            raise EC2ClientError(
+                "InvalidCapacityReservationId.NotFound",
+                f"The capacity reservation ID '{reservation_id}' does not exist",
+            )
+        count = int(self._get_param("MinCount", if_none="1"))
+        if reservation["State"] != "active" or reservation["AvailableInstanceCount"] < count:
+            raise EC2ClientError(FULL, f"Insufficient capacity in capacity reservation {reservation_id}.")
+        result = original_run_instances(self)
+        for instance in result.result.instances:
+            take(instance, reservation)
+        return result
+
+    EC2Response.run_instances = run_instances  # type: ignore[method-assign]
+
+    original_terminate = Instance.terminate
+
+    def terminate(self):  # type: ignore[no-untyped-def]
+        reservation = getattr(self, "_testenv_reservation", None)
+        if reservation is not None:
+            self._testenv_reservation = None
+            if reservation["State"] == "active":
+                reservation["AvailableInstanceCount"] = min(
+                    reservation["AvailableInstanceCount"] + 1, reservation["TotalInstanceCount"]
+                )
+        return original_terminate(self)
+
+    Instance.terminate = terminate  # type: ignore[method-assign]
+
+
+
 
 # Instance status checks and ARC zonal shift state, per region, for the test hooks below.
 TESTENV_STATE: dict = {"instance_status": {}, "zonal_shifts": {}}
@@ -844,6 +1166,8 @@ def main() -> int:
     counts = seed(DEFAULT_ACCOUNT_ID, regions, k8s_versions)
     install_reset_hook(DEFAULT_ACCOUNT_ID, regions, k8s_versions)
     sign_what_was_sent()
+    # Before the placement groups: their fleet hook places what this one lets launch.
+    install_capacity_reservations()
     install_placement_groups()
     install_instance_status(DEFAULT_ACCOUNT_ID)
     install_arc_zonal_shift(DEFAULT_ACCOUNT_ID)

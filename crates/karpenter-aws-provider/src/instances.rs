@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use aws_sdk_ec2::types::Filter;
 use chrono::{DateTime, Utc};
 use karpenter_cloud::CapacityType;
+use karpenter_cloud::offering::{Reservation, ReservationKind};
 
 use crate::clients::AwsClients;
 use crate::error::AwsError;
@@ -15,7 +16,7 @@ use crate::error::AwsError;
 pub const LIVE_STATES: &[&str] = &["pending", "running", "stopping", "stopped", "shutting-down"];
 
 /// One instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Instance {
     pub id: String,
     pub instance_type: String,
@@ -35,6 +36,34 @@ pub struct Instance {
     pub placement_group_id: Option<String>,
     /// `Placement.PartitionNumber`, in a partition placement group.
     pub partition_number: Option<u32>,
+    /// The reservation of a `reserved` instance: one launched into a reservation it targeted
+    /// (`CapacityReservationId` with the preference `capacity-reservations-only`, as upstream
+    /// reads it; an open ODCR that caught an on-demand launch does not make it reserved). Its
+    /// free slots are not known here (0).
+    pub reservation: Option<Reservation>,
+}
+
+/// The reservation a described instance was launched into, as upstream's `NewInstance`.
+fn reservation_of(instance: &aws_sdk_ec2::types::Instance) -> Option<Reservation> {
+    let id = instance.capacity_reservation_id()?;
+    let targeted = instance
+        .capacity_reservation_specification()
+        .and_then(|s| s.capacity_reservation_preference())
+        .is_some_and(|p| p.as_str() == "capacity-reservations-only");
+    if !targeted || instance.spot_instance_request_id().is_some() {
+        return None;
+    }
+    let lifecycle = instance.instance_lifecycle().map(|l| l.as_str());
+    Some(Reservation {
+        id: id.to_owned(),
+        kind: if lifecycle == Some("capacity-block") {
+            ReservationKind::CapacityBlock
+        } else {
+            ReservationKind::Default
+        },
+        interruptible: lifecycle == Some("interruptible-capacity-reservation"),
+        available_instances: 0,
+    })
 }
 
 impl Instance {
@@ -63,7 +92,10 @@ fn convert(instance: &aws_sdk_ec2::types::Instance) -> Option<Instance> {
             .and_then(|s| s.name())
             .map(|n| n.as_str().to_owned())
             .unwrap_or_default(),
-        capacity_type: if instance.spot_instance_request_id().is_some()
+        reservation: reservation_of(instance),
+        capacity_type: if reservation_of(instance).is_some() {
+            CapacityType::Reserved
+        } else if instance.spot_instance_request_id().is_some()
             || instance
                 .instance_lifecycle()
                 .is_some_and(|l| l.as_str() == "spot")

@@ -155,6 +155,25 @@ pub fn request_data(template: &LaunchTemplate) -> RequestLaunchTemplateData {
                 .build(),
         );
     }
+    if let Some(preference) = &data.capacity_reservation_preference {
+        builder = builder.capacity_reservation_specification(
+            aws_sdk_ec2::types::LaunchTemplateCapacityReservationSpecificationRequest::builder()
+                .capacity_reservation_preference(preference.as_str().into())
+                .set_capacity_reservation_target(data.capacity_reservation_id.as_ref().map(|id| {
+                    aws_sdk_ec2::types::CapacityReservationTarget::builder()
+                        .capacity_reservation_id(id)
+                        .build()
+                }))
+                .build(),
+        );
+    }
+    if let Some(market) = &data.market_type {
+        builder = builder.instance_market_options(
+            aws_sdk_ec2::types::LaunchTemplateInstanceMarketOptionsRequest::builder()
+                .market_type(market.as_str().into())
+                .build(),
+        );
+    }
     builder.build()
 }
 

@@ -1,7 +1,8 @@
 //! The EC2 cloud provider: the async shell around `karpenter-aws`'s pure decisions.
 //!
 //! It owns the AWS clients ([`clients`]), the EC2NodeClass resolution against EC2, SSM and IAM
-//! ([`nodeclass`]), the instance-type catalog and prices, launch templates, fleet launches,
+//! ([`nodeclass`]), the capacity reservations it selects and their free slots
+//! ([`capacity_reservations`]), the instance-type catalog and prices, launch templates, fleet launches,
 //! the instances it launched, instance tags ([`tagging`]), the interruption queue ([`sqs`]),
 //! EC2 instance status checks ([`instance_status`]) and ARC zonal shifts ([`zonal_shift`]):
 //! every AWS call the controller makes is here. Every decision (what to ask, what an answer means, what to
@@ -16,6 +17,7 @@
 //! tokio, no SDK), and `simulate`, `iam` and the interruption parser use it without the SDK.
 
 pub mod calls;
+pub mod capacity_reservations;
 pub mod catalog;
 pub mod clients;
 pub mod error;

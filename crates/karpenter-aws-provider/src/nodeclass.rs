@@ -1,5 +1,5 @@
 //! Resolving an EC2NodeClass against AWS: subnets, security groups, AMIs (aliases through
-//! SSM) and the instance profile, into the pure [`Resolution`] that
+//! SSM), the instance profile and the capacity reservations, into the pure [`Resolution`] that
 //! `karpenter_aws::nodeclass::status` turns into the status; and the clean-up of a deleted
 //! class (its managed instance profile and launch templates).
 //!
@@ -12,13 +12,17 @@ use std::sync::Arc;
 use aws_sdk_ec2::types::Filter as Ec2Filter;
 use chrono::{DateTime, Utc};
 use karpenter_api::v1::EC2NodeClass;
-use karpenter_api::v1::ec2nodeclass::{AmiStatus, SecurityGroupStatus, SubnetStatus};
+use karpenter_api::v1::ec2nodeclass::{
+    AmiStatus, CapacityReservationStatus, SecurityGroupStatus, SubnetStatus,
+};
+use karpenter_aws::capacity_reservation;
 use karpenter_aws::nodeclass::amis::{self, Alias, Candidate, Image};
 use karpenter_aws::nodeclass::instance_profile;
 use karpenter_aws::nodeclass::selectors::{self, Query, Subnet};
 use karpenter_aws::nodeclass::status::{Outcome, Resolution};
 use karpenter_aws::placement_group;
 
+use crate::capacity_reservations::CapacityReservations;
 use crate::clients::AwsClients;
 use crate::error::AwsError;
 use crate::placement_groups::PlacementGroups;
@@ -29,6 +33,7 @@ pub struct NodeClassResolver {
     clients: AwsClients,
     cluster: String,
     placement_groups: Arc<PlacementGroups>,
+    reservations: Arc<CapacityReservations>,
 }
 
 fn filters(query: &Query) -> Vec<Ec2Filter> {
@@ -66,7 +71,26 @@ impl NodeClassResolver {
             clients,
             cluster: cluster.into(),
             placement_groups: Arc::new(PlacementGroups::new()),
+            reservations: Arc::new(CapacityReservations::default()),
         }
+    }
+
+    /// Resolves capacity reservations with `reservations` (the provider's: launches see the
+    /// free slots this reads, and its gate).
+    pub fn with_capacity_reservations(mut self, reservations: Arc<CapacityReservations>) -> Self {
+        self.reservations = reservations;
+        self
+    }
+
+    /// Whether the class's reservations are read (gate `ReservedCapacity` on, terms given):
+    /// the controller then reads them every [`capacity_reservation::POLL_PERIOD`].
+    pub fn polls_reservations(&self, class: &EC2NodeClass) -> bool {
+        self.reservations.enabled()
+            && class
+                .spec
+                .capacity_reservation_selector_terms
+                .as_ref()
+                .is_some_and(|t| !t.is_empty())
     }
 
     /// Resolves placement groups into `groups` (the provider's, so launches see what the
@@ -91,19 +115,7 @@ impl NodeClassResolver {
         let security_groups = self.security_groups(class).await;
         let amis = self.amis(class, k8s_version, now).await;
         let instance_profile = self.instance_profile(class).await;
-        let capacity_reservations = if class
-            .spec
-            .capacity_reservation_selector_terms
-            .as_ref()
-            .is_some_and(|t| !t.is_empty())
-        {
-            Outcome::not_ready(
-                "CapacityReservationsUnsupported",
-                "karpenter-rs does not launch into capacity reservations yet; remove capacityReservationSelectorTerms",
-            )
-        } else {
-            Outcome::Ready(())
-        };
+        let capacity_reservations = self.capacity_reservations(class, now).await;
         let validation = karpenter_aws::nodeclass::status::validate(class);
         let placement_group = self.placement_group(class).await;
         (
@@ -118,6 +130,47 @@ impl NodeClassResolver {
             },
             ips,
         )
+    }
+
+    /// The reservations the class selects (`DescribeCapacityReservations`, as upstream's
+    /// capacity reservation reconciler): `None` with the gate `ReservedCapacity` off. Their
+    /// free slots are refreshed on the way.
+    pub async fn capacity_reservations(
+        &self,
+        class: &EC2NodeClass,
+        now: DateTime<Utc>,
+    ) -> Option<Outcome<Vec<CapacityReservationStatus>>> {
+        if !self.reservations.enabled() {
+            return None;
+        }
+        let terms = class
+            .spec
+            .capacity_reservation_selector_terms
+            .as_deref()
+            .unwrap_or_default();
+        if terms.is_empty() {
+            return Some(Outcome::Ready(Vec::new()));
+        }
+        let name = class.metadata.name.as_deref().unwrap_or_default();
+        let described = match self.reservations.describe(&self.clients, terms).await {
+            Ok(described) => described,
+            Err(error) => {
+                return Some(Outcome::failed(
+                    "CapacityReservationsResolutionFailed",
+                    format!("getting capacity reservations, {error}"),
+                ));
+            }
+        };
+        let resolved = capacity_reservation::resolve(&described, now);
+        for error in &resolved.errors {
+            tracing::error!(ec2nodeclass = name, %error, "failed to parse discovered capacity reservation");
+        }
+        tracing::debug!(
+            ec2nodeclass = name,
+            ids = ?resolved.reservations.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            "discovered capacity reservations"
+        );
+        Some(Outcome::Ready(resolved.reservations))
     }
 
     /// The class's placement group (`DescribePlacementGroups`), as its `PlacementGroupReady`

@@ -35,13 +35,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use karpenter_api::labels;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodeClaimStatus, NodePool};
 use karpenter_aws::discovered_capacity::{DiscoveredMemory, NodeReport};
-use karpenter_aws::launch::fleet::{self, FleetError, FleetInstance, FleetOutcome, FleetRequest};
+use karpenter_aws::launch::fleet::{
+    self, FleetError, FleetInstance, FleetOutcome, FleetRequest, Market,
+};
 use karpenter_aws::launch::plan::{self, LaunchPlan, PlanError};
 use karpenter_aws::launch::tenancy;
-use karpenter_aws::launch_template::{self, LaunchTemplateRequest};
+use karpenter_aws::launch_template::{self, LaunchTemplateRequest, ReservationLaunch};
 use karpenter_aws::nodeclass::status::launchable;
 use karpenter_aws::placement_group::{self, Placement, PlacementGroup};
 use karpenter_aws::userdata::ClusterFacts;
+use karpenter_cloud::offering::Reservation;
 use karpenter_cloud::pool_types::{PricingOptions, narrow, options_for};
 use karpenter_cloud::{
     CapacityType, CloudError, CloudProvider, DriftReason, InstanceTypeInfo, OfferingRef,
@@ -49,6 +52,7 @@ use karpenter_cloud::{
 };
 use karpenter_scheduling::{InstanceType, RequirementSpec};
 
+use crate::capacity_reservations::CapacityReservations;
 use crate::catalog::{self, Ec2Catalog};
 use crate::clients::AwsClients;
 use crate::error::AwsError;
@@ -81,6 +85,9 @@ pub struct AwsSettings {
     pub kube_dns_ip: Option<String>,
     /// AWS gate `RebootForRepair`: the reboot-clearable GPU faults reboot the node in place.
     pub reboot_for_repair: bool,
+    /// Gate `ReservedCapacity`: classes' capacity reservations are offered and launched into,
+    /// and launch templates target them.
+    pub reserved_capacity: bool,
 }
 
 /// EC2NodeClasses as the controller's cache holds them.
@@ -124,6 +131,9 @@ pub struct AwsCloud<L> {
     discovered: DiscoveredMemory<Instant>,
     /// The cluster's ARC zonal shifts, with `ENABLE_ZONAL_SHIFT`.
     zonal_shifts: Option<Arc<ZonalShifts>>,
+    /// The classes' capacity reservations' free slots, shared with the EC2NodeClass
+    /// controller (which reads them).
+    reservations: Arc<CapacityReservations>,
 }
 
 /// The cluster's instances by id, as last listed.
@@ -190,7 +200,6 @@ impl<L: NodeClasses> AwsCloud<L> {
         );
         Ok(AwsCloud {
             clients,
-            settings,
             classes,
             catalog: RwLock::new(Arc::new(catalog)),
             catalog_seq: AtomicU64::new(0),
@@ -204,6 +213,8 @@ impl<L: NodeClasses> AwsCloud<L> {
             group_unavailable: Mutex::new(HashMap::new()),
             discovered: DiscoveredMemory::new(),
             zonal_shifts: None,
+            reservations: Arc::new(CapacityReservations::new(settings.reserved_capacity)),
+            settings,
         })
     }
 
@@ -233,6 +244,92 @@ impl<L: NodeClasses> AwsCloud<L> {
 
     pub fn launch_templates(&self) -> &LaunchTemplates {
         &self.templates
+    }
+
+    /// The classes' capacity reservations (the EC2NodeClass controller reads them).
+    pub fn capacity_reservations(&self) -> Arc<CapacityReservations> {
+        self.reservations.clone()
+    }
+
+    /// How launch templates treat reservations: targeted (into `reservation`, or opting out
+    /// of all) with the gate `ReservedCapacity` on, open without.
+    fn reservation_launch<'a>(
+        &self,
+        reservation: Option<&'a Reservation>,
+    ) -> ReservationLaunch<'a> {
+        if self.reservations.enabled() {
+            ReservationLaunch::Targeted(reservation)
+        } else {
+            ReservationLaunch::Open
+        }
+    }
+
+    /// `infos` with the reserved offerings of the reservations in the class's status (their
+    /// free slots as of now); `infos` itself when there is none or the gate is off.
+    fn with_reservations(
+        &self,
+        class: &EC2NodeClass,
+        infos: Arc<Vec<InstanceTypeInfo>>,
+    ) -> Arc<Vec<InstanceTypeInfo>> {
+        let reservations = class
+            .status
+            .as_ref()
+            .and_then(|s| s.capacity_reservations.as_deref())
+            .unwrap_or_default();
+        if !self.reservations.enabled() || reservations.is_empty() {
+            return infos;
+        }
+        let mut out = infos.as_ref().clone();
+        karpenter_aws::capacity_reservation::offerings::apply(
+            &mut out,
+            reservations,
+            self.reservations.availability(),
+            Instant::now(),
+        );
+        Arc::new(out)
+    }
+
+    /// The reservation of the plan's offering of `instance_type` in `zone`.
+    fn planned_reservation<'p>(
+        plan: &'p LaunchPlan,
+        instance_type: &str,
+        zone: &str,
+    ) -> Option<&'p Reservation> {
+        plan.groups
+            .iter()
+            .filter(|g| {
+                g.overrides
+                    .iter()
+                    .any(|o| o.instance_type == instance_type && o.zone == zone)
+            })
+            .find_map(|g| g.reservation.as_ref())
+    }
+
+    /// What a reserved launch's capacity errors mean for its reservations (upstream): a full
+    /// one has no free slot until EC2 says otherwise, any other capacity error makes it
+    /// unavailable for a while. The shared unavailable marks are left alone (a full but
+    /// healthy reservation is no unavailable offering).
+    fn account_reserved_errors(&self, plan: &LaunchPlan, errors: &[FleetError]) {
+        let now = Instant::now();
+        for error in errors {
+            if !fleet::UNFULFILLABLE_CODES.contains(&error.code.as_str()) {
+                continue;
+            }
+            let (Some(instance_type), Some(zone)) = (&error.instance_type, &error.zone) else {
+                continue;
+            };
+            let Some(reservation) = Self::planned_reservation(plan, instance_type, zone) else {
+                continue;
+            };
+            let slots = self.reservations.availability();
+            if error.code == "ReservationCapacityExceeded" {
+                tracing::debug!(reservation = %reservation.id, instance_type = %instance_type, zone = %zone, "the capacity reservation is full");
+                slots.set(&reservation.id, 0, now);
+            } else {
+                tracing::debug!(reservation = %reservation.id, reason = %error.code, instance_type = %instance_type, zone = %zone, "marking reserved offering unavailable");
+                slots.mark_unavailable(&reservation.id, now);
+            }
+        }
     }
 
     /// The classes' placement groups (the EC2NodeClass controller resolves into them).
@@ -580,7 +677,7 @@ impl<L: NodeClasses> AwsCloud<L> {
     ) -> Result<NodeClaim, CloudError> {
         let name = claim.metadata.name.clone().unwrap_or_default();
         let group = self.placement_group(class).await?;
-        let infos = self.resolved(pool, class, group.as_ref())?;
+        let infos = self.with_reservations(class, self.resolved(pool, class, group.as_ref())?);
         let by_name: HashMap<&str, &InstanceTypeInfo> =
             infos.iter().map(|i| (i.name.as_str(), i)).collect();
         let unavailable = self.unavailable_now(group.as_ref());
@@ -632,6 +729,7 @@ impl<L: NodeClasses> AwsCloud<L> {
                 capacity_type: plan.capacity_type.as_str(),
                 tenancy,
                 placement: placement.as_ref(),
+                capacity_reservation: self.reservation_launch(group.reservation.as_ref()),
             })
             .map_err(|e| CloudError::InvalidNodeClaim {
                 node_claim: name.clone(),
@@ -646,6 +744,10 @@ impl<L: NodeClasses> AwsCloud<L> {
         let tags = launch_template::launch_tags(class, claim, &self.settings.cluster_name);
         let request = fleet::request(&plan, &names, tags, class.spec.context.clone());
         let (mut outcome, errors) = self.create_fleet(&request, &plan, class).await?;
+        let reserved = plan.capacity_type == CapacityType::Reserved;
+        if reserved {
+            self.account_reserved_errors(&plan, &errors);
+        }
         if let Some(group) = group.as_ref() {
             // A spread group's seven instances per zone: every type of that zone is out of the
             // group until the mark expires (upstream's IsSpreadPlacementGroupLimitError).
@@ -692,7 +794,9 @@ impl<L: NodeClasses> AwsCloud<L> {
                 instance,
                 unavailable,
             } => {
-                self.mark(group.as_ref(), &unavailable);
+                if !reserved {
+                    self.mark(group.as_ref(), &unavailable);
+                }
                 let info = by_name.get(instance.instance_type.as_str()).copied();
                 let image = plan
                     .overrides()
@@ -705,6 +809,15 @@ impl<L: NodeClasses> AwsCloud<L> {
                 tracing::info!(nodeclaim = %name, instance = %instance.instance_id, instance_type = %instance.instance_type, zone = %instance.zone, capacity_type = instance.capacity_type.as_str(), tenancy, "launched an EC2 instance");
                 let mut placed =
                     BTreeMap::from([(labels::INSTANCE_TENANCY.to_owned(), tenancy.to_owned())]);
+                if let Some(reservation) =
+                    Self::planned_reservation(&plan, &instance.instance_type, &instance.zone)
+                        .filter(|_| instance.capacity_type == CapacityType::Reserved)
+                {
+                    self.reservations
+                        .availability()
+                        .mark_launched(&reservation.id, Instant::now());
+                    placed.extend(reservation_labels(reservation));
+                }
                 if let Some(group) = group.as_ref() {
                     // An untargeted partition is EC2's choice: the label stays empty until the
                     // registration hook reads it (upstream's sentinel).
@@ -718,7 +831,9 @@ impl<L: NodeClasses> AwsCloud<L> {
                 spot_role_missing,
                 message,
             } => {
-                self.mark(group.as_ref(), &unavailable);
+                if !reserved {
+                    self.mark(group.as_ref(), &unavailable);
+                }
                 if spot_role_missing {
                     let spot: Vec<OfferingRef> = plan
                         .overrides()
@@ -780,11 +895,14 @@ impl<L: NodeClasses> AwsCloud<L> {
             })
             .collect();
         let tag_spec = |kind| tag_specification(&request.tags, kind);
-        let capacity = match request.capacity_type {
-            CapacityType::Spot => DefaultTargetCapacityType::Spot,
-            // A reservation is bought as on-demand capacity targeted at it (its launch
-            // template names the reservation).
-            CapacityType::OnDemand | CapacityType::Reserved => DefaultTargetCapacityType::OnDemand,
+        let market = request.market();
+        let capacity = match market {
+            Market::Spot => DefaultTargetCapacityType::Spot,
+            // An ODCR is bought as on-demand capacity targeted at it (its launch template
+            // names the reservation).
+            Market::OnDemand => DefaultTargetCapacityType::OnDemand,
+            Market::CapacityBlock => DefaultTargetCapacityType::CapacityBlock,
+            Market::InterruptibleReservation => DefaultTargetCapacityType::ReservedCapacity,
         };
         let mut call = self
             .clients
@@ -802,17 +920,25 @@ impl<L: NodeClasses> AwsCloud<L> {
             .tag_specifications(tag_spec(ResourceType::Volume))
             .tag_specifications(tag_spec(ResourceType::Fleet))
             .set_context(request.context.clone());
-        call = match request.capacity_type {
-            CapacityType::Spot => call.spot_options(
+        call = match market {
+            Market::Spot => call.spot_options(
                 SpotOptionsRequest::builder()
                     .allocation_strategy(SpotAllocationStrategy::from(request.allocation_strategy))
                     .build(),
             ),
-            CapacityType::OnDemand | CapacityType::Reserved => call.on_demand_options(
+            Market::OnDemand => call.on_demand_options(
                 OnDemandOptionsRequest::builder()
                     .allocation_strategy(FleetOnDemandAllocationStrategy::from(
                         request.allocation_strategy,
                     ))
+                    .build(),
+            ),
+            Market::CapacityBlock => call,
+            Market::InterruptibleReservation => call.reserved_capacity_options(
+                aws_sdk_ec2::types::ReservedCapacityOptionsRequest::builder()
+                    .reservation_types(
+                        aws_sdk_ec2::types::FleetReservationType::InterruptibleCapacityReservation,
+                    )
                     .build(),
             ),
         };
@@ -976,6 +1102,9 @@ impl<L: NodeClasses> AwsCloud<L> {
             labels::INSTANCE_TENANCY.to_owned(),
             instance.tenancy.clone(),
         );
+        if let Some(reservation) = &instance.reservation {
+            node_labels.extend(reservation_labels(reservation));
+        }
         if let Some(pool) = instance.tags.get(labels::NODEPOOL) {
             node_labels.insert(labels::NODEPOOL.to_owned(), pool.clone());
         }
@@ -1023,6 +1152,24 @@ impl<L: NodeClasses> AwsCloud<L> {
             }
         })
     }
+}
+
+/// The labels of an instance in `reservation` (upstream's reserved capacity labels).
+fn reservation_labels(reservation: &Reservation) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            labels::CAPACITY_RESERVATION_ID.to_owned(),
+            reservation.id.clone(),
+        ),
+        (
+            labels::CAPACITY_RESERVATION_TYPE.to_owned(),
+            reservation.kind.as_str().to_owned(),
+        ),
+        (
+            labels::CAPACITY_RESERVATION_INTERRUPTIBLE.to_owned(),
+            reservation.interruptible.to_string(),
+        ),
+    ])
 }
 
 /// The id of `zone` among the class's subnets.
@@ -1125,7 +1272,7 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
         let instance = instances::get(&self.clients, id)
             .await
             .map_err(AwsError::into_cloud)?;
-        match instance {
+        let result = match instance {
             None => Err(CloudError::NodeClaimNotFound {
                 what: format!("instance {id}"),
             }),
@@ -1159,7 +1306,19 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
                 tracing::info!(instance = %id, nodeclaim = node_claim.metadata.name.as_deref().unwrap_or_default(), "terminating the EC2 instance");
                 Ok(())
             }
+        };
+        // The instance's reservation slot is free again (once per instance; upstream waits for
+        // the instance to be gone, we count it from the termination on: the next
+        // DescribeCapacityReservations answer corrects either way).
+        let reservation = claim_label(labels::CAPACITY_RESERVATION_ID);
+        if !reservation.is_empty()
+            && matches!(result, Ok(()) | Err(CloudError::NodeClaimNotFound { .. }))
+        {
+            self.reservations
+                .availability()
+                .mark_terminated(&reservation, id, Instant::now());
         }
+        result
     }
 
     /// `ec2:RebootInstances` (upstream v1.15.1): not into a zonally shifted zone (retried), a
@@ -1238,7 +1397,8 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
         let reference = &node_pool.spec.template.spec.node_class_ref;
         let class = self.class_of(&reference.name)?;
         let group = self.placement_group(&class).await?;
-        let resolved = self.resolved(node_pool, &class, group.as_ref())?;
+        let resolved =
+            self.with_reservations(&class, self.resolved(node_pool, &class, group.as_ref())?);
         let mut infos: Vec<InstanceTypeInfo> = resolved.as_ref().clone();
         for marks in self.unavailable_now(group.as_ref()) {
             marks.apply(&mut infos);
@@ -1336,6 +1496,12 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
             .wrapping_add(self.classes.version().wrapping_mul(104_729))
             .wrapping_add(self.placement_groups.version().wrapping_mul(1_299_709))
             .wrapping_add(self.discovered.version().wrapping_mul(15_485_863))
+            .wrapping_add(
+                self.reservations
+                    .availability()
+                    .version()
+                    .wrapping_mul(49_979_687),
+            )
             .wrapping_add(
                 self.zonal_shifts
                     .as_ref()

@@ -10,8 +10,9 @@
 //! block device mappings (the EC2NodeClass's, else the family default), metadata options
 //! (`InstanceMetadataTags` always disabled, no IPv6 option in the isolated regions), instance
 //! profile, monitoring, network interfaces carrying the security groups, tags, placement
-//! (tenancy, the class's placement group and the targeted partition), CPU options and enclave
-//! options; and its name `karpenter.k8s.aws/<decimal hash>`.
+//! (tenancy, the class's placement group and the targeted partition), CPU options, enclave
+//! options and capacity reservations (a template per reservation targets it; with the gate
+//! `ReservedCapacity` on every other template opts out of reservations); and its name `karpenter.k8s.aws/<decimal hash>`.
 //!
 //! The name is a hash of a canonical rendering of the contents (JSON with sorted maps and sorted
 //! security group ids, SHA-256, first 8 bytes as a decimal `u64`): equal contents give equal
@@ -22,7 +23,7 @@
 //!
 //! No EC2 call, no cache, no clock: creating, describing and deleting templates is the async
 //! shell's job. It does not group instance types (callers group by max pods first; a mixed
-//! group is an error) and does not model capacity reservations yet.
+//! group is an error).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -33,6 +34,7 @@ use karpenter_api::v1::ec2nodeclass::{
 };
 use karpenter_api::v1::{AmiFamily, EC2NodeClass, NodeClaim};
 use karpenter_cloud::InstanceTypeInfo;
+use karpenter_cloud::offering::{Reservation, ReservationKind};
 use karpenter_scheduling::Quantity;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -69,6 +71,20 @@ pub struct LaunchTemplateRequest<'a> {
     pub tenancy: &'a str,
     /// The class's placement group and the partition the claim targets, if any.
     pub placement: Option<&'a Placement>,
+    /// Capacity reservations: targeted (gate `ReservedCapacity` on) or left open.
+    pub capacity_reservation: ReservationLaunch<'a>,
+}
+
+/// How a launch template treats capacity reservations (upstream's `LaunchMode`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ReservationLaunch<'a> {
+    /// Gate `ReservedCapacity` off: no `CapacityReservationSpecification`, so an `open` ODCR
+    /// may catch the launch (the behaviour before native reservation support).
+    Open,
+    /// Gate on: a reserved launch targets its reservation (`capacity-reservations-only`, and
+    /// the market type `capacity-block` or `interruptible-capacity-reservation` for those);
+    /// any other launch stays out of every reservation (preference `none`).
+    Targeted(Option<&'a Reservation>),
 }
 
 /// The contents and name of one launch template.
@@ -113,6 +129,17 @@ pub struct LaunchTemplateData {
     pub cpu_nested_virtualization: Option<String>,
     /// `EnclaveOptions.Enabled`: the EC2NodeClass's `enclaveOptions.enabled`.
     pub enclave_enabled: bool,
+    /// `CapacityReservationSpecification.CapacityReservationPreference`:
+    /// `capacity-reservations-only` (a reserved launch) or `none` ([`ReservationLaunch`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_reservation_preference: Option<String>,
+    /// `CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_reservation_id: Option<String>,
+    /// `InstanceMarketOptions.MarketType`: `capacity-block` or
+    /// `interruptible-capacity-reservation` for those reservations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub market_type: Option<String>,
 }
 
 /// One block device mapping (`LaunchTemplateBlockDeviceMappingRequest`).
@@ -364,6 +391,24 @@ pub fn build(request: &LaunchTemplateRequest<'_>) -> Result<LaunchTemplate, Laun
         // Upstream v1.15: from the EC2NodeClass's enclaveOptions (the instance types were
         // narrowed to those supporting Nitro Enclaves when the class asked for them).
         enclave_enabled: spec.enclaves_enabled(),
+        capacity_reservation_preference: match request.capacity_reservation {
+            ReservationLaunch::Open => None,
+            ReservationLaunch::Targeted(Some(_)) => Some("capacity-reservations-only".into()),
+            ReservationLaunch::Targeted(None) => Some("none".into()),
+        },
+        capacity_reservation_id: match request.capacity_reservation {
+            ReservationLaunch::Targeted(Some(r)) => Some(r.id.clone()),
+            _ => None,
+        },
+        market_type: match request.capacity_reservation {
+            ReservationLaunch::Targeted(Some(r)) if r.kind == ReservationKind::CapacityBlock => {
+                Some("capacity-block".into())
+            }
+            ReservationLaunch::Targeted(Some(r)) if r.interruptible => {
+                Some("interruptible-capacity-reservation".into())
+            }
+            _ => None,
+        },
     };
     let tags = launch_tags(
         request.node_class,

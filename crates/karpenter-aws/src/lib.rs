@@ -33,7 +33,9 @@
 //! and its conditions), [`placement_group`] (the class's placement group: its query, its
 //! condition, what it does to instance types, launches, labels and drift), [`launch`] (a
 //! NodeClaim's launch plan, tenancy and its `CreateFleet` request and answer),
-//! [`discovered_capacity`] (instance memory learned from registered nodes), [`drift`] and
+//! [`discovered_capacity`] (instance memory learned from registered nodes),
+//! [`capacity_reservation`] (the reservations a class selects, their free slots and reserved
+//! offerings), [`drift`] and
 //! [`zonal_shift`] (ARC zonal shifts: which zones are shifted away from and what that does to
 //! offerings and NodePool events). EC2 instance status checks are
 //! [`interruption::instance_status`].
@@ -46,6 +48,7 @@
 //! What no module here may do: talk to AWS, read the clock, or do any I/O (callers read policy
 //! files, receive SQS messages and print reports). No tokio and no AWS SDK in this crate.
 
+pub mod capacity_reservation;
 pub mod discovered_capacity;
 pub mod drift;
 pub mod iam;

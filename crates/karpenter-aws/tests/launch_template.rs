@@ -9,11 +9,12 @@
 
 use karpenter_api::v1::{EC2NodeClass, NodeClaim};
 use karpenter_aws::launch_template::{
-    LaunchTemplate, LaunchTemplateError, LaunchTemplateRequest, build,
+    LaunchTemplate, LaunchTemplateError, LaunchTemplateRequest, ReservationLaunch, build,
     default_block_device_mappings,
 };
 use karpenter_aws::placement_group::Placement;
 use karpenter_aws::userdata::ClusterFacts;
+use karpenter_cloud::offering::{Reservation, ReservationKind};
 use karpenter_cloud::{Catalog, CatalogOptions, InstanceTypeInfo};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -93,6 +94,8 @@ struct Inputs {
     region: &'static str,
     tenancy: &'static str,
     placement: Option<Placement>,
+    /// `None`: the gate `ReservedCapacity` off; `Some(r)`: targeted, into `r` if given.
+    reservation: Option<Option<Reservation>>,
 }
 
 impl Inputs {
@@ -107,6 +110,7 @@ impl Inputs {
             region: "us-west-2",
             tenancy: "default",
             placement: None,
+            reservation: None,
         }
     }
 
@@ -124,6 +128,10 @@ impl Inputs {
             capacity_type: self.capacity_type,
             tenancy: self.tenancy,
             placement: self.placement.as_ref(),
+            capacity_reservation: match &self.reservation {
+                None => ReservationLaunch::Open,
+                Some(r) => ReservationLaunch::Targeted(r.as_ref()),
+            },
         })
     }
 
@@ -476,4 +484,65 @@ fn missing_status_and_mixed_max_pods_are_typed_errors() {
     bad_user_data.class["spec"]["userData"] = json!("MIME-Version: 1.0\nbroken header\n\n");
     let message = bad_user_data.build().err().map(|e| e.to_string());
     assert!(message.is_some_and(|m| m.starts_with("spec.userData: ")));
+}
+
+fn reservation(kind: ReservationKind, interruptible: bool) -> Reservation {
+    Reservation {
+        id: "cr-0123456789abcdef0".into(),
+        kind,
+        interruptible,
+        available_instances: 2,
+    }
+}
+
+#[test]
+fn a_reserved_template_targets_its_reservation_and_others_opt_out_with_the_gate_on() {
+    let open = Inputs::new().built();
+    assert_eq!(
+        open.data.capacity_reservation_preference, None,
+        "gate off: open ODCRs may catch it"
+    );
+    let mut none = Inputs::new();
+    none.reservation = Some(None);
+    let none = none.built();
+    assert_eq!(
+        none.data.capacity_reservation_preference.as_deref(),
+        Some("none")
+    );
+    assert_eq!(none.data.capacity_reservation_id, None);
+    assert_ne!(none.name, open.name);
+
+    let mut odcr = Inputs::new();
+    odcr.capacity_type = "reserved";
+    odcr.reservation = Some(Some(reservation(ReservationKind::Default, false)));
+    let odcr = odcr.built();
+    assert_eq!(
+        odcr.data.capacity_reservation_preference.as_deref(),
+        Some("capacity-reservations-only")
+    );
+    assert_eq!(
+        odcr.data.capacity_reservation_id.as_deref(),
+        Some("cr-0123456789abcdef0")
+    );
+    assert_eq!(odcr.data.market_type, None);
+
+    let mut block = Inputs::new();
+    block.capacity_type = "reserved";
+    block.reservation = Some(Some(reservation(ReservationKind::CapacityBlock, false)));
+    assert_eq!(
+        block.built().data.market_type.as_deref(),
+        Some("capacity-block")
+    );
+    let mut interruptible = Inputs::new();
+    interruptible.capacity_type = "reserved";
+    interruptible.reservation = Some(Some(reservation(ReservationKind::Default, true)));
+    let interruptible = interruptible.built();
+    assert_eq!(
+        interruptible.data.market_type.as_deref(),
+        Some("interruptible-capacity-reservation")
+    );
+    assert_ne!(
+        interruptible.name, odcr.name,
+        "a template per reservation kind and id"
+    );
 }

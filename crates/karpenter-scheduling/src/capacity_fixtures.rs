@@ -14,7 +14,7 @@ use karpenter_api::v1alpha1::{NodeOverlay, NodeOverlaySpec, NodeSelectorRequirem
 use crate::input::{InstanceType, Offering, Operator, RequirementSpec, SolveInput};
 
 /// Free slots of each generated reservation.
-const SLOTS: u32 = 10;
+pub const SLOTS: u32 = 10;
 
 /// `count` overlays, each lowering the price of a different slice of the types by 1-20%, with
 /// distinct weights (no conflicts).

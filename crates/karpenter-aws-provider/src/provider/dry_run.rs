@@ -148,6 +148,7 @@ impl<L: NodeClasses> AwsCloud<L> {
             capacity_type: "on-demand",
             tenancy: tenancy::for_claim(&claim),
             placement: None,
+            capacity_reservation: self.reservation_launch(None),
         }) {
             Ok(template) => template,
             Err(error) => return DryRun::Retry(format!("the launch template: {error}")),

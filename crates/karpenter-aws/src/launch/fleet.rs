@@ -3,7 +3,9 @@
 //!
 //! `Type=instant`, one instance, one launch-template config per template group with an
 //! override per (instance type, zone), spot with `price-capacity-optimized`, on-demand with
-//! `lowest-price` (a prioritized plan, after a NodeOverlay changed a price: spot
+//! `lowest-price`, a reservation as upstream buys it ([`Market`]: an ODCR as on-demand, a
+//! Capacity Block as `capacity-block`, an interruptible reservation as `reserved-capacity`)
+//! (a prioritized plan, after a NodeOverlay changed a price: spot
 //! `capacity-optimized-prioritized`, on-demand `prioritized`, as upstream); the instance, its volumes and the fleet tagged with the launch tags. An
 //! answer without an instance is insufficient capacity when every error is one of the
 //! unfulfillable codes (the offerings it names are then marked unavailable), otherwise a
@@ -11,6 +13,7 @@
 
 use std::collections::BTreeMap;
 
+use karpenter_cloud::offering::ReservationKind;
 use karpenter_cloud::{CapacityType, OfferingRef};
 
 use super::plan::LaunchPlan;
@@ -50,6 +53,41 @@ pub struct FleetRequest {
     pub tags: BTreeMap<String, String>,
     /// `spec.context` of the EC2NodeClass.
     pub context: Option<String>,
+    /// A reserved launch: the kind of its reservations and whether they are interruptible
+    /// (one kind per launch).
+    pub reservation: Option<(ReservationKind, bool)>,
+}
+
+/// How the fleet buys its instance: `DefaultTargetCapacityType` and the options that go with
+/// it, as upstream's `CreateFleetInputBuilder`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Market {
+    /// `spot`, with `SpotOptions.AllocationStrategy`.
+    Spot,
+    /// `on-demand`, with `OnDemandOptions.AllocationStrategy`: on-demand, and a launch into
+    /// an ODCR (its launch template targets it).
+    OnDemand,
+    /// `capacity-block`, no options: a launch into a Capacity Block.
+    CapacityBlock,
+    /// `reserved-capacity` with `ReservedCapacityOptions.ReservationTypes`
+    /// `[interruptible-capacity-reservation]`: a launch into an interruptible reservation.
+    InterruptibleReservation,
+}
+
+impl FleetRequest {
+    /// How this request buys its instance.
+    pub fn market(&self) -> Market {
+        match (self.capacity_type, self.reservation) {
+            (CapacityType::Spot, _) => Market::Spot,
+            (CapacityType::Reserved, Some((ReservationKind::CapacityBlock, _))) => {
+                Market::CapacityBlock
+            }
+            (CapacityType::Reserved, Some((ReservationKind::Default, true))) => {
+                Market::InterruptibleReservation
+            }
+            _ => Market::OnDemand,
+        }
+    }
 }
 
 /// The request for `plan`, with `template_names[i]` the launch template of `plan.groups[i]`.
@@ -82,6 +120,11 @@ pub fn request(
         configs,
         tags,
         context,
+        reservation: plan
+            .groups
+            .iter()
+            .find_map(|g| g.reservation.as_ref())
+            .map(|r| (r.kind, r.interruptible)),
     }
 }
 
@@ -282,6 +325,47 @@ mod tests {
     }
 
     #[test]
+    fn a_reservation_is_bought_as_upstream_buys_it() {
+        let request = |capacity_type, reservation| FleetRequest {
+            capacity_type,
+            allocation_strategy: "lowest-price",
+            configs: Vec::new(),
+            tags: BTreeMap::new(),
+            context: None,
+            reservation,
+        };
+        assert_eq!(request(CapacityType::Spot, None).market(), Market::Spot);
+        assert_eq!(
+            request(CapacityType::OnDemand, None).market(),
+            Market::OnDemand
+        );
+        assert_eq!(
+            request(
+                CapacityType::Reserved,
+                Some((ReservationKind::Default, false))
+            )
+            .market(),
+            Market::OnDemand
+        );
+        assert_eq!(
+            request(
+                CapacityType::Reserved,
+                Some((ReservationKind::CapacityBlock, false))
+            )
+            .market(),
+            Market::CapacityBlock
+        );
+        assert_eq!(
+            request(
+                CapacityType::Reserved,
+                Some((ReservationKind::Default, true))
+            )
+            .market(),
+            Market::InterruptibleReservation
+        );
+    }
+
+    #[test]
     fn a_request_has_one_config_per_template_and_the_strategy_of_its_capacity_type() {
         let plan = LaunchPlan {
             capacity_type: CapacityType::Spot,
@@ -289,6 +373,7 @@ mod tests {
                 image_id: "ami-1".into(),
                 max_pods: 29,
                 instance_types: vec!["m5.large".into()],
+                reservation: None,
                 overrides: vec![Override {
                     instance_type: "m5.large".into(),
                     zone: "us-west-2a".into(),

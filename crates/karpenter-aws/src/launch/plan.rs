@@ -8,6 +8,11 @@
 //! dropped; the [`MAX_INSTANCE_TYPES`] cheapest kept. The two price filters are skipped when
 //! the claim carries `minValues` (they could break its flexibility).
 //!
+//! A claim that allows `reserved` launches into a reservation with a free slot when one fits
+//! ([`super::reserved`]: reserved before spot before on-demand); each reservation gets a
+//! template group of its own ([`TemplateGroup::reservation`]), which its launch template
+//! targets.
+//!
 //! A claim whose price a NodeOverlay changed (`karpenter.sh/price-overlay-applied`) is
 //! [`LaunchPlan::prioritized`]: its types are kept in the order the claim lists them (cheapest
 //! first by the overlaid prices), each override's priority is that position, and the fleet asks
@@ -18,6 +23,7 @@ use std::collections::BTreeMap;
 use karpenter_api::labels;
 use karpenter_api::v1::ec2nodeclass::AmiStatus;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, Operator};
+use karpenter_cloud::offering::Reservation;
 use karpenter_cloud::{CapacityType, InstanceTypeInfo, Offering};
 use karpenter_scheduling::RequirementSpec;
 
@@ -62,6 +68,8 @@ pub struct TemplateGroup {
     pub instance_types: Vec<String>,
     /// This group's overrides, cheapest first.
     pub overrides: Vec<Override>,
+    /// The reservation a reserved launch's template targets (one template per reservation).
+    pub reservation: Option<Reservation>,
 }
 
 /// The launch of one NodeClaim.
@@ -94,9 +102,9 @@ fn offerings<'a>(
     requirements: &'a [RequirementSpec],
     unavailable: &'a dyn Fn(&str, &Offering) -> bool,
 ) -> impl Iterator<Item = &'a Offering> + 'a {
-    info.offerings
-        .iter()
-        .filter(move |o| o.available && !unavailable(&info.name, o) && o.allowed_by(requirements))
+    info.offerings.iter().filter(move |o| {
+        super::reserved::launchable(o) && !unavailable(&info.name, o) && o.allowed_by(requirements)
+    })
 }
 
 fn cheapest(
@@ -141,20 +149,57 @@ pub fn plan<'a>(
     if candidates.is_empty() {
         return Err(PlanError::NoOffering { tried });
     }
+    // Reserved before spot before on-demand (upstream's getCapacityType): the reservation
+    // filters come before the exotic one, so a reserved GPU type is not dropped for it.
+    let allowed = |info: &InstanceTypeInfo, o: &Offering| {
+        !unavailable(&info.name, o) && o.allowed_by(&requirements)
+    };
+    let reserved = super::reserved::choose(&candidates, &allowed);
+    if let Some(choice) = &reserved {
+        candidates = choice.iter().map(|(info, _)| *info).collect();
+    }
     if !has_min_values && candidates.iter().any(|i| !is_exotic(i)) {
         candidates.retain(|i| !is_exotic(i));
     }
+    // The reserved offerings each type may launch into (by reservation id).
+    let reserved_ids: Option<BTreeMap<&str, Vec<&str>>> = reserved.as_ref().map(|choice| {
+        choice
+            .iter()
+            .map(|(info, offerings)| {
+                let ids = offerings
+                    .iter()
+                    .filter_map(|o| o.reservation.as_ref().map(|r| r.id.as_str()))
+                    .collect();
+                (info.name.as_str(), ids)
+            })
+            .collect()
+    });
+    let chosen = |info: &InstanceTypeInfo, o: &Offering| match &reserved_ids {
+        None => true,
+        Some(ids) => o.reservation.as_ref().is_some_and(|r| {
+            ids.get(info.name.as_str())
+                .is_some_and(|ids| ids.contains(&r.id.as_str()))
+        }),
+    };
     let spot_available = candidates.iter().any(|i| {
         offerings(i, &requirements, unavailable).any(|o| o.capacity_type == CapacityType::Spot)
     });
-    let capacity_type = if spot_available {
+    let capacity_type = if reserved.is_some() {
+        CapacityType::Reserved
+    } else if spot_available {
         CapacityType::Spot
     } else {
         CapacityType::OnDemand
     };
     let mut priced: Vec<(&InstanceTypeInfo, f64)> = candidates
         .iter()
-        .filter_map(|i| Some((*i, cheapest(i, &requirements, unavailable, capacity_type)?)))
+        .filter_map(|i| {
+            let price = offerings(i, &requirements, unavailable)
+                .filter(|o| o.capacity_type == capacity_type && chosen(i, o))
+                .map(|o| o.price_per_hour)
+                .min_by(f64::total_cmp)?;
+            Some((*i, price))
+        })
         .collect();
     if capacity_type == CapacityType::Spot && !has_min_values {
         let cheapest_on_demand = candidates
@@ -198,18 +243,18 @@ pub fn plan<'a>(
             without_ami.push(info.name.clone());
             continue;
         };
-        let mut overrides: Vec<Override> = Vec::new();
-        for offering in
-            offerings(info, &requirements, unavailable).filter(|o| o.capacity_type == capacity_type)
+        let mut overrides: Vec<(Override, Option<Reservation>)> = Vec::new();
+        for offering in offerings(info, &requirements, unavailable)
+            .filter(|o| o.capacity_type == capacity_type && chosen(info, o))
         {
             let Some(subnet) = subnet_of_zone.get(offering.zone.as_str()) else {
                 zones_without_subnet.push(offering.zone.clone());
                 continue;
             };
-            if overrides.iter().any(|o| o.zone == offering.zone) {
+            if overrides.iter().any(|(o, _)| o.zone == offering.zone) {
                 continue;
             }
-            overrides.push(Override {
+            let over = Override {
                 instance_type: info.name.clone(),
                 zone: offering.zone.clone(),
                 subnet_id: (*subnet).to_owned(),
@@ -219,26 +264,31 @@ pub fn plan<'a>(
                 } else {
                     offering.price_per_hour
                 },
-            });
-        }
-        if overrides.is_empty() {
-            continue;
+            };
+            overrides.push((over, offering.reservation.clone()));
         }
         let max_pods = info.capacity.pods;
-        match groups
-            .iter_mut()
-            .find(|g| g.image_id == ami.id && g.max_pods == max_pods)
-        {
-            Some(group) => {
-                group.instance_types.push(info.name.clone());
-                group.overrides.extend(overrides);
+        for (over, reservation) in overrides {
+            let id = reservation.as_ref().map(|r| r.id.as_str());
+            match groups.iter_mut().find(|g| {
+                g.image_id == ami.id
+                    && g.max_pods == max_pods
+                    && g.reservation.as_ref().map(|r| r.id.as_str()) == id
+            }) {
+                Some(group) => {
+                    if !group.instance_types.contains(&info.name) {
+                        group.instance_types.push(info.name.clone());
+                    }
+                    group.overrides.push(over);
+                }
+                None => groups.push(TemplateGroup {
+                    image_id: ami.id.clone(),
+                    max_pods,
+                    instance_types: vec![info.name.clone()],
+                    overrides: vec![over],
+                    reservation,
+                }),
             }
-            None => groups.push(TemplateGroup {
-                image_id: ami.id.clone(),
-                max_pods,
-                instance_types: vec![info.name.clone()],
-                overrides,
-            }),
         }
     }
     if groups.is_empty() {
@@ -558,6 +608,117 @@ mod tests {
         .unwrap();
         let pods: Vec<i64> = plan.groups.iter().map(|g| g.max_pods).collect();
         assert_eq!(pods, [29, 58]);
+    }
+
+    fn with_reservation(
+        mut info: InstanceTypeInfo,
+        zone: &str,
+        id: &str,
+        slots: u32,
+    ) -> InstanceTypeInfo {
+        info.offerings.push(Offering {
+            zone: zone.into(),
+            capacity_type: CapacityType::Reserved,
+            price_per_hour: 0.085 / 10_000_000.0,
+            available: true,
+            price_is_estimate: false,
+            reservation: Some(Reservation {
+                id: id.into(),
+                kind: karpenter_cloud::offering::ReservationKind::Default,
+                interruptible: false,
+                available_instances: slots,
+            }),
+        });
+        info
+    }
+
+    fn capacity_types(values: &[&str]) -> serde_json::Value {
+        serde_json::json!([{"key": labels::CAPACITY_TYPE, "operator": "In", "values": values}])
+    }
+
+    #[test]
+    fn a_claim_allowing_reserved_launches_into_a_free_reservation_with_a_template_per_reservation()
+    {
+        let c5 = info(
+            "c5.large",
+            29,
+            &[
+                ("us-west-2a", OnDemand, 0.085),
+                ("us-west-2b", OnDemand, 0.085),
+            ],
+            &[],
+        );
+        let types = [with_reservation(
+            with_reservation(c5, "us-west-2a", "cr-a", 2),
+            "us-west-2b",
+            "cr-b",
+            1,
+        )];
+        let lookup = |n: &str| types.iter().find(|t| t.name == n);
+        let plan = plan(
+            &claim(&["c5.large"], capacity_types(&["on-demand", "reserved"])),
+            &class(),
+            &lookup,
+            &never,
+        )
+        .unwrap();
+        assert_eq!(plan.capacity_type, CapacityType::Reserved);
+        let groups: Vec<(Option<&str>, Vec<&str>)> = plan
+            .groups
+            .iter()
+            .map(|g| {
+                (
+                    g.reservation.as_ref().map(|r| r.id.as_str()),
+                    g.overrides.iter().map(|o| o.zone.as_str()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                (Some("cr-a"), vec!["us-west-2a"]),
+                (Some("cr-b"), vec!["us-west-2b"])
+            ]
+        );
+    }
+
+    #[test]
+    fn a_full_reservation_falls_back_to_on_demand_and_a_claim_pinned_to_it_has_no_offering() {
+        let c5 = info("c5.large", 29, &[("us-west-2a", OnDemand, 0.085)], &[]);
+        let types = [with_reservation(c5, "us-west-2a", "cr-a", 0)];
+        let lookup = |n: &str| types.iter().find(|t| t.name == n);
+        let fallback = plan(
+            &claim(&["c5.large"], capacity_types(&["on-demand", "reserved"])),
+            &class(),
+            &lookup,
+            &never,
+        )
+        .unwrap();
+        assert_eq!(fallback.capacity_type, OnDemand);
+        assert!(fallback.groups.iter().all(|g| g.reservation.is_none()));
+        let mut pinned = capacity_types(&["reserved"]);
+        pinned.as_array_mut().unwrap().push(serde_json::json!(
+            {"key": labels::CAPACITY_RESERVATION_ID, "operator": "In", "values": ["cr-a"]}
+        ));
+        assert_eq!(
+            plan(&claim(&["c5.large"], pinned), &class(), &lookup, &never),
+            Err(PlanError::NoOffering { tried: 1 })
+        );
+    }
+
+    #[test]
+    fn a_claim_without_reserved_never_launches_into_a_reservation() {
+        let c5 = info("c5.large", 29, &[("us-west-2a", OnDemand, 0.085)], &[]);
+        let types = [with_reservation(c5, "us-west-2a", "cr-a", 2)];
+        let lookup = |n: &str| types.iter().find(|t| t.name == n);
+        let plan = plan(
+            &claim(&["c5.large"], capacity_types(&["on-demand"])),
+            &class(),
+            &lookup,
+            &never,
+        )
+        .unwrap();
+        assert_eq!(plan.capacity_type, OnDemand);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karpenter_api::conditions;
-use karpenter_api::v1::ec2nodeclass::{AmiStatus, SecurityGroupStatus, SubnetStatus};
+use karpenter_api::v1::ec2nodeclass::{
+    AmiStatus, CapacityReservationStatus, SecurityGroupStatus, SubnetStatus,
+};
 use karpenter_api::v1::{EC2NodeClass, EC2NodeClassStatus};
 
 pub use karpenter_api::v1::ec2nodeclass::conditions::{
@@ -63,9 +65,10 @@ pub struct Resolution {
     pub security_groups: Outcome<Vec<SecurityGroupStatus>>,
     pub amis: Outcome<Vec<AmiStatus>>,
     pub instance_profile: Outcome<String>,
-    /// Capacity reservations are not launched into yet: `Ready(())` when the class selects
-    /// none, `NotReady` when it selects some.
-    pub capacity_reservations: Outcome<()>,
+    /// The reservations `spec.capacityReservationSelectorTerms` matched (`Ready` with none is
+    /// no status field and the condition `True`, as upstream); `None` with the gate
+    /// `ReservedCapacity` off: no field and no `CapacityReservationsReady` condition at all.
+    pub capacity_reservations: Option<Outcome<Vec<CapacityReservationStatus>>>,
     /// Checks over the spec and the cluster facts (tags, AL2023's cluster CIDR, ...).
     pub validation: Outcome<()>,
     /// `spec.placementGroupSelector`: `Ready(())` without one or when it matched an available
@@ -92,7 +95,9 @@ impl Resolution {
             one(SUBNETS_READY, &self.subnets),
             one(SECURITY_GROUPS_READY, &self.security_groups),
             one(INSTANCE_PROFILE_READY, &self.instance_profile),
-            one(CAPACITY_RESERVATIONS_READY, &self.capacity_reservations),
+            self.capacity_reservations
+                .as_ref()
+                .and_then(|o| one(CAPACITY_RESERVATIONS_READY, o)),
             one(VALIDATION_SUCCEEDED, &self.validation),
             one(PLACEMENT_GROUP_READY, &self.placement_group),
         ]
@@ -198,15 +203,29 @@ pub fn status(
         generation,
         &at,
     );
-    let mut none: Option<()> = None;
-    apply(
-        &mut none,
-        &resolution.capacity_reservations,
-        CAPACITY_RESERVATIONS_READY,
-        &mut list,
-        generation,
-        &at,
-    );
+    match &resolution.capacity_reservations {
+        Some(outcome) => {
+            apply(
+                &mut out.capacity_reservations,
+                outcome,
+                CAPACITY_RESERVATIONS_READY,
+                &mut list,
+                generation,
+                &at,
+            );
+            if out
+                .capacity_reservations
+                .as_ref()
+                .is_some_and(Vec::is_empty)
+            {
+                out.capacity_reservations = None;
+            }
+        }
+        None => {
+            out.capacity_reservations = None;
+            list.retain(|c| c.type_ != CAPACITY_RESERVATIONS_READY);
+        }
+    }
     let mut none: Option<()> = None;
     apply(
         &mut none,
@@ -365,7 +384,7 @@ mod tests {
             }]),
             amis: Outcome::Ready(vec![]),
             instance_profile: Outcome::Ready("demo_1".into()),
-            capacity_reservations: Outcome::Ready(()),
+            capacity_reservations: Some(Outcome::Ready(Vec::new())),
             validation: Outcome::Ready(()),
             placement_group: Outcome::Ready(()),
         }
@@ -411,6 +430,41 @@ mod tests {
                 .unwrap_err()
                 .contains("Placement group \"kafka\" not found")
         );
+    }
+
+    #[test]
+    fn matched_reservations_are_listed_none_is_no_field_and_the_gate_off_drops_the_condition() {
+        let reservation = CapacityReservationStatus {
+            availability_zone: "us-west-2a".into(),
+            id: "cr-1".into(),
+            instance_type: "c5.large".into(),
+            owner_id: "123456789012".into(),
+            state: Some("active".into()),
+            ..CapacityReservationStatus::default()
+        };
+        let mut with = ready();
+        with.capacity_reservations = Some(Outcome::Ready(vec![reservation.clone()]));
+        let listed = status(None, Some(1), &with, t(1));
+        assert_eq!(listed.capacity_reservations, Some(vec![reservation]));
+        assert_eq!(
+            condition(&listed, CAPACITY_RESERVATIONS_READY).status,
+            "True"
+        );
+        assert_eq!(condition(&listed, READY).status, "True");
+
+        let none = status(Some(&listed), Some(1), &ready(), t(2));
+        assert_eq!(
+            none.capacity_reservations, None,
+            "upstream writes nil, not []"
+        );
+        assert_eq!(condition(&none, CAPACITY_RESERVATIONS_READY).status, "True");
+
+        let mut off = ready();
+        off.capacity_reservations = None;
+        let off = status(Some(&listed), Some(1), &off, t(3));
+        assert_eq!(off.capacity_reservations, None);
+        assert!(conditions::get(off.conditions.as_deref(), CAPACITY_RESERVATIONS_READY).is_none());
+        assert_eq!(condition(&off, READY).status, "True");
     }
 
     #[test]

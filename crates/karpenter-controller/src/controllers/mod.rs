@@ -146,6 +146,7 @@ pub async fn run_aws(
         reserved_enis: settings.reserved_enis,
         kube_dns_ip: kube_dns::discover(&ctx.clients.main).await,
         reboot_for_repair: settings.aws_feature_gates.reboot_for_repair,
+        reserved_capacity: settings.feature_gates.reserved_capacity,
     };
     let k8s_version = ctx
         .clients
@@ -185,6 +186,7 @@ pub async fn run_aws(
         .min(settings.security_group_refresh_interval);
     let extra_cloud = cloud.clone();
     let placement_groups = cloud.placement_groups();
+    let reservations = cloud.capacity_reservations();
     let status_clients = clients.clone();
     let extra: Extra<karpenter_aws_provider::AwsCloud<nodeclass::CachedClasses>> =
         Box::new(move |tasks, context, ctx| {
@@ -212,7 +214,8 @@ pub async fn run_aws(
                         clients,
                         ctx.settings.cluster_name.clone(),
                     )
-                    .with_placement_groups(placement_groups),
+                    .with_placement_groups(placement_groups)
+                    .with_capacity_reservations(reservations),
                     k8s_version,
                     ca_bundle,
                     refresh,

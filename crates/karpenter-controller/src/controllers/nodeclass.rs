@@ -216,12 +216,20 @@ impl<L: NodeClasses + 'static> Reconciler for NodeClassController<L> {
                 }
                 continue;
             }
+            // A class selecting capacity reservations is read every minute, as upstream polls
+            // them (their free slots change with every other launch into them).
+            let refresh = if self.resolver.polls_reservations(class) {
+                self.refresh
+                    .min(karpenter_aws::capacity_reservation::POLL_PERIOD)
+            } else {
+                self.refresh
+            };
             let resolve = match resolved.get(name) {
                 Some(seen) => {
                     let due = seen.generation != class.metadata.generation
-                        || seen.at.elapsed() >= self.refresh;
+                        || seen.at.elapsed() >= refresh;
                     if !due {
-                        scan.requeue_after(self.refresh.saturating_sub(seen.at.elapsed()));
+                        scan.requeue_after(refresh.saturating_sub(seen.at.elapsed()));
                     }
                     due
                 }

@@ -116,8 +116,8 @@ const fn setting(
 }
 
 /// Every refused value. `SpotToSpotConsolidation`, `NodeRepair`, `StaticCapacity`, `NodeOverlay` and `CapacityBuffer` are implemented and
-/// `ReservedCapacity` is accepted both ways (an EC2NodeClass selecting capacity reservations is not Ready with
-/// `CapacityReservationsUnsupported`), so neither is here.
+/// `ReservedCapacity` is accepted both ways (on: the EC2 provider reads, offers and launches into the reservations
+/// classes select; off: it ignores them, as upstream), so neither is here.
 const RULES: &[Rule] = &[
     gate(
         "TerminateFirstDrift",
@@ -127,7 +127,7 @@ const RULES: &[Rule] = &[
     gate(
         "TerminateFirstRepair",
         |s| s.feature_gates.terminate_first_repair,
-        "terminate-first repair (for reserved capacity, which karpenter-rs does not launch yet) is not implemented; set TerminateFirstRepair=false",
+        "terminate-first repair (for reserved capacity) is not implemented; set TerminateFirstRepair=false",
     ),
     setting(
         "LEGACY_NODE_REPAIR",

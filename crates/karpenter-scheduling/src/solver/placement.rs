@@ -803,3 +803,24 @@ impl Solver<'_> {
         Err(reasons)
     }
 }
+
+impl Solver<'_> {
+    /// `update` with the reservations `claim` holds once the pod is added, or why the pod may
+    /// not be added.
+    pub(crate) fn reserve(
+        &self,
+        claim: &Claim,
+        mut update: ClaimUpdate,
+    ) -> Result<ClaimUpdate, crate::solver::reservations::ReservationRefusal> {
+        let requirements = update.requirements.as_ref().unwrap_or(&claim.requirements);
+        update.reserved = self.reservations.to_hold(
+            &self.pools[claim.pool].catalog,
+            &update.its,
+            requirements,
+            &claim.reserved,
+            self.input.options.reserved_offering_mode,
+            &self.interner,
+        )?;
+        Ok(update)
+    }
+}

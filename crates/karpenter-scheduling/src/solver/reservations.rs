@@ -18,9 +18,6 @@ use crate::input::ReservedOfferingMode;
 use crate::intern::Sym;
 use crate::requirements::Requirements;
 use crate::solver::bitset::Bitset;
-use crate::solver::placement::ClaimUpdate;
-use crate::solver::scheduler::Solver;
-use crate::solver::state::Claim;
 use crate::solver::type_index::TypeIndex;
 
 /// Free slots per reservation id, for the whole solve.
@@ -153,25 +150,4 @@ impl Reservations {
 
 fn refusal(strict: bool, reason: &'static str) -> ReservationRefusal {
     ReservationRefusal { strict, reason }
-}
-
-impl Solver<'_> {
-    /// `update` with the reservations `claim` holds once the pod is added, or why the pod may
-    /// not be added.
-    pub(crate) fn reserve(
-        &self,
-        claim: &Claim,
-        mut update: ClaimUpdate,
-    ) -> Result<ClaimUpdate, ReservationRefusal> {
-        let requirements = update.requirements.as_ref().unwrap_or(&claim.requirements);
-        update.reserved = self.reservations.to_hold(
-            &self.pools[claim.pool].catalog,
-            &update.its,
-            requirements,
-            &claim.reserved,
-            self.input.options.reserved_offering_mode,
-            &self.interner,
-        )?;
-        Ok(update)
-    }
 }

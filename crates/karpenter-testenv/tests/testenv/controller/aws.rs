@@ -30,6 +30,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use super::{Harness, prepare, spawn_controller};
 
 mod health;
+mod reservations;
 
 /// A Kubernetes error inside a wait, named.
 fn kube_error(action: &'static str) -> impl FnOnce(kube::Error) -> karpenter_testenv::Error {
