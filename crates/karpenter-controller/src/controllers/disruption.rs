@@ -830,35 +830,18 @@ impl<C: CloudProvider + 'static> Disruption<C> {
     /// Untaints nodes carrying `karpenter.sh/disrupted` that no command holds and nothing
     /// deletes (left by a command this process did not finish, e.g. before a restart).
     async fn clear_stale_taints(&self, queue: &Queue) {
-        let stale: Vec<(String, Option<String>)> = {
+        let stale = {
             let cluster = self.ctx.cache.lock();
-            cluster
-                .state_nodes()
-                .iter()
-                .filter(|n| !n.deleting() && !n.marked_for_deletion)
-                .filter(|n| {
-                    n.node
-                        .is_some_and(karpenter_lifecycle::termination::is_tainted)
-                })
-                .filter(|n| !queue.is_queued(n.name()))
-                .map(|n| {
-                    (
-                        n.name().to_owned(),
-                        n.node_claim.and_then(|c| c.metadata.name.clone()),
-                    )
-                })
-                .collect()
+            stale_disrupted(&cluster.state_nodes(), |name| queue.is_queued(name))
         };
         for (node, claim) in stale {
             tracing::info!(%node, "removing a stale karpenter.sh/disrupted taint");
             let cleared = async {
                 self.ctx.writer().set_disrupted_taint(&node, false).await?;
-                if let Some(claim) = claim {
-                    self.ctx
-                        .writer()
-                        .set_claim_condition(&claim, DISRUPTION_REASON, None, Utc::now())
-                        .await?;
-                }
+                self.ctx
+                    .writer()
+                    .set_claim_condition(&claim, DISRUPTION_REASON, None, Utc::now())
+                    .await?;
                 Ok::<(), WriteError>(())
             }
             .await;
@@ -1139,6 +1122,26 @@ impl<C: CloudProvider + 'static> Disruption<C> {
     }
 }
 
+/// The nodes whose `karpenter.sh/disrupted` taint is stale: tainted, not deleting, not marked
+/// for deletion, held by no queued command, with their NodeClaim's name. Only nodes with a
+/// NodeClaim: a node Karpenter does not own keeps whatever taints it has (upstream's
+/// `RequireNoScheduleTaint` skips them too).
+fn stale_disrupted(
+    nodes: &[karpenter_state::StateNode<'_>],
+    queued: impl Fn(&str) -> bool,
+) -> Vec<(String, String)> {
+    nodes
+        .iter()
+        .filter(|n| !n.deleting() && !n.marked_for_deletion)
+        .filter(|n| {
+            n.node
+                .is_some_and(karpenter_lifecycle::termination::is_tainted)
+        })
+        .filter(|n| !queued(n.name()))
+        .filter_map(|n| Some((n.name().to_owned(), n.node_claim?.metadata.name.clone()?)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1152,6 +1155,44 @@ mod tests {
             "single"
         );
         assert_eq!(consolidation_type(Method::Drift), "");
+    }
+
+    #[test]
+    fn a_stale_disrupted_taint_is_cleared_only_from_karpenters_own_idle_nodes() {
+        let node = |name: &str| -> k8s_openapi::api::core::v1::Node {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name},
+                "spec": {"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}
+            }))
+            .unwrap_or_default()
+        };
+        let claim = |name: &str| -> NodeClaim {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                "metadata": {"name": name},
+                "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []}
+            }))
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let (owned, queued, unowned) = (node("owned"), node("queued"), node("unowned"));
+        let (owned_claim, queued_claim) = (claim("owned"), claim("queued"));
+        let state = |node, node_claim| karpenter_state::StateNode {
+            node: Some(node),
+            node_claim,
+            pods: Vec::new(),
+            nominated_until: None,
+            marked_for_deletion: false,
+        };
+        let nodes = [
+            state(&owned, Some(&owned_claim)),
+            state(&queued, Some(&queued_claim)),
+            state(&unowned, None),
+        ];
+        assert_eq!(
+            stale_disrupted(&nodes, |n| n == "queued"),
+            [("owned".to_owned(), "owned".to_owned())],
+            "a node without a NodeClaim keeps its taint; a queued one keeps it too"
+        );
     }
 
     #[test]

@@ -136,14 +136,21 @@ async fn explain_tells_why_a_pod_fits_nowhere_where_another_went_and_why_its_nod
 
     // Its node stays: the do-not-disrupt pod, named, is the reason.
     let verdict = wait_for(
-        "the node's explanation from a disruption pass that saw it",
-        Duration::from_secs(60),
+        "the node's explanation from a disruption pass that saw it, past any nomination",
+        Duration::from_secs(90),
         || async {
             let answer: Result<NodeAnswer, _> = ask(&target, &paths::node(&node))
                 .await
                 .expect("the controller answers");
+            // A node nominated for the held pod by a later batch is kept for that until the
+            // nomination ends (2 × the batch max duration): wait it out.
             Ok(match answer.map(|a| a.verdict) {
                 Ok(NodeVerdict::NotConsidered) | Err(_) => None,
+                Ok(NodeVerdict::Kept { reasons })
+                    if reasons.iter().all(|r| r.code == "Nominated") =>
+                {
+                    None
+                }
                 Ok(verdict) => Some(verdict),
             })
         },
