@@ -3,7 +3,7 @@
 //! asserted on the cluster as a user would see it (NodeClaims, pods, events, metrics).
 
 use std::cell::Cell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use karpenter_api::v1::{NodeClaim, NodePool};
 use karpenter_kwok_provider::KwokOptions;
 use karpenter_testenv::wait_for;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
 use super::{Harness, claim_label, healthy, only, start};
 
@@ -431,9 +431,10 @@ async fn consolidation_keeps_scheduler_config_default_spread_for_pods_without_th
     )
     .await;
     // Three 500m pods, one per zone by the default spread: without it, consolidation packs
-    // them onto one c5.large (the three pods fit) and removes two nodes.
+    // them onto one c5.large (the three pods fit) and removes two nodes. Consolidation starts
+    // once the pods sit one per node.
     h.node_pool_disrupting(
-        serde_json::json!({"consolidateAfter": "0s", "consolidationPolicy": "WhenEmptyOrUnderutilized"}),
+        serde_json::json!({"consolidateAfter": "Never", "consolidationPolicy": "WhenEmptyOrUnderutilized"}),
         only(&["c5.large"]),
     )
     .await;
@@ -441,12 +442,61 @@ async fn consolidation_keeps_scheduler_config_default_spread_for_pods_without_th
     h.wait_running(3, Duration::from_secs(120)).await;
     let before = h.node_claims().await;
     assert_eq!(before.len(), 3, "one NodeClaim per zone");
+    // kube-scheduler is not given the default spread (the test environment's scheduler is
+    // shared), and binds pods to whichever node is ready first: it may put two or three on one
+    // node. A pod deleted from a crowded node comes back on an empty one (its default
+    // scoring prefers the least allocated node) once all three are ready.
+    wait_for(
+        "the three pods one per node",
+        Duration::from_secs(120),
+        || async {
+            let pods = h.pods().await;
+            let mut by_node: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for p in &pods {
+                if p.metadata.deletion_timestamp.is_some() {
+                    continue;
+                }
+                if let (Some(node), Some(name)) = (
+                    p.spec.as_ref().and_then(|s| s.node_name.clone()),
+                    p.metadata.name.clone(),
+                ) {
+                    by_node.entry(node).or_default().push(name);
+                }
+            }
+            if by_node.len() == 3 && by_node.values().all(|p| p.len() == 1) {
+                return Ok(Some(()));
+            }
+            if let Some(crowded) = by_node.values().find(|p| p.len() > 1) {
+                let _ = Api::<Pod>::namespaced(h.client.clone(), h.scope.namespace())
+                    .delete(&crowded[0], &DeleteParams::default())
+                    .await;
+            }
+            Ok(None)
+        },
+    )
+    .await
+    .expect("kube-scheduler spreads the pods over the three nodes");
+    h.wait_running(3, Duration::from_secs(60)).await;
+    h.patch_pool(serde_json::json!({"spec": {"disruption": {"consolidateAfter": "0s"}}}))
+        .await;
     // Every node is judged and left: moving its pod to another zone would break the skew,
     // and a new node in its zone costs the same.
+    // (An event from before the patch says `consolidateAfter: Never`: not that one.)
     for claim in &before {
         let node = node_name(claim).expect("a registered node");
-        h.wait_object_event("Node", &node, "Unconsolidatable", "")
-            .await;
+        wait_for(
+            &format!("an Unconsolidatable event on Node {node} from a pass with consolidation on"),
+            Duration::from_secs(90),
+            || async {
+                Ok(h.object_events("Node", &node, "Unconsolidatable")
+                    .await
+                    .into_iter()
+                    .filter_map(|e| e.message)
+                    .find(|m| !m.contains("Never")))
+            },
+        )
+        .await
+        .expect("the node is told why it stays");
     }
     let after = h.node_claims().await;
     assert_eq!(names(&after), names(&before), "no node was consolidated");
