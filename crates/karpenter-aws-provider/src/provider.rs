@@ -816,7 +816,7 @@ impl<L: NodeClasses> AwsCloud<L> {
                     self.reservations
                         .availability()
                         .mark_launched(&reservation.id, Instant::now());
-                    placed.extend(reservation_labels(reservation));
+                    placed.extend(reservation.labels());
                 }
                 if let Some(group) = group.as_ref() {
                     // An untargeted partition is EC2's choice: the label stays empty until the
@@ -1103,7 +1103,7 @@ impl<L: NodeClasses> AwsCloud<L> {
             instance.tenancy.clone(),
         );
         if let Some(reservation) = &instance.reservation {
-            node_labels.extend(reservation_labels(reservation));
+            node_labels.extend(reservation.labels());
         }
         if let Some(pool) = instance.tags.get(labels::NODEPOOL) {
             node_labels.insert(labels::NODEPOOL.to_owned(), pool.clone());
@@ -1152,24 +1152,6 @@ impl<L: NodeClasses> AwsCloud<L> {
             }
         })
     }
-}
-
-/// The labels of an instance in `reservation` (upstream's reserved capacity labels).
-fn reservation_labels(reservation: &Reservation) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (
-            labels::CAPACITY_RESERVATION_ID.to_owned(),
-            reservation.id.clone(),
-        ),
-        (
-            labels::CAPACITY_RESERVATION_TYPE.to_owned(),
-            reservation.kind.as_str().to_owned(),
-        ),
-        (
-            labels::CAPACITY_RESERVATION_INTERRUPTIBLE.to_owned(),
-            reservation.interruptible.to_string(),
-        ),
-    ])
 }
 
 /// The id of `zone` among the class's subnets.

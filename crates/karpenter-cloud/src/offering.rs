@@ -75,6 +75,24 @@ pub struct Reservation {
     pub available_instances: u32,
 }
 
+impl Reservation {
+    /// The labels a node launched into it carries (upstream's reserved capacity labels):
+    /// `karpenter.k8s.aws/capacity-reservation-{id,type,interruptible}`.
+    pub fn labels(&self) -> [(String, String); 3] {
+        [
+            (labels::CAPACITY_RESERVATION_ID.to_owned(), self.id.clone()),
+            (
+                labels::CAPACITY_RESERVATION_TYPE.to_owned(),
+                self.kind.as_str().to_owned(),
+            ),
+            (
+                labels::CAPACITY_RESERVATION_INTERRUPTIBLE.to_owned(),
+                self.interruptible.to_string(),
+            ),
+        ]
+    }
+}
+
 /// One zone x capacity type of an instance type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Offering {

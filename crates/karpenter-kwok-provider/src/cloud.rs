@@ -453,7 +453,7 @@ impl KwokCloud {
             node.metadata
                 .labels
                 .get_or_insert_with(BTreeMap::new)
-                .extend(crate::reservations::node_labels(reservation));
+                .extend(reservation.labels());
         }
         let view = claim_view(&node, Some(claim));
         // With a registration delay the instance "boots": its record is the NodeClaim the

@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use karpenter_api::labels;
 use karpenter_cloud::offering::{Reservation, ReservationKind};
 use karpenter_cloud::{CapacityType, InstanceTypeInfo, Offering};
 
@@ -187,25 +186,6 @@ impl Ledger {
         }
         out
     }
-}
-
-/// The labels a Node launched into `reservation` carries (upstream's AWS provider sets them
-/// from the instance).
-pub fn node_labels(reservation: &Reservation) -> [(String, String); 3] {
-    [
-        (
-            labels::CAPACITY_RESERVATION_ID.to_owned(),
-            reservation.id.clone(),
-        ),
-        (
-            labels::CAPACITY_RESERVATION_TYPE.to_owned(),
-            reservation.kind.as_str().to_owned(),
-        ),
-        (
-            labels::CAPACITY_RESERVATION_INTERRUPTIBLE.to_owned(),
-            reservation.interruptible.to_string(),
-        ),
-    ]
 }
 
 #[cfg(test)]
