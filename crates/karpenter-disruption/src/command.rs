@@ -91,6 +91,43 @@ pub struct Command {
     /// What node repair decided (repair commands only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<RepairCommand>,
+    /// Set on a delete-only command that takes a node whose replacement could not be staged
+    /// first ([`crate::terminate_first`]): provisioning refills the freed slot afterwards.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terminate_first: Option<TerminateFirst>,
+}
+
+/// Why a terminate-first command could not stage its replacement before the node goes
+/// (upstream's `TerminateFirstReason`, the `terminate_first_reason` metric label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum TerminateFirst {
+    /// The replacement has no reserved capacity to launch into but the slot the node holds
+    /// in a full capacity reservation.
+    NoReservedCapacity,
+    /// The node's static NodePool is at its `limits.nodes`.
+    StaticAtLimit,
+}
+
+impl TerminateFirst {
+    /// The metric label value (`no-reserved-capacity`, `static-at-limit`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TerminateFirst::NoReservedCapacity => "no-reserved-capacity",
+            TerminateFirst::StaticAtLimit => "static-at-limit",
+        }
+    }
+
+    /// What the command's explanation says of it.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            TerminateFirst::NoReservedCapacity => {
+                "terminated before its replacement: the capacity reservations are full, so the replacement launches into the slot this node frees"
+            }
+            TerminateFirst::StaticAtLimit => {
+                "terminated before its replacement: the static nodepool is at its node limit, so the replacement launches once this node is gone"
+            }
+        }
+    }
 }
 
 /// A repair command's policy decision (upstream's `RepairPolicyResult` on the candidate).

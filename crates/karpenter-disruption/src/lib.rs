@@ -35,7 +35,9 @@
 //!   replica count asks for (launches, or removals in upstream's scale-down order; static drift
 //!   reads the same counts); [`deletion_cost`] ranks the nodes for the ReplicaSet controller
 //!   (`controller.kubernetes.io/pod-deletion-cost`, gate `PodDeletionCostManagement`) in the
-//!   order consolidation would take them;
+//!   order consolidation would take them; `terminate_first.rs` says when a node whose
+//!   replacement cannot be staged first (full reservations, a static pool at its node limit)
+//!   goes first (gates `TerminateFirstDrift`, `TerminateFirstRepair`);
 //! - after the decision: [`validation`] re-checks a command after its delay and [`queue`]
 //!   carries it through replacement and deletion; `conditions.rs` is what the NodeClaims'
 //!   `Drifted` and `Consolidatable` conditions should say.
@@ -66,13 +68,16 @@ pub(crate) mod scores;
 pub(crate) mod simulate;
 pub mod snapshot;
 pub mod static_pool;
+pub(crate) mod terminate_first;
 #[cfg(test)]
 mod testing;
 pub(crate) mod time_fmt;
 pub mod validation;
 
 pub use budgets::{BudgetMap, PoolAllowance};
-pub use command::{Command, CommandCandidate, Considered, Decision, Method, RepairCommand};
+pub use command::{
+    Command, CommandCandidate, Considered, Decision, Method, RepairCommand, TerminateFirst,
+};
 pub use conditions::{ClaimConditions, claim_conditions};
 pub use consolidatable::consolidatable;
 pub use decide::{PASS_INTERVAL, decide};

@@ -56,10 +56,14 @@ mod tests {
     const GATE_OFF: Features = Features {
         spot_to_spot_consolidation: false,
         pod_deletion_cost_management: false,
+        terminate_first_drift: false,
+        terminate_first_repair: false,
     };
     const GATE_ON: Features = Features {
         spot_to_spot_consolidation: false,
         pod_deletion_cost_management: true,
+        terminate_first_drift: false,
+        terminate_first_repair: false,
     };
 
     #[test]

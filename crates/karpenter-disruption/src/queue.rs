@@ -306,6 +306,7 @@ mod tests {
             explanation: "test".into(),
             balanced: Vec::new(),
             repair: None,
+            terminate_first: None,
         }
     }
 

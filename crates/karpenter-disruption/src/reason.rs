@@ -78,6 +78,9 @@ pub enum Code {
     StaticPoolScalingDown,
     /// A static NodePool has no room under `limits.nodes` to stage a replacement.
     StaticPoolAtNodeLimit,
+    /// Every offering a static NodePool's template allows is a full capacity reservation, so
+    /// no replacement can be staged (and the node holds no slot a replacement could reuse).
+    StaticPoolReservationsFull,
     /// No instance type of a static NodePool fits its template.
     StaticPoolNoInstanceType,
     /// Another method produced this pass's command, for other nodes.
@@ -100,7 +103,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in declaration order.
-    pub const ALL: [Code; 42] = [
+    pub const ALL: [Code; 43] = [
         Code::Unmanaged,
         Code::NoNodePoolLabel,
         Code::NodePoolNotFound,
@@ -134,6 +137,7 @@ impl Code {
         Code::BalancedThreshold,
         Code::StaticPoolScalingDown,
         Code::StaticPoolAtNodeLimit,
+        Code::StaticPoolReservationsFull,
         Code::StaticPoolNoInstanceType,
         Code::OtherMethodChosen,
         Code::NothingFound,
@@ -181,6 +185,7 @@ impl Code {
             Code::BalancedThreshold => "BalancedThreshold",
             Code::StaticPoolScalingDown => "StaticPoolScalingDown",
             Code::StaticPoolAtNodeLimit => "StaticPoolAtNodeLimit",
+            Code::StaticPoolReservationsFull => "StaticPoolReservationsFull",
             Code::StaticPoolNoInstanceType => "StaticPoolNoInstanceType",
             Code::OtherMethodChosen => "OtherMethodChosen",
             Code::NothingFound => "NothingFound",
@@ -248,6 +253,7 @@ impl Code {
             | Code::StaticNodePool
             | Code::StaticPoolScalingDown
             | Code::StaticPoolAtNodeLimit
+            | Code::StaticPoolReservationsFull
             | Code::StaticPoolNoInstanceType
             | Code::CandidateChanged
             | Code::DecisionChanged
@@ -429,7 +435,7 @@ mod tests {
     }
 
     /// The published names. Changing one breaks dashboards and alerts: add, never rename.
-    const STABLE: [(Code, &str); 42] = [
+    const STABLE: [(Code, &str); 43] = [
         (Code::Unmanaged, "Unmanaged"),
         (Code::NoNodePoolLabel, "NoNodePoolLabel"),
         (Code::NodePoolNotFound, "NodePoolNotFound"),
@@ -463,6 +469,10 @@ mod tests {
         (Code::BalancedThreshold, "BalancedThreshold"),
         (Code::StaticPoolScalingDown, "StaticPoolScalingDown"),
         (Code::StaticPoolAtNodeLimit, "StaticPoolAtNodeLimit"),
+        (
+            Code::StaticPoolReservationsFull,
+            "StaticPoolReservationsFull",
+        ),
         (Code::StaticPoolNoInstanceType, "StaticPoolNoInstanceType"),
         (Code::OtherMethodChosen, "OtherMethodChosen"),
         (Code::NothingFound, "NothingFound"),

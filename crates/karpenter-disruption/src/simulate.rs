@@ -235,6 +235,38 @@ impl Simulator {
         (self.classify(&watched, &result), result)
     }
 
+    /// Terminate-first's simulation (upstream's second pass of
+    /// `SimulateSchedulingWithReservedFallback`): as [`Simulator::simulate`] of one candidate,
+    /// with the slot it holds in `reservation` credited back and no fallback from reserved
+    /// capacity (strict, as provisioning will be), so it tells whether the candidate's pods fit
+    /// once it is gone and its slot is free.
+    pub fn simulate_credited(
+        &mut self,
+        snapshot: &Snapshot,
+        candidate: &Candidate,
+        reservation: &str,
+    ) -> (Outcome, SolveResult) {
+        let catalogs = Arc::clone(&self.input.instance_types);
+        let mut credited = (*catalogs).clone();
+        for offering in credited
+            .values_mut()
+            .flatten()
+            .flat_map(|it| it.offerings.iter_mut())
+            .filter(|o| crate::terminate_first::reservation_id(o) == Some(reservation))
+        {
+            offering.reservation_capacity += 1;
+        }
+        self.input.instance_types = Arc::new(credited);
+        let mode = std::mem::replace(
+            &mut self.input.options.reserved_offering_mode,
+            ReservedOfferingMode::Strict,
+        );
+        let out = self.simulate(snapshot, &[candidate], false);
+        self.input.options.reserved_offering_mode = mode;
+        self.input.instance_types = catalogs;
+        out
+    }
+
     fn classify(&self, watched: &BTreeSet<String>, result: &SolveResult) -> Outcome {
         if let Some(u) = result
             .unschedulable

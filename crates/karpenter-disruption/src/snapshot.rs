@@ -29,6 +29,12 @@ pub struct Features {
     /// `PodDeletionCostManagement`: Karpenter writes `controller.kubernetes.io/pod-deletion-cost`
     /// ([`crate::deletion_cost`]) and stops reading it as a pod's disruption cost.
     pub pod_deletion_cost_management: bool,
+    /// `TerminateFirstDrift`: a drifted node whose replacement cannot be staged first (full
+    /// reservations, a static pool at its node limit) is deleted first
+    /// ([`crate::terminate_first`]).
+    pub terminate_first_drift: bool,
+    /// `TerminateFirstRepair`: the same for node repair.
+    pub terminate_first_repair: bool,
 }
 
 /// A `Drifted=True` condition as the NodeClaim disruption controller set it.

@@ -57,6 +57,8 @@ struct Scenario {
 struct FeaturesSpec {
     #[serde(default)]
     spot_to_spot_consolidation: bool,
+    #[serde(default)]
+    terminate_first_drift: bool,
 }
 
 fn default_zones() -> Vec<String> {
@@ -86,6 +88,21 @@ struct TypeSpec {
     /// Pools offering the type (all when absent).
     #[serde(default)]
     pools: Option<Vec<String>>,
+    /// Capacity reservations of the type (`reserved` offerings).
+    #[serde(default)]
+    reserved: Vec<ReservedSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReservedSpec {
+    /// `karpenter.k8s.aws/capacity-reservation-id`.
+    id: String,
+    price: f64,
+    /// Free slots.
+    slots: u32,
+    #[serde(default = "zone_a")]
+    zone: String,
 }
 
 fn yes() -> bool {
@@ -251,6 +268,10 @@ struct Expect {
     /// `delete` or `replace`.
     #[serde(default)]
     action: Option<String>,
+    /// The command's terminate-first reason (`no-reserved-capacity`, `static-at-limit`), or
+    /// `none`.
+    #[serde(default)]
+    terminate_first: Option<String>,
     #[serde(default)]
     replacements: Option<usize>,
     /// Every replacement option is one of these.
@@ -368,6 +389,9 @@ fn instance_type(t: &TypeSpec) -> InstanceType {
         if let Some(p) = t.od {
             b = b.offering(z, "on-demand", p, true);
         }
+    }
+    for r in &t.reserved {
+        b = b.reserved_offering(&r.zone, r.price, &r.id, r.slots);
     }
     b.build()
 }
@@ -591,6 +615,7 @@ fn snapshot(sc: &Scenario) -> Result<Snapshot, String> {
             .collect::<Result<_, _>>()?,
         features: Features {
             spot_to_spot_consolidation: sc.features.spot_to_spot_consolidation,
+            terminate_first_drift: sc.features.terminate_first_drift,
             ..Features::default()
         },
         buffer_nodes: sc.buffer_nodes.iter().cloned().collect(),
@@ -663,6 +688,14 @@ fn check(sc: &Scenario, d: &Decision) -> Vec<String> {
         let got = if c.is_delete() { "delete" } else { "replace" };
         if a != got {
             errs.push(format!("action: want {a}, got {got}"));
+        }
+    }
+    if let Some(want) = &e.terminate_first {
+        let got = cmd
+            .and_then(|c| c.terminate_first)
+            .map_or("none", |t| t.as_str());
+        if want != got {
+            errs.push(format!("terminateFirst: want {want}, got {got}"));
         }
     }
     if let (Some(n), Some(c)) = (e.replacements, cmd)

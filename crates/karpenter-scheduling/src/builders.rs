@@ -476,6 +476,22 @@ impl InstanceTypeBuilder {
         self
     }
 
+    /// A `reserved` offering of capacity reservation `id` with `slots` free slots.
+    pub fn reserved_offering(mut self, zone: &str, price: f64, id: &str, slots: u32) -> Self {
+        self.it.offerings.push(Offering {
+            zone: zone.into(),
+            capacity_type: "reserved".into(),
+            price,
+            available: true,
+            requirements: vec![RequirementSpec::is_in(
+                karpenter_api::labels::CAPACITY_RESERVATION_ID,
+                &[id],
+            )],
+            reservation_capacity: slots,
+        });
+        self
+    }
+
     pub fn kube_reserved(mut self, name: &str, q: &str) -> Self {
         if let Ok(q) = crate::Quantity::parse(q) {
             self.it.overhead.kube_reserved.set(name, q);

@@ -29,7 +29,7 @@ fn controller(env: &[(&str, &str)]) -> Output {
 fn refused_settings_stop_the_controller_before_it_connects_listing_each() {
     let out = controller(&[
         ("ENABLE_PROFILING", "true"),
-        ("FEATURE_GATES", "TerminateFirstDrift=true"),
+        ("AWS_FEATURE_GATES", "DRAEFA=true"),
     ]);
     let text = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{text}");
@@ -38,7 +38,9 @@ fn refused_settings_stop_the_controller_before_it_connects_listing_each() {
         "{text}"
     );
     assert!(
-        text.contains("TerminateFirstDrift=true in FEATURE_GATES (--feature-gates): terminating a drifted node"),
+        text.contains(
+            "DRAEFA=true in AWS_FEATURE_GATES (--aws-feature-gates): dynamic resource allocation"
+        ),
         "{text}"
     );
     assert!(

@@ -42,8 +42,8 @@ use karpenter_cloud::RepairMatcher;
 use karpenter_disruption::reason::NODE_REPAIR_BLOCKED;
 use karpenter_disruption::reboot_history::RebootHistory;
 use karpenter_disruption::{
-    BudgetMap, Code, Command, Decision, Features, Method, Queue, RepairSettings, Replacement,
-    Snapshot, Step,
+    BudgetMap, Code, Command, Decision, Method, Queue, RepairSettings, Replacement, Snapshot, Step,
+    TerminateFirst,
 };
 use karpenter_scheduling::PoolInstanceTypes;
 use karpenter_state::Cluster;
@@ -83,10 +83,7 @@ pub fn snapshot_of(
     queued: &BTreeSet<&str>,
     now: chrono::DateTime<Utc>,
 ) -> Snapshot {
-    let features = Features {
-        spot_to_spot_consolidation: settings.feature_gates.spot_to_spot_consolidation,
-        pod_deletion_cost_management: settings.feature_gates.pod_deletion_cost_management,
-    };
+    let features = settings.feature_gates.disruption_features();
     let mut snapshot = cluster.disruption_snapshot(
         now,
         instance_types,
@@ -299,7 +296,9 @@ fn is_consolidation(method: Method) -> bool {
 }
 
 fn decision_label(command: &Command) -> &'static str {
-    if command.is_delete() {
+    if command.terminate_first.is_some() {
+        "terminate-first"
+    } else if command.is_delete() {
         "delete"
     } else {
         "replace"
@@ -718,6 +717,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             decision_label(command),
             &reason_label(command.reason),
             consolidation_type(command.method),
+            command.terminate_first.map(TerminateFirst::as_str),
             command.candidates.iter().map(|c| c.node_pool.as_str()),
         );
     }

@@ -155,14 +155,7 @@ impl<C: CloudProvider + 'static> Reconciler for StaticPools<C> {
     }
 
     fn scan(&self, cluster: &Cluster, now: DateTime<Utc>, busy: Busy<'_>) -> Scan<StaticStep> {
-        let features = Features {
-            spot_to_spot_consolidation: self.ctx.settings.feature_gates.spot_to_spot_consolidation,
-            pod_deletion_cost_management: self
-                .ctx
-                .settings
-                .feature_gates
-                .pod_deletion_cost_management,
-        };
+        let features = self.ctx.settings.feature_gates.disruption_features();
         let mut scan = Scan::new();
         for (name, step) in
             scan_static_pools(cluster, self.ctx.cloud.node_classes(), features, now, busy)

@@ -450,6 +450,7 @@ mod tests {
                     reboot: false,
                     termination_grace_period: None,
                 }),
+                terminate_first: None,
             }],
             considered: vec![Considered {
                 node: "busy".into(),

@@ -236,6 +236,7 @@ pub struct ControllerMetrics {
     /// operatorpkg's status-condition metrics.
     pub(crate) conditions: ConditionMetrics,
     disruption_decisions_by_nodepool: Family<Labels, Counter>,
+    disruption_terminate_first_decisions: Family<Labels, Counter>,
     consolidation_timeouts: Family<Labels, Counter>,
     ignored_pods: Gauge,
     pod_decision_duration: Histogram,
@@ -615,6 +616,12 @@ impl ControllerMetrics {
                 "Number of disruption decisions performed by nodepool. Labeled by nodepool name, disruption decision, reason, and consolidation type.",
                 Family::default(),
             ),
+            disruption_terminate_first_decisions: add(
+                registry,
+                "karpenter_voluntary_disruption_terminate_first_decisions",
+                "Number of terminate-first disruption decisions performed. Labeled by nodepool name, reason, and why the replacement couldn't be staged first.",
+                Family::default(),
+            ),
             consolidation_timeouts: add(
                 registry,
                 "karpenter_voluntary_disruption_consolidation_timeouts",
@@ -913,13 +920,15 @@ impl ControllerMetrics {
             .set(i64::try_from(pods).unwrap_or(i64::MAX));
     }
 
-    /// A disruption command started (`decision`: `delete` or `replace`) for candidates of
-    /// `nodepools` (each counted once).
+    /// A disruption command started (`decision`: `delete`, `replace` or `terminate-first`)
+    /// for candidates of `nodepools` (each counted once); a terminate-first command also
+    /// counts per pool with why it could not replace first (`terminate_first`).
     pub fn disruption_decision<'a>(
         &self,
         decision: &str,
         reason: &str,
         consolidation_type: &str,
+        terminate_first: Option<&str>,
         nodepools: impl IntoIterator<Item = &'a str>,
     ) {
         self.disruption_decisions
@@ -939,6 +948,15 @@ impl ControllerMetrics {
                     ("consolidation_type", consolidation_type.to_owned()),
                 ])
                 .inc();
+            if let Some(why) = terminate_first {
+                self.disruption_terminate_first_decisions
+                    .get_or_create(&vec![
+                        ("nodepool", pool.to_owned()),
+                        ("reason", reason.to_owned()),
+                        ("terminate_first_reason", why.to_owned()),
+                    ])
+                    .inc();
+            }
         }
     }
 

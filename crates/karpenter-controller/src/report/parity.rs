@@ -46,10 +46,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "no cost tracker to fail: karpenter_nodepools_cost_total is priced each pass from the last instance-type listing",
     ),
     (
-        "karpenter_voluntary_disruption_terminate_first_decisions_total",
-        "[capacity] terminate-first disruption (reserved capacity, static NodePools at their limit)",
-    ),
-    (
         "leader_election_slowpath_total",
         "the elector reads the Lease before each write, so it has no fast path to fall back from (controller-runtime v0.24.1 documents this counter but never registers it)",
     ),
@@ -428,7 +424,14 @@ pub fn exported() -> Metrics {
     m.cluster_state_synced.set(1);
     m.cluster_state_node_count.set(3);
     m.disruption_evaluated("Emptiness", "empty", 0.2);
-    m.disruption_decision("delete", "empty", "empty", ["general", "general"]);
+    m.disruption_decision("delete", "empty", "empty", None, ["general", "general"]);
+    m.disruption_decision(
+        "terminate-first",
+        "drifted",
+        "",
+        Some("static-at-limit"),
+        ["general"],
+    );
     m.disruption_failed_validation("single");
     m.disruption_queue_failure("replace", "underutilized", "single");
     m.allowed_disruptions("general", "Underutilized", 1, 0);

@@ -70,6 +70,18 @@ impl Default for FeatureGates {
     }
 }
 
+impl FeatureGates {
+    /// The gates the disruption decisions read.
+    pub fn disruption_features(&self) -> karpenter_disruption::snapshot::Features {
+        karpenter_disruption::snapshot::Features {
+            spot_to_spot_consolidation: self.spot_to_spot_consolidation,
+            pod_deletion_cost_management: self.pod_deletion_cost_management,
+            terminate_first_drift: self.terminate_first_drift,
+            terminate_first_repair: self.terminate_first_repair,
+        }
+    }
+}
+
 impl GateSet for FeatureGates {
     const KIND: &'static str = "feature gate";
     const NAMES: &'static [&'static str] = &GATE_NAMES;

@@ -77,17 +77,6 @@ struct Rule {
     reason: &'static str,
 }
 
-const fn gate(name: &'static str, set: fn(&Settings) -> bool, reason: &'static str) -> Rule {
-    Rule {
-        env: "FEATURE_GATES",
-        flag: "--feature-gates",
-        gate: Some(name),
-        value: "true",
-        set,
-        reason,
-    }
-}
-
 const fn aws_gate(name: &'static str, set: fn(&Settings) -> bool, reason: &'static str) -> Rule {
     Rule {
         env: "AWS_FEATURE_GATES",
@@ -115,20 +104,11 @@ const fn setting(
     }
 }
 
-/// Every refused value. `SpotToSpotConsolidation`, `NodeRepair`, `StaticCapacity`, `NodeOverlay` and `CapacityBuffer` are implemented and
+/// Every refused value. `SpotToSpotConsolidation`, `NodeRepair`, `StaticCapacity`, `NodeOverlay`, `CapacityBuffer`,
+/// `TerminateFirstDrift` and `TerminateFirstRepair` are implemented and
 /// `ReservedCapacity` is accepted both ways (on: the EC2 provider reads, offers and launches into the reservations
 /// classes select; off: it ignores them, as upstream), so neither is here.
 const RULES: &[Rule] = &[
-    gate(
-        "TerminateFirstDrift",
-        |s| s.feature_gates.terminate_first_drift,
-        "terminating a drifted node before its replacement launches is not implemented yet in karpenter-rs; set TerminateFirstDrift=false",
-    ),
-    gate(
-        "TerminateFirstRepair",
-        |s| s.feature_gates.terminate_first_repair,
-        "terminate-first repair (for reserved capacity) is not implemented; set TerminateFirstRepair=false",
-    ),
     setting(
         "LEGACY_NODE_REPAIR",
         "--legacy-node-repair",

@@ -424,16 +424,6 @@ fn upstream_v1_15_charts_rendered_defaults_parse_and_start() {
 fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() {
     let cases: &[(&str, &str, &str)] = &[
         (
-            "FEATURE_GATES",
-            "TerminateFirstDrift=true",
-            "TerminateFirstDrift=true in FEATURE_GATES (--feature-gates): terminating a drifted node",
-        ),
-        (
-            "FEATURE_GATES",
-            "TerminateFirstRepair=true",
-            "TerminateFirstRepair=true in FEATURE_GATES (--feature-gates): terminate-first repair",
-        ),
-        (
             "IGNORE_DRA_REQUESTS",
             "false",
             "IGNORE_DRA_REQUESTS=false (--ignore-dra-requests): simulating dynamic resource allocation (DRA) is not implemented yet",
@@ -528,8 +518,9 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
         &[
             (
                 "FEATURE_GATES",
-                "NodeRepair=true,NodeOverlay=true,StaticCapacity=true,CapacityBuffer=true,TerminateFirstDrift=true",
+                "NodeRepair=true,NodeOverlay=true,StaticCapacity=true,CapacityBuffer=true,TerminateFirstDrift=true,TerminateFirstRepair=true",
             ),
+            ("AWS_FEATURE_GATES", "DRAEFA=true"),
             ("EKS_CONTROL_PLANE", "true"),
         ],
     )
@@ -542,16 +533,12 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
         .collect();
     assert_eq!(
         settings_named,
-        [
-            "TerminateFirstDrift",
-            "ENABLE_PROFILING",
-            "EKS_CONTROL_PLANE"
-        ]
+        ["ENABLE_PROFILING", "EKS_CONTROL_PLANE", "DRAEFA"]
     );
     let message = err.to_string();
     assert!(
         message.starts_with(
-            "refusing to start: 3 settings ask for what karpenter-rs does not do:\n  - TerminateFirstDrift=true in FEATURE_GATES"
+            "refusing to start: 3 settings ask for what karpenter-rs does not do:\n  - ENABLE_PROFILING=true"
         ),
         "{message}"
     );

@@ -144,5 +144,6 @@ pub fn compute(
         explanation,
         balanced: Vec::new(),
         repair: None,
+        terminate_first: None,
     })
 }

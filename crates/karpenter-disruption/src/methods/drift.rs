@@ -1,6 +1,9 @@
 //! Drift (reason `Drifted`, eventual): replace the node that drifted first (empty ones before
 //! the rest) whose pods all fit elsewhere or on replacements; one node per pass, any number of
 //! replacements, no price rule. Static pools are left to [`crate::methods::static_drift`].
+//!
+//! With `TerminateFirstDrift`, a reserved node whose pods fit nowhere while it stays, but fit
+//! once its reservation slot is free, is deleted first ([`crate::terminate_first`]).
 
 use karpenter_api::v1::DisruptionReason;
 
@@ -12,6 +15,7 @@ use crate::pass::Pass;
 use crate::pool;
 use crate::simulate::Outcome;
 use crate::snapshot::DriftMark;
+use crate::terminate_first::{self, TerminateFirst};
 
 pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     let snapshot = pass.snapshot;
@@ -49,6 +53,12 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         }
         let (outcome, _) = pass.sim.simulate(snapshot, &[&c], false);
         let replacements = match outcome {
+            Outcome::Unschedulable(_)
+                if snapshot.features.terminate_first_drift
+                    && terminate_first::fits_once_gone(pass, &c) =>
+            {
+                return vec![terminate_first_command(&c, &prefix, &mark)];
+            }
             Outcome::Unschedulable(why) => {
                 pass.note(c.index, why.prefixed(&format!("{prefix} but ")));
                 continue;
@@ -75,7 +85,30 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             replacements,
             balanced: Vec::new(),
             repair: None,
+            terminate_first: None,
         }];
     }
     Vec::new()
+}
+
+/// The delete-only command for a reserved node whose replacement can only launch into the
+/// slot it holds (gate `TerminateFirstDrift`).
+fn terminate_first_command(c: &Candidate, prefix: &str, mark: &DriftMark) -> Command {
+    let why = TerminateFirst::NoReservedCapacity;
+    Command {
+        method: Method::Drift,
+        reason: DisruptionReason::Drifted,
+        explanation: format!(
+            "node {} {prefix} since {}; {}",
+            c.name,
+            mark.since.format("%Y-%m-%dT%H:%M:%SZ"),
+            why.sentence()
+        ),
+        savings_per_hour: 0.0,
+        candidates: vec![CommandCandidate::from(c)],
+        replacements: Vec::new(),
+        balanced: Vec::new(),
+        repair: None,
+        terminate_first: Some(why),
+    }
 }

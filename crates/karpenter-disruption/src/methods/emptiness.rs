@@ -94,5 +94,6 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         savings_per_hour: savings,
         balanced: Vec::new(),
         repair: None,
+        terminate_first: None,
     }]
 }

@@ -24,7 +24,9 @@
 //! `RebootHistory`, [`crate::reboot_history`]).
 //! A static NodePool's node is replaced by a node from the pool's template, as static drift
 //! does (no simulation), unless the pool is scaling down or at its `limits.nodes`.
-//! Terminate-first repair is not implemented.
+//! With `TerminateFirstRepair` a node whose replacement cannot be staged first (a reserved
+//! node whose pods only fit in the slot it frees; a static pool at its limit or with full
+//! reservations) is deleted first instead ([`crate::terminate_first`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -35,7 +37,7 @@ use karpenter_cloud::repair::{self, RepairAction, RepairResult};
 
 use crate::budgets::map::BudgetMap;
 use crate::candidate::{self, Candidate};
-use crate::command::{Command, CommandCandidate, Method, RepairCommand};
+use crate::command::{Command, CommandCandidate, Method, RepairCommand, TerminateFirst};
 use crate::methods::static_drift;
 use crate::pass::Pass;
 use crate::pool;
@@ -44,6 +46,7 @@ use crate::reboot_history;
 use crate::simulate::Outcome;
 use crate::snapshot::{NodeState, Snapshot};
 use crate::static_pool::{PoolCounts, node_limit};
+use crate::terminate_first;
 use crate::time_fmt::hms;
 
 pub use crate::repair_settings::{DO_NOT_REPAIR, RepairSettings, UnhealthyThreshold};
@@ -253,34 +256,42 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             .termination_grace_period
             .as_ref()
             .map(|(bound, _)| e.claim_grace.map_or(*bound, |claim| claim.min(*bound)));
-        // A reboot is in place: no replacement, no simulation (upstream's `commitReboot`).
-        if e.result.action == RepairAction::RebootNode {
-            return vec![Command {
+        let command = |explanation: String,
+                       replacements: Vec<karpenter_scheduling::NewNodeClaim>,
+                       reboot: bool,
+                       terminate_first: Option<TerminateFirst>| {
+            let cost: f64 = replacements.iter().map(|r| r.cheapest_price()).sum();
+            Command {
                 method: Method::Repair,
                 reason: DisruptionReason::Unhealthy,
-                explanation: format!(
-                    "node {} is unhealthy: {} past its {} toleration; rebooted in place{}",
-                    c.name,
-                    condition_text(&e.result),
-                    go_duration(e.result.toleration),
-                    match grace {
-                        Some(g) if g.is_zero() => "; no drain (forceful)".to_owned(),
-                        Some(g) => format!("; drain bounded to {}", go_duration(g)),
-                        None => String::new(),
-                    },
-                ),
-                savings_per_hour: 0.0,
+                explanation: format!("{explanation}{}", grace_text(grace)),
+                savings_per_hour: if reboot || terminate_first.is_some() {
+                    0.0
+                } else {
+                    c.price - cost
+                },
                 candidates: vec![CommandCandidate::from(c)],
-                replacements: Vec::new(),
+                replacements,
                 balanced: Vec::new(),
                 repair: Some(RepairCommand {
                     condition: e.result.condition.clone(),
                     status: e.result.status.clone(),
                     reason: e.result.reason.clone(),
-                    reboot: true,
+                    reboot,
                     termination_grace_period: grace,
                 }),
-            }];
+                terminate_first,
+            }
+        };
+        // A reboot is in place: no replacement, no simulation (upstream's `commitReboot`).
+        if e.result.action == RepairAction::RebootNode {
+            let explanation = format!(
+                "node {} is unhealthy: {} past its {} toleration; rebooted in place",
+                c.name,
+                condition_text(&e.result),
+                go_duration(e.result.toleration),
+            );
+            return vec![command(explanation, Vec::new(), true, None)];
         }
         // A static NodePool's pods are not moved by a solver: as upstream, repair mirrors
         // static drift, one node from the pool's template for the broken one.
@@ -288,35 +299,29 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             .node_pool(&c.node_pool)
             .filter(|p| pool::is_static(p))
         {
-            match static_replacement(snapshot, node_pool) {
-                Ok(template) => {
-                    return vec![Command {
-                        method: Method::Repair,
-                        reason: DisruptionReason::Unhealthy,
-                        explanation: format!(
-                            "node {} of static nodepool {} is unhealthy: {} past its {} toleration; a node from the template replaces it{}",
-                            c.name,
-                            c.node_pool,
-                            condition_text(&e.result),
-                            go_duration(e.result.toleration),
-                            match grace {
-                                Some(g) if g.is_zero() => "; no drain (forceful)".to_owned(),
-                                Some(g) => format!("; drain bounded to {}", go_duration(g)),
-                                None => String::new(),
-                            },
-                        ),
-                        savings_per_hour: c.price - template.cheapest_price(),
-                        candidates: vec![CommandCandidate::from(c)],
-                        replacements: vec![template],
-                        balanced: Vec::new(),
-                        repair: Some(RepairCommand {
-                            condition: e.result.condition.clone(),
-                            status: e.result.status.clone(),
-                            reason: e.result.reason.clone(),
-                            reboot: false,
-                            termination_grace_period: grace,
-                        }),
-                    }];
+            let head = format!(
+                "node {} of static nodepool {} is unhealthy: {} past its {} toleration",
+                c.name,
+                c.node_pool,
+                condition_text(&e.result),
+                go_duration(e.result.toleration),
+            );
+            match static_repair(snapshot, node_pool, c) {
+                Ok(StaticRepair::Replace(template)) => {
+                    return vec![command(
+                        format!("{head}; a node from the template replaces it"),
+                        vec![template],
+                        false,
+                        None,
+                    )];
+                }
+                Ok(StaticRepair::TerminateFirst(why)) => {
+                    return vec![command(
+                        format!("{head}; {}", why.sentence()),
+                        Vec::new(),
+                        false,
+                        Some(why),
+                    )];
                 }
                 Err(why) => {
                     pass.note(c.index, why.prefixed(&prefix));
@@ -324,18 +329,8 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
                 }
             }
         }
-        let (outcome, _) = pass.sim.simulate(snapshot, &[c], false);
-        let replacements = match outcome {
-            Outcome::Unschedulable(why) => {
-                pass.note(c.index, why.prefixed(&prefix));
-                continue;
-            }
-            Outcome::Fits => Vec::new(),
-            Outcome::NeedsNew(claims) => claims,
-        };
-        let cost: f64 = replacements.iter().map(|r| r.cheapest_price()).sum();
-        let explanation = format!(
-            "node {} is unhealthy: {} since {}, past its {} toleration ({}policy {}={}{}){}; {}{}",
+        let head = format!(
+            "node {} is unhealthy: {} since {}, past its {} toleration ({}policy {}={}{}){}",
             c.name,
             condition_text(&e.result),
             hms(e.result.eligible_at
@@ -357,44 +352,72 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
             } else {
                 String::new()
             },
-            if replacements.is_empty() {
-                "its pods fit on other nodes".to_owned()
-            } else {
-                format!("{} replacement(s) launched first", replacements.len())
-            },
-            match grace {
-                Some(g) if g.is_zero() => "; no drain (forceful)".to_owned(),
-                Some(g) => format!("; drain bounded to {}", go_duration(g)),
-                None => String::new(),
-            },
         );
-        return vec![Command {
-            method: Method::Repair,
-            reason: DisruptionReason::Unhealthy,
-            explanation,
-            savings_per_hour: c.price - cost,
-            candidates: vec![CommandCandidate::from(c)],
+        let (outcome, _) = pass.sim.simulate(snapshot, &[c], false);
+        let replacements = match outcome {
+            Outcome::Unschedulable(_)
+                if snapshot.features.terminate_first_repair
+                    && terminate_first::fits_once_gone(pass, c) =>
+            {
+                let why = TerminateFirst::NoReservedCapacity;
+                return vec![command(
+                    format!("{head}; {}", why.sentence()),
+                    Vec::new(),
+                    false,
+                    Some(why),
+                )];
+            }
+            Outcome::Unschedulable(why) => {
+                pass.note(c.index, why.prefixed(&prefix));
+                continue;
+            }
+            Outcome::Fits => Vec::new(),
+            Outcome::NeedsNew(claims) => claims,
+        };
+        let tail = if replacements.is_empty() {
+            "its pods fit on other nodes".to_owned()
+        } else {
+            format!("{} replacement(s) launched first", replacements.len())
+        };
+        return vec![command(
+            format!("{head}; {tail}"),
             replacements,
-            balanced: Vec::new(),
-            repair: Some(RepairCommand {
-                condition: e.result.condition.clone(),
-                status: e.result.status.clone(),
-                reason: e.result.reason.clone(),
-                reboot: false,
-                termination_grace_period: grace,
-            }),
-        }];
+            false,
+            None,
+        )];
     }
     Vec::new()
 }
 
-/// The replacement of a static NodePool's broken node: the pool's template, unless the pool is
-/// still scaling down (the replacement would be surplus) or at its `limits.nodes` (nowhere to
-/// stage it), as upstream's repair of static nodes.
-fn static_replacement(
+/// `; drain bounded to ...` (or `; no drain (forceful)`) for a repair command's explanation;
+/// empty when the NodeClaim's own bound applies.
+fn grace_text(grace: Option<Duration>) -> String {
+    match grace {
+        Some(g) if g.is_zero() => "; no drain (forceful)".to_owned(),
+        Some(g) => format!("; drain bounded to {}", go_duration(g)),
+        None => String::new(),
+    }
+}
+
+/// How a static NodePool's broken node is repaired.
+#[derive(Debug)]
+enum StaticRepair {
+    /// A node from the pool's template, launched first.
+    Replace(karpenter_scheduling::NewNodeClaim),
+    /// Deleted first, refilled by the static loop (`TerminateFirstRepair`).
+    TerminateFirst(TerminateFirst),
+}
+
+/// The repair of a static NodePool's broken node `c`, or why there is none, as upstream's
+/// repair of static nodes: nothing while the pool is still scaling down (a replacement would
+/// be surplus); with `TerminateFirstRepair`, terminate-first when the pool's reservations are
+/// full (only for a node holding a slot of one) or it is at `limits.nodes`, and the pool will
+/// be refilled; else the pool's template, launched first.
+fn static_repair(
     snapshot: &Snapshot,
     node_pool: &karpenter_api::v1::NodePool,
-) -> Result<karpenter_scheduling::NewNodeClaim, Reason> {
+    c: &Candidate,
+) -> Result<StaticRepair, Reason> {
     let name = pool::name(node_pool);
     let replicas = node_pool.spec.replicas.unwrap_or(0);
     let counts = PoolCounts::of(&snapshot.nodes, name);
@@ -407,7 +430,34 @@ fn static_replacement(
             ),
         ));
     }
+    let gate = snapshot.features.terminate_first_repair;
+    let full = gate
+        .then(|| terminate_first::full_reservations(snapshot.catalog(name), node_pool))
+        .flatten();
+    let reservations_full = Reason::new(
+        Code::StaticPoolReservationsFull,
+        format!(
+            "static nodepool {name}'s capacity reservations are full and cannot stage a replacement"
+        ),
+    );
+    if let Some(offered) = &full
+        && !terminate_first::held_reservation(snapshot, c).is_some_and(|id| offered.contains(id))
+    {
+        return Err(reservations_full);
+    }
+    if full.is_some() {
+        return if terminate_first::refillable(node_pool) {
+            Ok(StaticRepair::TerminateFirst(
+                TerminateFirst::NoReservedCapacity,
+            ))
+        } else {
+            Err(reservations_full)
+        };
+    }
     if node_limit(node_pool).is_some_and(|limit| counts.total >= limit) {
+        if gate && terminate_first::refillable(node_pool) {
+            return Ok(StaticRepair::TerminateFirst(TerminateFirst::StaticAtLimit));
+        }
         return Err(Reason::new(
             Code::StaticPoolAtNodeLimit,
             format!(
@@ -416,7 +466,7 @@ fn static_replacement(
             ),
         ));
     }
-    static_drift::template_claim(snapshot, node_pool)
+    static_drift::template_claim(snapshot, node_pool).map(StaticRepair::Replace)
 }
 
 #[cfg(test)]

@@ -11,9 +11,11 @@
 //! - each command is one candidate and one replacement; there is no simulation and no price
 //!   rule (the pool's pods are not moved by a solver, the replacement is the template).
 //!
-//! Candidates are taken oldest drift first. Upstream's newer terminate-first variant (feature
-//! gate `TerminateFirstDrift`, for pools at their node limit) is not implemented: such pools
-//! get a reason instead.
+//! Candidates are taken oldest drift first. With `TerminateFirstDrift` (upstream v1.15), a pool
+//! that cannot stage a replacement first has its drifted nodes deleted first instead, within
+//! the budget, and the static provisioning loop refills it ([`crate::terminate_first`]): a
+//! pool at its node limit, or one whose template allows only full capacity reservations (then
+//! only the nodes holding a slot of one go first). Without the gate such pools get a reason.
 
 use std::collections::BTreeMap;
 
@@ -29,6 +31,7 @@ use crate::pool;
 use crate::reason::{Code, Reason};
 use crate::snapshot::{DriftMark, Snapshot};
 use crate::static_pool::{PoolCounts, node_limit};
+use crate::terminate_first::{self, TerminateFirst};
 
 pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     let snapshot = pass.snapshot;
@@ -63,18 +66,10 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         drifted.sort_by(|(a, am), (b, bm)| am.since.cmp(&bm.since).then(a.name.cmp(&b.name)));
         let replicas = node_pool.spec.replicas.unwrap_or(0);
         let counts = PoolCounts::of(&snapshot.nodes, &pool_name);
-        let held = |pass: &mut Pass<'_>, why: Reason| {
-            for (c, mark) in &drifted {
-                pass.note(
-                    c.index,
-                    why.clone()
-                        .prefixed(&format!("drifted ({}) but ", mark.reason)),
-                );
-            }
-        };
         if counts.running + counts.pending_disruption > replicas {
             held(
                 pass,
+                &drifted,
                 Reason::new(
                     Code::StaticPoolScalingDown,
                     format!(
@@ -87,29 +82,64 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         }
         let allowed = i64::from(budgets.allowed(&pool_name));
         if allowed == 0 {
-            held(pass, budgets.why_not(&pool_name));
+            held(pass, &drifted, budgets.why_not(&pool_name));
             continue;
         }
         let max_drifts = allowed.min(drifted.len() as i64);
+        let gate = snapshot.features.terminate_first_drift;
+        // Full reservations are checked first, and only with the gate on: without it there is
+        // nothing to do but replace first.
+        if let Some(offered) = gate
+            .then(|| terminate_first::full_reservations(snapshot.catalog(&pool_name), node_pool))
+            .flatten()
+        {
+            // Only a node holding a slot of a reservation still offered frees a slot its refill
+            // can use: those go first, and only they can go first.
+            let holds = |c: &Candidate| {
+                terminate_first::held_reservation(snapshot, c)
+                    .is_some_and(|id| offered.contains(id))
+            };
+            drifted.sort_by_key(|(c, _)| !holds(c));
+            let blocked = Reason::new(
+                Code::StaticPoolReservationsFull,
+                format!(
+                    "static nodepool {pool_name}'s capacity reservations are full and cannot stage a replacement"
+                ),
+            );
+            unreplaceable(
+                pass,
+                &mut commands,
+                &mut budgets,
+                (node_pool, &drifted, max_drifts),
+                &holds,
+                (TerminateFirst::NoReservedCapacity, blocked),
+            );
+            continue;
+        }
         let room = node_limit(node_pool).map_or(i64::MAX, |limit| (limit - counts.total).max(0));
         let count = max_drifts.min(room);
         if count == 0 {
-            held(
-                pass,
-                Reason::new(
-                    Code::StaticPoolAtNodeLimit,
-                    format!(
-                        "static nodepool {pool_name} is at its node limit ({} nodes) and cannot stage a replacement",
-                        counts.total
-                    ),
+            let blocked = Reason::new(
+                Code::StaticPoolAtNodeLimit,
+                format!(
+                    "static nodepool {pool_name} is at its node limit ({} nodes) and cannot stage a replacement",
+                    counts.total
                 ),
+            );
+            unreplaceable(
+                pass,
+                &mut commands,
+                &mut budgets,
+                (node_pool, &drifted, max_drifts),
+                &|_| true,
+                (TerminateFirst::StaticAtLimit, blocked),
             );
             continue;
         }
         let template = match template_claim(snapshot, node_pool) {
             Ok(template) => template,
             Err(reason) => {
-                held(pass, reason);
+                held(pass, &drifted, reason);
                 continue;
             }
         };
@@ -130,6 +160,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
                 replacements: vec![template.clone()],
                 balanced: Vec::new(),
                 repair: None,
+                terminate_first: None,
             });
         }
         for (c, mark) in drifted.iter().skip(taken) {
@@ -150,6 +181,69 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         }
     }
     commands
+}
+
+/// Notes `why` for every drifted node of a pool that drifts none this pass.
+fn held(pass: &mut Pass<'_>, drifted: &[(Candidate, DriftMark)], why: Reason) {
+    for (c, mark) in drifted {
+        pass.note(
+            c.index,
+            why.clone()
+                .prefixed(&format!("drifted ({}) but ", mark.reason)),
+        );
+    }
+}
+
+/// A static pool's drifted nodes when no replacement can be staged first: with
+/// `TerminateFirstDrift` (and a pool the static loop will refill), the first `max` that
+/// `can_go_first` get a delete-only command each; every other node gets `blocked` (or, past
+/// the budget, the budget's reason).
+fn unreplaceable(
+    pass: &mut Pass<'_>,
+    commands: &mut Vec<Command>,
+    budgets: &mut BudgetMap,
+    (node_pool, drifted, max): (&NodePool, &[(Candidate, DriftMark)], i64),
+    can_go_first: &dyn Fn(&Candidate) -> bool,
+    (why, blocked): (TerminateFirst, Reason),
+) {
+    let name = pool::name(node_pool);
+    let enabled =
+        pass.snapshot.features.terminate_first_drift && terminate_first::refillable(node_pool);
+    let max = usize::try_from(max).unwrap_or(0);
+    for (i, (c, mark)) in drifted.iter().enumerate() {
+        let prefix = format!("drifted ({}) but ", mark.reason);
+        if i >= max {
+            let reason = if enabled {
+                budgets.why_not(name)
+            } else {
+                blocked.clone()
+            };
+            pass.note(c.index, reason.prefixed(&prefix));
+            continue;
+        }
+        if !(enabled && can_go_first(c)) {
+            pass.note(c.index, blocked.clone().prefixed(&prefix));
+            continue;
+        }
+        budgets.take(name);
+        commands.push(Command {
+            method: Method::StaticDrift,
+            reason: DisruptionReason::Drifted,
+            explanation: format!(
+                "node {} of static nodepool {name} drifted ({}) since {}; {}",
+                c.name,
+                mark.reason,
+                mark.since.format("%Y-%m-%dT%H:%M:%SZ"),
+                why.sentence(),
+            ),
+            savings_per_hour: 0.0,
+            candidates: vec![CommandCandidate::from(c)],
+            replacements: Vec::new(),
+            balanced: Vec::new(),
+            repair: None,
+            terminate_first: Some(why),
+        });
+    }
 }
 
 /// A NodeClaim from the pool's template alone

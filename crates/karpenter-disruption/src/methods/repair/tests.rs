@@ -433,3 +433,78 @@ fn a_static_pools_broken_node_is_replaced_from_the_template_unless_the_pool_is_a
     assert!(repaired(&snap).is_empty());
     assert!(codes(&snap, "sick").contains(&Code::StaticPoolScalingDown));
 }
+
+#[test]
+fn with_terminate_first_repair_a_static_pool_at_its_node_limit_loses_its_broken_node_first_if_it_will_be_refilled()
+ {
+    let nodes = vec![broken("sick", 20), healthy("ok-1"), healthy("ok-2")];
+    let mut snap = static_snapshot(nodes.clone(), 3, Some("3"));
+    snap.features.terminate_first_repair = true;
+    let decision = decide(&snap, now());
+    let command = decision.commands.first();
+    assert_eq!(repaired(&snap), ["sick"], "{decision:?}");
+    assert_eq!(
+        command.and_then(|c| c.terminate_first),
+        Some(TerminateFirst::StaticAtLimit)
+    );
+    assert!(
+        command.is_some_and(|c| c.replacements.is_empty()),
+        "delete-only"
+    );
+    assert!(
+        command.is_some_and(|c| c
+            .explanation
+            .contains("static nodepool is at its node limit")
+            && c.explanation.contains("no drain (forceful)")),
+        "{command:?}"
+    );
+    // A pool the static loop would not refill (not Ready) keeps its node, with the reason.
+    snap.node_pools[0].status = serde_json::from_value(serde_json::json!({
+        "conditions": [{"type": "Ready", "status": "False", "reason": "NodeClassNotReady",
+            "message": "", "lastTransitionTime": "2026-11-23T10:00:00Z"}]
+    }))
+    .expect("status");
+    assert!(repaired(&snap).is_empty());
+    assert!(codes(&snap, "sick").contains(&Code::StaticPoolAtNodeLimit));
+}
+
+#[test]
+fn with_terminate_first_repair_a_reserved_node_whose_pods_only_fit_in_its_own_slot_goes_first() {
+    let mut sick = broken("sick", 20);
+    sick.labels
+        .insert(l::CAPACITY_TYPE.into(), "reserved".into());
+    sick.labels
+        .insert(l::CAPACITY_RESERVATION_ID.into(), "cr-1".into());
+    sick.labels
+        .insert(l::INSTANCE_TYPE.into(), "m5.large".into());
+    sick.pods
+        .push(Arc::new(PodBuilder::new("app").cpu("1").build().into()));
+    let mut snap = snapshot(with_healthy(vec![sick], 10), "20%");
+    snap.node_pools[0].spec.template.spec.requirements =
+        serde_json::from_value(serde_json::json!([
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]}
+        ]))
+        .expect("requirements");
+    let it = karpenter_scheduling::builders::InstanceTypeBuilder::new("m5.large")
+        .resource("cpu", "2")
+        .resource("memory", "8Gi")
+        .resource("pods", "29")
+        .reserved_offering("zone-a", 0.0, "cr-1", 0)
+        .build();
+    snap.instance_types = Arc::new(BTreeMap::from([("general".to_owned(), vec![it])]));
+    // Without the gate: the pod fits nowhere while the node stays, so it stays.
+    assert!(repaired(&snap).is_empty());
+    assert!(codes(&snap, "sick").contains(&Code::Unschedulable));
+    snap.features.terminate_first_repair = true;
+    let decision = decide(&snap, now());
+    let command = decision.commands.first();
+    assert_eq!(repaired(&snap), ["sick"], "{decision:?}");
+    assert_eq!(
+        command.and_then(|c| c.terminate_first),
+        Some(TerminateFirst::NoReservedCapacity)
+    );
+    assert!(
+        command.is_some_and(|c| c.replacements.is_empty()),
+        "delete-only"
+    );
+}

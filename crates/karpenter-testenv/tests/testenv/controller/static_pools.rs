@@ -1,7 +1,8 @@
 //! Static NodePools on the real control plane with KWOK (gate `StaticCapacity`): a pool with
 //! `spec.replicas` gets its nodes with no pod asking for them, follows `kubectl scale nodepool`
 //! (a patch of the scale subresource) up and down, and a template change replaces its nodes
-//! one for one.
+//! one for one (replacement first; with `TerminateFirstDrift` at `limits.nodes`, the node
+//! first).
 
 use std::cell::Cell;
 use std::collections::BTreeSet;
@@ -131,48 +132,79 @@ async fn a_static_nodepool_gets_its_replicas_without_pods_and_follows_kubectl_sc
     h.finish().await;
 }
 
+impl Harness {
+    /// Changes the pool's template (label `rev`) and `merge` into its spec, then waits until
+    /// every NodeClaim is a new, initialized one with that label, `count` of them; the most
+    /// NodeClaims not being deleted at once meanwhile.
+    async fn roll_static_pool(
+        &self,
+        rev: &str,
+        merge: serde_json::Value,
+        count: usize,
+        old: &BTreeSet<String>,
+    ) -> (usize, BTreeSet<String>) {
+        let mut spec = serde_json::json!({"template": {"metadata": {"labels": {"rev": rev}}}});
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), merge.as_object()) {
+            spec.extend(extra.clone());
+        }
+        Api::<NodePool>::all(self.client.clone())
+            .patch(
+                &self.pool,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({ "spec": spec })),
+            )
+            .await
+            .expect("changing the pool's template");
+        let most_live = Cell::new(0usize);
+        let fresh = wait_for(
+            &format!("all {count} static nodes replaced by initialized nodes with rev={rev}"),
+            Duration::from_secs(240),
+            || {
+                let most_live = &most_live;
+                async move {
+                    let claims = self.node_claims().await;
+                    most_live.set(most_live.get().max(live(&claims).len()));
+                    let fresh = claims.len() == count
+                        && claims.iter().all(|c| {
+                            !old.contains(c.metadata.name.as_deref().unwrap_or_default())
+                                && claim_label(c, "rev") == rev
+                                && initialized(c)
+                        });
+                    Ok(fresh.then(|| {
+                        claims
+                            .iter()
+                            .filter_map(|c| c.metadata.name.clone())
+                            .collect()
+                    }))
+                }
+            },
+        )
+        .await
+        .expect("static drift replaces every node");
+        (most_live.get(), fresh)
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
-async fn a_static_nodepool_template_change_replaces_its_nodes_one_for_one() {
-    let h = start("static-drift", &[GATE_ON], KwokOptions::default()).await;
+async fn a_static_nodepool_template_change_replaces_its_nodes_one_for_one_and_at_its_node_limit_terminates_first()
+ {
+    let h = start(
+        "static-drift",
+        &["--feature-gates=StaticCapacity=true,TerminateFirstDrift=true"],
+        KwokOptions::default(),
+    )
+    .await;
     h.static_node_pool(2, serde_json::json!([{"nodes": "1"}]))
         .await;
     let old = h.wait_static_nodes(2, Duration::from_secs(120)).await;
-    Api::<NodePool>::all(h.client.clone())
-        .patch(
-            &h.pool,
-            &PatchParams::default(),
-            &Patch::Merge(
-                serde_json::json!({"spec": {"template": {"metadata": {"labels": {"rev": "2"}}}}}),
-            ),
-        )
-        .await
-        .expect("changing the pool's template");
-    let most_live = Cell::new(0usize);
-    wait_for(
-        "both static nodes replaced by initialized nodes with the new label",
-        Duration::from_secs(240),
-        || {
-            let (h, old, most_live) = (&h, &old, &most_live);
-            async move {
-                let claims = h.node_claims().await;
-                let live = live(&claims);
-                most_live.set(most_live.get().max(live.len()));
-                let fresh = claims.len() == 2
-                    && claims.iter().all(|c| {
-                        !old.contains(c.metadata.name.as_deref().unwrap_or_default())
-                            && claim_label(c, "rev") == "2"
-                            && initialized(c)
-                    });
-                Ok(fresh.then_some(()))
-            }
-        },
-    )
-    .await
-    .expect("static drift replaces both nodes");
+    // Room under the (absent) node limit: each replacement launches first, even with the
+    // terminate-first gate on.
+    let (most_live, second) = h
+        .roll_static_pool("2", serde_json::json!({}), 2, &old)
+        .await;
     assert_eq!(
-        most_live.get(),
-        3,
+        most_live, 3,
         "each replacement launches before its node goes, one at a time (budget 1)"
     );
     assert!(
@@ -182,6 +214,30 @@ async fn a_static_nodepool_template_change_replaces_its_nodes_one_for_one() {
         )
         .await
             >= 2.0
+    );
+    // At limits.nodes no replacement can be staged: TerminateFirstDrift deletes each drifted
+    // node first and the static loop refills the pool, never past the limit.
+    let (most_live, _) = h
+        .roll_static_pool(
+            "3",
+            serde_json::json!({"limits": {"nodes": "2"}}),
+            2,
+            &second,
+        )
+        .await;
+    assert!(
+        most_live <= 2,
+        "never more than limits.nodes live: {most_live}"
+    );
+    let pool = format!("nodepool=\"{}\"", h.pool);
+    assert_eq!(
+        h.metric(
+            "karpenter_voluntary_disruption_terminate_first_decisions_total",
+            &[&pool, "terminate_first_reason=\"static-at-limit\""]
+        )
+        .await,
+        2.0,
+        "one terminate-first decision per node at the limit"
     );
     h.finish().await;
 }
