@@ -92,7 +92,7 @@ pub struct Command {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<RepairCommand>,
     /// Set on a delete-only command that takes a node whose replacement could not be staged
-    /// first ([`crate::terminate_first`]): provisioning refills the freed slot afterwards.
+    /// first (`terminate_first.rs`): provisioning refills the freed slot afterwards.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub terminate_first: Option<TerminateFirst>,
 }

@@ -12,9 +12,11 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::PodSpec;
+use karpenter_api::labels::CAPACITY_RESERVATION_ID;
 use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{
-    ExistingNode, NewNodeClaim, ReservedOfferingMode, SolveInput, SolveOptions, SolveResult,
+    ExistingNode, NewNodeClaim, Offering, ReservedOfferingMode, SolveInput, SolveOptions,
+    SolveResult,
 };
 
 use crate::candidate::Candidate;
@@ -252,7 +254,7 @@ impl Simulator {
             .values_mut()
             .flatten()
             .flat_map(|it| it.offerings.iter_mut())
-            .filter(|o| crate::terminate_first::reservation_id(o) == Some(reservation))
+            .filter(|o| reservation_id(o) == Some(reservation))
         {
             offering.reservation_capacity += 1;
         }
@@ -295,6 +297,15 @@ impl Simulator {
             Outcome::NeedsNew(result.new_node_claims.clone())
         }
     }
+}
+
+/// The reservation id of a reserved offering (its `capacity-reservation-id` requirement).
+pub(crate) fn reservation_id(o: &Offering) -> Option<&str> {
+    o.requirements
+        .iter()
+        .find(|r| r.key == CAPACITY_RESERVATION_ID)
+        .and_then(|r| r.values.first())
+        .map(String::as_str)
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ pub struct Features {
     pub pod_deletion_cost_management: bool,
     /// `TerminateFirstDrift`: a drifted node whose replacement cannot be staged first (full
     /// reservations, a static pool at its node limit) is deleted first
-    /// ([`crate::terminate_first`]).
+    /// (`terminate_first.rs`).
     pub terminate_first_drift: bool,
     /// `TerminateFirstRepair`: the same for node repair.
     pub terminate_first_repair: bool,

@@ -26,7 +26,7 @@ use karpenter_scheduling::{InstanceType, Offering, RequirementSpec};
 use crate::candidate::Candidate;
 use crate::pass::Pass;
 use crate::pool;
-use crate::simulate::Outcome;
+use crate::simulate::{Outcome, reservation_id};
 use crate::snapshot::Snapshot;
 
 pub use crate::command::TerminateFirst;
@@ -127,15 +127,6 @@ fn offering_allowed(o: &Offering, requirements: &[RequirementSpec]) -> bool {
         CAPACITY_RESERVATION_ID => r.matches(reservation_id(o)),
         _ => true,
     })
-}
-
-/// The reservation id of a reserved offering (its `capacity-reservation-id` requirement).
-pub(crate) fn reservation_id(o: &Offering) -> Option<&str> {
-    o.requirements
-        .iter()
-        .find(|r| r.key == CAPACITY_RESERVATION_ID)
-        .and_then(|r| r.values.first())
-        .map(String::as_str)
 }
 
 #[cfg(test)]
