@@ -184,23 +184,31 @@ impl<'a> StateNode<'a> {
 
     /// The Node's taints once it exists (the solver hides startup and ephemeral taints of an
     /// uninitialized managed node); before, the NodeClaim's taints without startup taints.
+    /// While a reboot is in progress (the NodeClaim's `Rebooting=True`), the reboot's fence
+    /// `karpenter.sh/rebooting` is left out, as upstream: the node's capacity is coming back,
+    /// so the pods its drain evicts are placed on it again rather than on a new node.
     pub fn taints(&self) -> Vec<Taint> {
-        if let Some(node) = self.node {
-            return node
+        let mut taints = match self.node {
+            Some(node) => node
                 .spec
                 .as_ref()
                 .and_then(|s| s.taints.clone())
-                .unwrap_or_default();
+                .unwrap_or_default(),
+            None => self
+                .node_claim
+                .map(|c| {
+                    c.spec
+                        .taints
+                        .iter()
+                        .map(karpenter_scheduling::v1::taint)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        if self.managed() && self.claim_condition_true(conditions::REBOOTING) {
+            taints.retain(|t| t.key != karpenter_api::labels::REBOOTING_TAINT_KEY);
         }
-        self.node_claim
-            .map(|c| {
-                c.spec
-                    .taints
-                    .iter()
-                    .map(karpenter_scheduling::v1::taint)
-                    .collect()
-            })
-            .unwrap_or_default()
+        taints
     }
 
     fn node_resources(&self, allocatable: bool) -> ResourceList {

@@ -527,3 +527,43 @@ fn a_nodes_conditions_reach_the_snapshot_for_node_repair_and_an_in_flight_claim_
     let n2 = snapshot.nodes.iter().find(|n| n.name == "n2").unwrap();
     assert!(!n2.has_node && n2.conditions.is_empty());
 }
+
+#[test]
+fn a_rebooting_nodes_fence_is_not_a_taint_to_the_solver_so_its_evicted_pods_wait_for_it() {
+    let fenced = |rebooting: &str| {
+        let mut claim = node_claim("c", Some("kwok://n1"), true);
+        let status = claim.status.get_or_insert_with(Default::default);
+        status.conditions.get_or_insert_with(Vec::new).push(parse(json!({
+            "type": "Rebooting", "status": rebooting, "reason": "RebootRequested", "message": "",
+            "lastTransitionTime": "2026-01-01T11:55:00Z"
+        })));
+        let mut node = node("n1", "kwok://n1", "2");
+        node.spec
+            .get_or_insert_with(Default::default)
+            .taints
+            .get_or_insert_with(Vec::new)
+            .push(parse(
+                json!({"key": "karpenter.sh/rebooting", "effect": "NoSchedule"}),
+            ));
+        let mut cluster = Cluster::new();
+        cluster.apply(Object::NodeClaim(claim));
+        cluster.apply(Object::Node(node));
+        let keys: Vec<String> = cluster.state_nodes()[0]
+            .to_existing()
+            .taints
+            .iter()
+            .map(|t| t.key.clone())
+            .collect();
+        keys
+    };
+    assert_eq!(
+        fenced("True"),
+        ["cni"],
+        "reboot in progress: capacity coming back"
+    );
+    assert_eq!(
+        fenced("False"),
+        ["cni", "karpenter.sh/rebooting"],
+        "no reboot in progress: a fence left behind is a taint like any"
+    );
+}

@@ -64,6 +64,15 @@ async fn an_instance_whose_system_status_check_fails_is_replaced_and_terminated_
     let old = claim.metadata.name.clone().unwrap_or_default();
     let provider = provider_id(&claim).unwrap_or_default();
     let id = provider.rsplit('/').next().unwrap_or_default().to_owned();
+    // Node repair's in-place reboot (`RebootForRepair`) signs as the controller too: the
+    // emulator's IAM enforcement of the generated policy lets the provider's exact call
+    // through (the call is checked against the policy with the others at the end). Through
+    // repair it would take the AWS policy's 10-minute toleration, counted from the Node's
+    // creation, so the provider call is made directly with the controller's clients.
+    let controller = h.spec.aws.clone().expect("the controller's AWS clients");
+    karpenter_aws_provider::instances::reboot(&controller, &id)
+        .await
+        .expect("ec2:RebootInstances of a cluster instance is allowed by the policy");
     // A failing check younger than upstream's two minutes does not count yet.
     aws.set_instance_status(&serde_json::json!({
         "region": aws.region(), "instance_id": id, "instance_status": "impaired",
@@ -127,6 +136,13 @@ async fn an_instance_whose_system_status_check_fails_is_replaced_and_terminated_
             .iter()
             .any(|c| c.operation == "DescribeInstanceStatus" && c.succeeded),
         "the controller polled DescribeInstanceStatus"
+    );
+    assert!(
+        recorder
+            .calls()
+            .iter()
+            .any(|c| c.operation == "RebootInstances" && c.succeeded),
+        "the reboot was made and recorded as the controller's"
     );
     assert_inside_the_contract(&recorder, &cloud, aws.region());
     finish_on_aws(h, &aws, &cloud).await;
