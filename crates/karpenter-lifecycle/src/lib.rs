@@ -48,6 +48,7 @@ pub mod nodeoverlay_status;
 pub mod nodepool_status;
 pub mod reboot;
 pub mod registration_health;
+pub mod taint;
 pub mod termination;
 
 pub use batcher::Batcher;

@@ -42,23 +42,12 @@ pub const POLL_INTERVAL: Duration = Duration::from_secs(15);
 
 /// The taint fencing a rebooting Node from new pods.
 pub fn rebooting_taint() -> Taint {
-    Taint {
-        key: labels::REBOOTING_TAINT_KEY.to_owned(),
-        effect: "NoSchedule".to_owned(),
-        ..Taint::default()
-    }
+    crate::taint::no_schedule(labels::REBOOTING_TAINT_KEY)
 }
 
 /// The Node carries [`rebooting_taint`].
 pub fn is_fenced(node: &Node) -> bool {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .is_some_and(|taints| {
-            taints
-                .iter()
-                .any(|t| t.key == labels::REBOOTING_TAINT_KEY && t.effect == "NoSchedule")
-        })
+    crate::taint::has_no_schedule(node, labels::REBOOTING_TAINT_KEY)
 }
 
 /// The Node's `status.nodeInfo.bootID` (empty when unknown).

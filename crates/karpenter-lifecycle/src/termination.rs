@@ -57,23 +57,12 @@ const CRITICAL_PRIORITY_CLASSES: [&str; 2] = ["system-cluster-critical", "system
 
 /// The taint every terminating (or disrupted) Node carries.
 pub fn disrupted_taint() -> Taint {
-    Taint {
-        key: labels::DISRUPTED_TAINT_KEY.to_owned(),
-        effect: "NoSchedule".to_owned(),
-        ..Taint::default()
-    }
+    crate::taint::no_schedule(labels::DISRUPTED_TAINT_KEY)
 }
 
 /// The Node carries [`disrupted_taint`].
 pub fn is_tainted(node: &Node) -> bool {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .is_some_and(|taints| {
-            taints
-                .iter()
-                .any(|t| t.key == labels::DISRUPTED_TAINT_KEY && t.effect == "NoSchedule")
-        })
+    crate::taint::has_no_schedule(node, labels::DISRUPTED_TAINT_KEY)
 }
 
 /// When a deleted NodeClaim's node must be gone (upstream writes it to
