@@ -42,11 +42,18 @@ pub struct Reboot<C> {
     pub ctx: Context<C>,
     /// The drain's evictions, as the termination makes them.
     drain: Termination<C>,
+    /// What this process remembers of the reboots in flight.
+    memory: Mutex<Memory>,
+}
+
+/// The loop's in-memory state, behind one lock (upstream keeps the same in memory).
+#[derive(Debug, Default)]
+struct Memory {
     /// When this process first tried to issue each reboot (by NodeClaim uid): the issuance
-    /// timeout runs from it (upstream keeps it in memory too).
-    issuing: Mutex<HashMap<String, DateTime<Utc>>>,
+    /// timeout runs from it.
+    issuing: HashMap<String, DateTime<Utc>>,
     /// Reboots whose new boot was told (`RebootObserved` once per reboot).
-    observed: Mutex<HashSet<String>>,
+    observed: HashSet<String>,
 }
 
 impl<C> Reboot<C> {
@@ -54,9 +61,25 @@ impl<C> Reboot<C> {
         Reboot {
             drain: Termination::new(ctx.clone()),
             ctx,
-            issuing: Mutex::default(),
-            observed: Mutex::default(),
+            memory: Mutex::default(),
         }
+    }
+
+    fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
+        self.memory.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The issuance clock of the reboot of NodeClaim `uid` starts (once).
+    fn issuing(&self, uid: &str) {
+        self.memory()
+            .issuing
+            .entry(uid.to_owned())
+            .or_insert_with(Utc::now);
+    }
+
+    /// The reboot of NodeClaim `uid` is over: its issuance clock is dropped.
+    fn forget(&self, uid: &str) {
+        self.memory().issuing.remove(uid);
     }
 }
 
@@ -107,11 +130,7 @@ impl<C: CloudProvider + 'static> Reconciler for Reboot<C> {
 
     fn scan(&self, cluster: &Cluster, now: DateTime<Utc>, busy: Busy<'_>) -> Scan<RebootWork> {
         let mut scan = Scan::new();
-        let issuing = self
-            .issuing
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let issuing = self.memory().issuing.clone();
         for claim in cluster.node_claims().filter(|c| is_rebooting(c)) {
             let name = claim.metadata.name.clone().unwrap_or_default();
             if busy.contains(&name) {
@@ -220,13 +239,7 @@ impl<C: CloudProvider + 'static> Reconciler for Reboot<C> {
                     writer
                         .set_taint(&node_name, rebooting_taint(), false)
                         .await?;
-                    if *observed
-                        && self
-                            .observed
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .insert(episode(&claim))
-                    {
+                    if *observed && self.memory().observed.insert(episode(&claim)) {
                         self.ctx
                             .events
                             .normal_node_claim(
@@ -245,11 +258,7 @@ impl<C: CloudProvider + 'static> Reconciler for Reboot<C> {
                     }
                 }
                 RebootStep::RecordPreBootId { boot_id } => {
-                    self.issuing
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .entry(uid.clone())
-                        .or_insert_with(Utc::now);
+                    self.issuing(&uid);
                     writer
                         .merge_metadata::<NodeClaim>(
                             &name,
@@ -259,11 +268,7 @@ impl<C: CloudProvider + 'static> Reconciler for Reboot<C> {
                         .await?;
                 }
                 RebootStep::Issue { operation_id } => {
-                    self.issuing
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .entry(uid.clone())
-                        .or_insert_with(Utc::now);
+                    self.issuing(&uid);
                     self.ctx.fence.check()?;
                     match self.ctx.cloud.reboot(&claim, operation_id).await {
                         Ok(()) => {
@@ -349,10 +354,7 @@ impl<C: CloudProvider + 'static> Reboot<C> {
     async fn end(&self, claim: &NodeClaim, reason: &str, message: &str) -> Result<(), RebootError> {
         let name = claim.metadata.name.clone().unwrap_or_default();
         let writer = self.ctx.writer();
-        self.issuing
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(claim.metadata.uid.as_deref().unwrap_or_default());
+        self.forget(claim.metadata.uid.as_deref().unwrap_or_default());
         writer
             .merge_metadata::<NodeClaim>(
                 &name,
@@ -402,10 +404,7 @@ impl<C: CloudProvider + 'static> Reboot<C> {
                         .await?;
                 }
             }
-            self.issuing
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(claim.metadata.uid.as_deref().unwrap_or_default());
+            self.forget(claim.metadata.uid.as_deref().unwrap_or_default());
             writer.delete::<NodeClaim>(&name, "deleting").await?;
             tracing::info!(nodeclaim = %name, result = result.as_str(), "reboot failed, replacing node");
         } else {
