@@ -20,10 +20,17 @@ use crate::requirements::Requirements;
 use crate::solver::bitset::Bitset;
 use crate::solver::type_index::TypeIndex;
 
-/// Free slots per reservation id, for the whole solve.
+/// Free slots per reservation id, for the whole solve, and where the free ones are offered.
 #[derive(Debug, Clone, Default)]
 pub struct Reservations {
     free: FxHashMap<Sym, u32>,
+    /// Per reservation id, its available offerings: (catalog, instance type), one entry each.
+    offered: FxHashMap<Sym, Vec<(usize, usize)>>,
+    /// Per catalog and instance type, how many of its available reservation offerings have
+    /// a free slot.
+    free_offers: Vec<Vec<u32>>,
+    /// Per catalog, the instance types with a count above in `free_offers`.
+    free_types: Vec<Bitset>,
 }
 
 /// Why a pod cannot be added to a NodeClaim because of reservations.
@@ -38,9 +45,11 @@ pub struct ReservationRefusal {
 impl Reservations {
     /// The free slots of every reservation the catalogs offer; when several NodePools offer
     /// the same reservation with different counts (read at different times), the least.
+    /// Catalogs are numbered in the order given (the solver's NodePool order).
     pub fn new<'a>(catalogs: impl IntoIterator<Item = &'a TypeIndex>) -> Self {
+        let catalogs: Vec<&TypeIndex> = catalogs.into_iter().collect();
         let mut free: FxHashMap<Sym, u32> = FxHashMap::default();
-        for catalog in catalogs {
+        for catalog in &catalogs {
             for it in &catalog.its {
                 for o in &it.offerings {
                     if let Some(id) = o.reservation {
@@ -51,24 +60,86 @@ impl Reservations {
                 }
             }
         }
-        Reservations { free }
+        let mut offered: FxHashMap<Sym, Vec<(usize, usize)>> = FxHashMap::default();
+        let mut free_offers = Vec::with_capacity(catalogs.len());
+        let mut free_types = Vec::with_capacity(catalogs.len());
+        for (c, catalog) in catalogs.iter().enumerate() {
+            let mut offers = vec![0u32; catalog.len()];
+            let mut types = Bitset::empty(catalog.len());
+            for r in &catalog.reservation_offerings {
+                offered.entry(r.id).or_default().push((c, r.it));
+                if free.get(&r.id).copied().unwrap_or(0) > 0 {
+                    offers[r.it] += 1;
+                    types.insert(r.it);
+                }
+            }
+            free_offers.push(offers);
+            free_types.push(types);
+        }
+        Reservations {
+            free,
+            offered,
+            free_offers,
+            free_types,
+        }
     }
 
     fn can_reserve(&self, held: &[Sym], id: Sym) -> bool {
         held.contains(&id) || self.free.get(&id).copied().unwrap_or(0) > 0
     }
 
+    /// The instance types of catalog `catalog` (its number in [`Self::new`]) offering a
+    /// reservation with a free slot.
+    pub fn free_types(&self, catalog: usize) -> Option<&Bitset> {
+        self.free_types.get(catalog)
+    }
+
+    /// Keeps `free_types` in step with reservation `id` gaining its first free slot
+    /// (`gained`) or losing its last.
+    fn free_changed(&mut self, id: Sym, gained: bool) {
+        let Some(places) = self.offered.get(&id) else {
+            return;
+        };
+        for &(c, it) in places {
+            let (Some(offers), Some(types)) =
+                (self.free_offers.get_mut(c), self.free_types.get_mut(c))
+            else {
+                continue;
+            };
+            let Some(n) = offers.get_mut(it) else {
+                continue;
+            };
+            if gained {
+                *n += 1;
+                types.insert(it);
+            } else {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    types.remove(it);
+                }
+            }
+        }
+    }
+
     /// Moves a NodeClaim's holding from `held` to `wanted`: slots of reservations it no longer
     /// wants go back, slots of new ones are taken.
     pub fn exchange(&mut self, held: &[Sym], wanted: &[Sym]) {
-        for id in held.iter().filter(|id| !wanted.contains(id)) {
-            if let Some(n) = self.free.get_mut(id) {
+        for &id in held.iter().filter(|id| !wanted.contains(id)) {
+            if let Some(n) = self.free.get_mut(&id) {
                 *n += 1;
+                if *n == 1 {
+                    self.free_changed(id, true);
+                }
             }
         }
-        for id in wanted.iter().filter(|id| !held.contains(id)) {
-            if let Some(n) = self.free.get_mut(id) {
-                *n = n.saturating_sub(1);
+        for &id in wanted.iter().filter(|id| !held.contains(id)) {
+            if let Some(n) = self.free.get_mut(&id)
+                && *n > 0
+            {
+                *n -= 1;
+                if *n == 0 {
+                    self.free_changed(id, false);
+                }
             }
         }
     }
@@ -99,32 +170,35 @@ impl Reservations {
         }
         let mut with_capacity = false;
         let mut full = false;
-        // Every type in `its` has a compatible available offering; one without reservations
-        // is an on-demand or spot fallback.
-        let mut fallback = !its.is_subset_of(&catalog.reserved);
         let mut hold: Vec<Sym> = Vec::new();
-        for i in its.iter().filter(|i| catalog.reserved.contains(*i)) {
-            for o in catalog.its[i].offerings.iter().filter(|o| o.available) {
-                if fallback && o.reservation.is_none() {
-                    continue;
-                }
-                if requirements.intersects(&o.requirements, interner).is_err() {
-                    continue;
-                }
-                let Some(id) = o.reservation else {
-                    fallback = true;
-                    continue;
-                };
-                if o.reservation_capacity == 0 && self.free.get(&id).copied().unwrap_or(0) == 0 {
-                    full = true;
-                    continue;
-                }
-                with_capacity = true;
-                if self.can_reserve(held, id) && !hold.contains(&id) {
-                    hold.push(id);
-                }
+        for r in catalog
+            .reservation_offerings
+            .iter()
+            .filter(|r| its.contains(r.it))
+        {
+            let o = &catalog.its[r.it].offerings[r.offering];
+            if !requirements.overlaps(&o.requirements, interner) {
+                continue;
+            }
+            if o.reservation_capacity == 0 && self.free.get(&r.id).copied().unwrap_or(0) == 0 {
+                full = true;
+                continue;
+            }
+            with_capacity = true;
+            if self.can_reserve(held, r.id) && !hold.contains(&r.id) {
+                hold.push(r.id);
             }
         }
+        // Every type in `its` has a compatible available offering; one without a reservation
+        // is an on-demand or spot fallback.
+        let fallback = !its.is_subset_of(&catalog.reserved)
+            || its.iter().any(|i| {
+                catalog.its[i].offerings.iter().any(|o| {
+                    o.available
+                        && o.reservation.is_none()
+                        && requirements.overlaps(&o.requirements, interner)
+                })
+            });
         if strict && with_capacity && hold.is_empty() {
             return Err(refusal(
                 true,
