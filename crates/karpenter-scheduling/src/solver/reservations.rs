@@ -171,13 +171,25 @@ impl Reservations {
         let mut with_capacity = false;
         let mut full = false;
         let mut hold: Vec<Sym> = Vec::new();
+        // Per base (see `TypeIndex::reservation_bases`): whether `requirements` overlap it,
+        // when they say nothing of reservation ids.
+        let mut bases: Option<Vec<Option<bool>>> = requirements
+            .get(catalog.reservation_key)
+            .is_none()
+            .then(|| vec![None; catalog.reservation_bases.len()]);
         for r in catalog
             .reservation_offerings
             .iter()
             .filter(|r| its.contains(r.it))
         {
             let o = &catalog.its[r.it].offerings[r.offering];
-            if !requirements.overlaps(&o.requirements, interner) {
+            let compatible = match bases.as_mut().and_then(|b| b.get_mut(r.base)) {
+                Some(Some(known)) => *known,
+                Some(slot) => *slot
+                    .insert(requirements.overlaps(&catalog.reservation_bases[r.base], interner)),
+                None => requirements.overlaps(&o.requirements, interner),
+            };
+            if !compatible {
                 continue;
             }
             if o.reservation_capacity == 0 && self.free.get(&r.id).copied().unwrap_or(0) == 0 {
@@ -224,4 +236,65 @@ impl Reservations {
 
 fn refusal(strict: bool, reason: &'static str) -> ReservationRefusal {
     ReservationRefusal { strict, reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{InstanceType, Offering, RequirementSpec};
+    use crate::intern::Interner;
+    use crate::solver::dims::Dims;
+    use karpenter_api::labels as l;
+
+    /// Two types, each with an on-demand offering and a reservation of one slot.
+    fn catalog(interner: &mut Interner) -> TypeIndex {
+        let types: Vec<InstanceType> = ["a", "b"]
+            .iter()
+            .map(|name| {
+                let offering = |capacity_type: &str, id: Option<String>| Offering {
+                    zone: "test-zone-1".into(),
+                    capacity_type: capacity_type.into(),
+                    price: 1.0,
+                    available: true,
+                    requirements: id
+                        .iter()
+                        .map(|id| RequirementSpec::is_in(l::CAPACITY_RESERVATION_ID, &[id]))
+                        .collect(),
+                    reservation_capacity: u32::from(id.is_some()),
+                };
+                InstanceType {
+                    name: (*name).into(),
+                    requirements: vec![RequirementSpec::is_in(l::INSTANCE_TYPE, &[name])],
+                    offerings: vec![
+                        offering(l::CAPACITY_TYPE_ON_DEMAND, None),
+                        offering(l::CAPACITY_TYPE_RESERVED, Some(format!("cr-{name}"))),
+                    ],
+                    capacity: Default::default(),
+                    overhead: Default::default(),
+                }
+            })
+            .collect();
+        TypeIndex::build(&types, interner, &Dims::default())
+    }
+
+    fn members(b: Option<&Bitset>) -> Vec<usize> {
+        b.map(|b| b.iter().collect()).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_type_leaves_the_free_types_with_its_reservations_last_slot_and_comes_back_with_it() {
+        let mut interner = Interner::new();
+        let catalog = catalog(&mut interner);
+        let (a, b) = (interner.intern("cr-a"), interner.intern("cr-b"));
+        let mut reservations = Reservations::new([&catalog]);
+        assert_eq!(members(reservations.free_types(0)), vec![0, 1]);
+        reservations.exchange(&[], &[a, b]);
+        assert_eq!(members(reservations.free_types(0)), Vec::<usize>::new());
+        reservations.exchange(&[a, b], &[b]);
+        assert_eq!(members(reservations.free_types(0)), vec![0]);
+        // Taking a slot of a full reservation changes nothing.
+        reservations.exchange(&[], &[b]);
+        assert_eq!(members(reservations.free_types(0)), vec![0]);
+        assert_eq!(reservations.free_types(1), None);
+    }
 }

@@ -81,6 +81,12 @@ pub struct TypeIndex {
     /// The available reserved offerings, in instance-type then offering order: what
     /// reservation bookkeeping scans instead of every offering of every type.
     pub reservation_offerings: Vec<ReservationOffering>,
+    /// The distinct requirements of those offerings without the reservation id (a zone and
+    /// `reserved`, typically): a NodeClaim that says nothing of reservation ids is compatible
+    /// with an offering exactly when it is with its base, so a few checks answer for all.
+    pub reservation_bases: Vec<Requirements>,
+    /// `karpenter.k8s.aws/capacity-reservation-id`.
+    pub reservation_key: Sym,
 }
 
 /// An available offering of a capacity reservation, located in its [`TypeIndex`].
@@ -92,6 +98,8 @@ pub struct ReservationOffering {
     pub offering: usize,
     /// The reservation id.
     pub id: Sym,
+    /// Index of its requirements without the id in [`TypeIndex::reservation_bases`].
+    pub base: usize,
 }
 
 impl TypeIndex {
@@ -221,14 +229,25 @@ impl TypeIndex {
         }
         let mut reserved = Bitset::empty(n);
         let mut reservation_offerings = Vec::new();
+        let mut reservation_bases: Vec<Requirements> = Vec::new();
         for (i, it) in its.iter().enumerate() {
             for (offering, o) in it.offerings.iter().enumerate() {
                 if let (true, Some(id)) = (o.available, o.reservation) {
                     reserved.insert(i);
+                    let mut base = o.requirements.clone();
+                    base.remove(reservation_key);
+                    let base = match reservation_bases.iter().position(|b| *b == base) {
+                        Some(b) => b,
+                        None => {
+                            reservation_bases.push(base);
+                            reservation_bases.len() - 1
+                        }
+                    };
                     reservation_offerings.push(ReservationOffering {
                         it: i,
                         offering,
                         id,
+                        base,
                     });
                 }
             }
@@ -242,6 +261,8 @@ impl TypeIndex {
             offering_keys,
             reserved,
             reservation_offerings,
+            reservation_bases,
+            reservation_key,
         }
     }
 
