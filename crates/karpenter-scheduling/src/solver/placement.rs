@@ -872,11 +872,11 @@ impl Solver<'_> {
     ) -> Result<ClaimUpdate, crate::solver::reservations::ReservationRefusal> {
         let requirements = update.requirements.as_ref().unwrap_or(&claim.requirements);
         update.reserved = self.reservations.to_hold(
+            claim.pool,
             &self.pools[claim.pool].catalog,
             &update.its,
             requirements,
             &claim.reserved,
-            self.input.options.reserved_offering_mode,
             &self.interner,
         )?;
         Ok(update)

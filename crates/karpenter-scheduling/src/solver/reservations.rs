@@ -23,6 +23,7 @@ use crate::solver::type_index::TypeIndex;
 /// Free slots per reservation id, for the whole solve, and where the free ones are offered.
 #[derive(Debug, Clone, Default)]
 pub struct Reservations {
+    mode: ReservedOfferingMode,
     free: FxHashMap<Sym, u32>,
     /// Per reservation id, its available offerings: (catalog, instance type), one entry each.
     offered: FxHashMap<Sym, Vec<(usize, usize)>>,
@@ -46,7 +47,10 @@ impl Reservations {
     /// The free slots of every reservation the catalogs offer; when several NodePools offer
     /// the same reservation with different counts (read at different times), the least.
     /// Catalogs are numbered in the order given (the solver's NodePool order).
-    pub fn new<'a>(catalogs: impl IntoIterator<Item = &'a TypeIndex>) -> Self {
+    pub fn new<'a>(
+        catalogs: impl IntoIterator<Item = &'a TypeIndex>,
+        mode: ReservedOfferingMode,
+    ) -> Self {
         let catalogs: Vec<&TypeIndex> = catalogs.into_iter().collect();
         let mut free: FxHashMap<Sym, u32> = FxHashMap::default();
         for catalog in &catalogs {
@@ -77,6 +81,7 @@ impl Reservations {
             free_types.push(types);
         }
         Reservations {
+            mode,
             free,
             offered,
             free_offers,
@@ -145,18 +150,19 @@ impl Reservations {
     }
 
     /// The reservations a NodeClaim holding `held` should hold once it has `requirements`
-    /// and instance types `its`: every compatible reservation with a slot for it. An error
-    /// when the pod must not be added (see [`ReservedOfferingMode`]).
+    /// and instance types `its` of catalog `catalog_no` (its number in [`Self::new`]): every
+    /// compatible reservation with a slot for it. An error when the pod must not be added (see
+    /// [`ReservedOfferingMode`]).
     pub fn to_hold(
         &self,
+        catalog_no: usize,
         catalog: &TypeIndex,
         its: &Bitset,
         requirements: &Requirements,
         held: &[Sym],
-        mode: ReservedOfferingMode,
         interner: &crate::intern::Interner,
     ) -> Result<Vec<Sym>, ReservationRefusal> {
-        let strict = mode == ReservedOfferingMode::Strict;
+        let strict = self.mode == ReservedOfferingMode::Strict;
         // The common case: none of the types offers a reservation.
         if !its.intersects(&catalog.reserved) {
             return if strict && !held.is_empty() {
@@ -167,6 +173,18 @@ impl Reservations {
             } else {
                 Ok(Vec::new())
             };
+        }
+        // Falling back, holding nothing, no type with a free slot: no slot to take, and a
+        // type without reservations to go to (what the scan below concludes, sooner).
+        if !strict
+            && held.is_empty()
+            && !its.is_subset_of(&catalog.reserved)
+            && self
+                .free_types
+                .get(catalog_no)
+                .is_some_and(|free| !its.intersects(free))
+        {
+            return Ok(Vec::new());
         }
         let mut with_capacity = false;
         let mut full = false;
@@ -286,7 +304,7 @@ mod tests {
         let mut interner = Interner::new();
         let catalog = catalog(&mut interner);
         let (a, b) = (interner.intern("cr-a"), interner.intern("cr-b"));
-        let mut reservations = Reservations::new([&catalog]);
+        let mut reservations = Reservations::new([&catalog], ReservedOfferingMode::Strict);
         assert_eq!(members(reservations.free_types(0)), vec![0, 1]);
         reservations.exchange(&[], &[a, b]);
         assert_eq!(members(reservations.free_types(0)), Vec::<usize>::new());
