@@ -12,6 +12,12 @@
 //! provisioning (strict) defers the pod to the next batch, whose catalog has the launches'
 //! counts, rather than send it to paid capacity; a disruption simulation falls back to
 //! on-demand or spot.
+//!
+//! Speed: once every slot is promised, most NodeClaims must refuse most pods. The instance
+//! types offering a reservation with a free slot are kept per catalog as slots move
+//! ([`Reservations::free_types`]), so the in-flight scan passes over a NodeClaim that could keep
+//! no reservation with the pod without trying it in full, and [`Reservations::to_hold`] scans
+//! only the catalog's reserved offerings.
 
 use crate::hash::FxHashMap;
 use crate::input::ReservedOfferingMode;
