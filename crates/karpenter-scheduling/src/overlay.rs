@@ -324,7 +324,7 @@ pub fn apply(
                 let offerings: Vec<usize> = offering_reqs
                     .iter()
                     .enumerate()
-                    .filter(|(_, o)| parsed.requirements.intersects(o, &interner).is_ok())
+                    .filter(|(_, o)| parsed.requirements.overlaps(o, &interner))
                     .map(|(i, _)| i)
                     .collect();
                 if offerings.is_empty() {

@@ -209,6 +209,31 @@ impl Requirements {
         incoming: &Requirements,
         interner: &Interner,
     ) -> Result<(), Incompatibility> {
+        match self.first_disjoint(incoming, interner) {
+            None => Ok(()),
+            Some((i, j)) => {
+                let (key, existing) = &self.entries[i];
+                Err(Incompatibility::Disjoint {
+                    key: *key,
+                    existing: Box::new(existing.clone()),
+                    incoming: Box::new(incoming.entries[j].1.clone()),
+                })
+            }
+        }
+    }
+
+    /// [`Self::intersects`] as a yes/no, without building the error (the hot loops that only
+    /// filter: offerings, signatures, reservations).
+    pub fn overlaps(&self, incoming: &Requirements, interner: &Interner) -> bool {
+        self.first_disjoint(incoming, interner).is_none()
+    }
+
+    /// The entry indices (here, in `incoming`) of the first shared key whose sets do not meet.
+    fn first_disjoint(
+        &self,
+        incoming: &Requirements,
+        interner: &Interner,
+    ) -> Option<(usize, usize)> {
         let (mut i, mut j) = (0, 0);
         while i < self.entries.len() && j < incoming.entries.len() {
             let (ka, ra) = &self.entries[i];
@@ -218,18 +243,14 @@ impl Requirements {
                 std::cmp::Ordering::Greater => j += 1,
                 std::cmp::Ordering::Equal => {
                     if !ra.compatible_with(rb, interner) {
-                        return Err(Incompatibility::Disjoint {
-                            key: *ka,
-                            existing: Box::new(ra.clone()),
-                            incoming: Box::new(rb.clone()),
-                        });
+                        return Some((i, j));
                     }
                     i += 1;
                     j += 1;
                 }
             }
         }
-        Ok(())
+        None
     }
 
     /// Upstream `Compatible`: keys of `incoming` that are not in `allow_undefined` must be

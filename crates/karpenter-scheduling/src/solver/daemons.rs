@@ -83,7 +83,7 @@ pub fn overhead_groups(
                         template
                             .compatible(&reqs, allow_undefined, interner)
                             .is_ok()
-                            && it.requirements.intersects(&reqs, interner).is_ok()
+                            && it.requirements.overlaps(&reqs, interner)
                     };
                     if d.required_terms.is_empty() {
                         fits_term(None)

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::input::MinValuesPolicy;
+use crate::input::{MinValuesPolicy, ReservedOfferingMode};
 use crate::intern::Sym;
 use crate::requirement::Requirement;
 use crate::requirements::Requirements;
@@ -252,6 +252,10 @@ impl Solver<'_> {
             } else {
                 String::new()
             });
+        }
+        // Without reasons to give: the caller would refuse the pod anyway.
+        if !explain && !self.may_keep_reservations(claim, pi) {
+            return Err(String::new());
         }
         let mut last_err = String::new();
         let no_volumes = [Requirements::new()];
@@ -566,6 +570,9 @@ impl Solver<'_> {
         if claim.reserved != update.reserved {
             self.reservations
                 .exchange(&claim.reserved, &update.reserved);
+            claim.reserved_types = self.pools[pool_idx]
+                .catalog
+                .reservation_types(&update.reserved);
             claim.reserved = update.reserved;
         }
         claim.min_values_relaxed = update.min_values_relaxed;
@@ -679,9 +686,25 @@ impl Solver<'_> {
         let mut cache = TopologyCache::new();
         let mut verdicts: Vec<Verdict> = Vec::new();
         let prefilter = self.pods[pi].volume_alternatives.is_empty();
+        let pod = &self.pods[pi];
+        let view = PodView {
+            namespace: pod.namespace,
+            labels: &pod.labels,
+            tolerations: &a.tolerations,
+        };
+        // Hostname-keyed groups reject most claims for some pods (one per node): that check of
+        // `claim_can_add` comes first, without the call.
+        let hostname_rejects = |claim: &Claim| {
+            a.groups.iter().any(|g| {
+                self.topology
+                    .hostname_rejects(*g, &view, claim.host_domain, &self.interner)
+            })
+        };
         for (_, &ci) in self.order.iter() {
             let claim = &self.claims[ci];
-            if prefilter && !self.zone_like_ok(pi, a, claim, &mut verdicts) {
+            if hostname_rejects(claim)
+                || (prefilter && !self.zone_like_ok(pi, a, claim, &mut verdicts))
+            {
                 continue;
             }
             if let Ok(update) = self.claim_can_add(claim, pi, a, false, Some(&mut cache))
@@ -757,6 +780,7 @@ impl Solver<'_> {
                 min_values_relaxed: false,
                 order_key: (0, 0),
                 reserved: Vec::new(),
+                reserved_types: Bitset::empty(0),
             };
             let added = self
                 .claim_can_add(&claim, pi, a, true, None)
@@ -805,6 +829,40 @@ impl Solver<'_> {
 }
 
 impl Solver<'_> {
+    /// A necessary condition of [`Self::reserve`] accepting pod `pi` on `claim`: in strict
+    /// mode a NodeClaim holding reservations takes a pod only if it keeps one, so one of its
+    /// types that fits the pod must offer a reservation it holds or one with a free slot. Once
+    /// the solve has promised every slot, this turns most NodeClaims away from a pod for a few
+    /// bitset operations instead of the full [`Self::claim_can_add`] and [`Self::reserve`].
+    fn may_keep_reservations(&self, claim: &Claim, pi: usize) -> bool {
+        if claim.reserved.is_empty()
+            || self.input.options.reserved_offering_mode != ReservedOfferingMode::Strict
+        {
+            return true;
+        }
+        let Some(free) = self.reservations.free_types(claim.pool) else {
+            return true;
+        };
+        let pool = &self.pools[claim.pool];
+        let pod = &self.pods[pi];
+        // The types `claim_can_add` would keep (`fitting`) among those offering a reservation
+        // the claim could hold, one at a time.
+        claim
+            .reserved_types
+            .iter()
+            .chain(free.iter())
+            .filter(|&t| claim.its.contains(t))
+            .any(|t| {
+                pool.overhead_groups.iter().any(|g| {
+                    g.its.contains(t)
+                        && hostports::conflict(&g.host_ports, &pod.host_ports).is_none()
+                        && pool
+                            .catalog
+                            .fits_sum(t, [&claim.requests, &pod.requests, &g.overhead])
+                })
+            })
+    }
+
     /// `update` with the reservations `claim` holds once the pod is added, or why the pod may
     /// not be added.
     pub(crate) fn reserve(
@@ -814,11 +872,11 @@ impl Solver<'_> {
     ) -> Result<ClaimUpdate, crate::solver::reservations::ReservationRefusal> {
         let requirements = update.requirements.as_ref().unwrap_or(&claim.requirements);
         update.reserved = self.reservations.to_hold(
+            claim.pool,
             &self.pools[claim.pool].catalog,
             &update.its,
             requirements,
             &claim.reserved,
-            self.input.options.reserved_offering_mode,
             &self.interner,
         )?;
         Ok(update)

@@ -308,7 +308,10 @@ impl<'a> Solver<'a> {
             deferred: Vec::new(),
         };
         solver.build_pools();
-        solver.reservations = Reservations::new(solver.pools.iter().map(|p| &p.catalog));
+        solver.reservations = Reservations::new(
+            solver.pools.iter().map(|p| &p.catalog),
+            input.options.reserved_offering_mode,
+        );
         solver.build_topology(inverse_specs);
         // Initialized first, then by name; the pods of each node move with it.
         let mut nodes: Vec<(ExistingState, Vec<ExistingPod>)> =

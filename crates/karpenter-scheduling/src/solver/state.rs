@@ -70,6 +70,8 @@ pub struct Claim {
     pub order_key: (usize, i64),
     /// The capacity reservations it holds a slot of, sorted.
     pub reserved: Vec<Sym>,
+    /// The instance types offering one of `reserved` (a prefilter's operand).
+    pub reserved_types: Bitset,
 }
 
 /// A pod at one relaxation step, ready to be tried against nodes.

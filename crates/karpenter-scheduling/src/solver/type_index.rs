@@ -78,6 +78,28 @@ pub struct TypeIndex {
     pub offering_keys: FxHashSet<Sym>,
     /// Instance types with an available reserved offering.
     pub reserved: Bitset,
+    /// The available reserved offerings, in instance-type then offering order: what
+    /// reservation bookkeeping scans instead of every offering of every type.
+    pub reservation_offerings: Vec<ReservationOffering>,
+    /// The distinct requirements of those offerings without the reservation id (a zone and
+    /// `reserved`, typically): a NodeClaim that says nothing of reservation ids is compatible
+    /// with an offering exactly when it is with its base, so a few checks answer for all.
+    pub reservation_bases: Vec<Requirements>,
+    /// `karpenter.k8s.aws/capacity-reservation-id`.
+    pub reservation_key: Sym,
+}
+
+/// An available offering of a capacity reservation, located in its [`TypeIndex`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReservationOffering {
+    /// Instance type index.
+    pub it: usize,
+    /// Index among the instance type's offerings.
+    pub offering: usize,
+    /// The reservation id.
+    pub id: Sym,
+    /// Index of its requirements without the id in [`TypeIndex::reservation_bases`].
+    pub base: usize,
 }
 
 impl TypeIndex {
@@ -206,13 +228,28 @@ impl TypeIndex {
             }
         }
         let mut reserved = Bitset::empty(n);
+        let mut reservation_offerings = Vec::new();
+        let mut reservation_bases: Vec<Requirements> = Vec::new();
         for (i, it) in its.iter().enumerate() {
-            if it
-                .offerings
-                .iter()
-                .any(|o| o.available && o.reservation.is_some())
-            {
-                reserved.insert(i);
+            for (offering, o) in it.offerings.iter().enumerate() {
+                if let (true, Some(id)) = (o.available, o.reservation) {
+                    reserved.insert(i);
+                    let mut base = o.requirements.clone();
+                    base.remove(reservation_key);
+                    let base = match reservation_bases.iter().position(|b| *b == base) {
+                        Some(b) => b,
+                        None => {
+                            reservation_bases.push(base);
+                            reservation_bases.len() - 1
+                        }
+                    };
+                    reservation_offerings.push(ReservationOffering {
+                        it: i,
+                        offering,
+                        id,
+                        base,
+                    });
+                }
             }
         }
         TypeIndex {
@@ -223,7 +260,21 @@ impl TypeIndex {
             offering_sigs,
             offering_keys,
             reserved,
+            reservation_offerings,
+            reservation_bases,
+            reservation_key,
         }
+    }
+
+    /// The instance types offering one of the reservations `ids` (sorted).
+    pub fn reservation_types(&self, ids: &[Sym]) -> Bitset {
+        let mut types = Bitset::empty(self.its.len());
+        for r in &self.reservation_offerings {
+            if ids.binary_search(&r.id).is_ok() {
+                types.insert(r.it);
+            }
+        }
+        types
     }
 
     pub fn len(&self) -> usize {
@@ -320,11 +371,26 @@ impl TypeIndex {
         }
     }
 
+    /// Whether instance type `it` survives [`Self::narrow_by_fit_sum`] with `parts`.
+    pub fn fits_sum<const N: usize>(&self, it: usize, parts: [&Res; N]) -> bool {
+        let Some(info) = self.its.get(it) else {
+            return false;
+        };
+        let dims = parts.iter().map(|p| p.len()).max().unwrap_or(0);
+        (0..dims).all(|d| {
+            let n: i64 = parts
+                .iter()
+                .map(|p| crate::solver::dims::get(p, d))
+                .fold(0, i64::saturating_add);
+            n <= 0 || (d < self.fits.len() && crate::solver::dims::get(&info.allocatable, d) >= n)
+        })
+    }
+
     /// Narrows `bits` to instance types with an available offering compatible with `reqs`.
     pub fn narrow_by_offerings(&self, bits: &mut Bitset, reqs: &Requirements, interner: &Interner) {
         let mut ok = Bitset::empty(self.its.len());
         for (sig, b) in &self.offering_sigs {
-            if reqs.intersects(sig, interner).is_ok() {
+            if reqs.overlaps(sig, interner) {
                 ok.or_with(b);
             }
         }
@@ -335,7 +401,7 @@ impl TypeIndex {
     pub fn compatible_signatures(&self, reqs: &Requirements, interner: &Interner) -> Vec<bool> {
         self.offering_sigs
             .iter()
-            .map(|(sig, _)| reqs.intersects(sig, interner).is_ok())
+            .map(|(sig, _)| reqs.overlaps(sig, interner))
             .collect()
     }
 

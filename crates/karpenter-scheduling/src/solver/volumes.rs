@@ -144,7 +144,7 @@ impl<'a> VolumeIndex<'a> {
                 let mut next = Vec::new();
                 for a in &alternatives {
                     for t in &terms {
-                        if a.intersects(t, interner).is_ok() {
+                        if a.overlaps(t, interner) {
                             let mut merged = a.clone();
                             merged.add_all(t, interner);
                             next.push(merged);
