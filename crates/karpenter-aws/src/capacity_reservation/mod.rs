@@ -9,11 +9,16 @@
 //!   `expiring` for a Capacity Block within 40 minutes of its end), [`resolve`] for the whole
 //!   answer (one entry per id, sorted, ended ones left out, unreadable ones reported);
 //! - [`availability`]: the free-slot count per reservation between two answers;
-//! - [`offerings`]: the reserved offerings of a class's instance types.
+//! - [`offerings`]: the reserved offerings of a class's instance types;
+//! - [`expiration`]: the NodeClaims to delete before their Capacity Block ends;
+//! - [`capacity_type`]: the labels to change on NodeClaims and Nodes whose instance fell back
+//!   from its reservation to on-demand.
 //!
 //! Pure: the provider asks EC2 what these say to ask, and feeds the answers back.
 
 pub mod availability;
+pub mod capacity_type;
+pub mod expiration;
 pub mod offerings;
 
 use chrono::{DateTime, Duration, Utc};
@@ -136,10 +141,8 @@ pub fn status_of(
             });
         }
     };
-    let expiring = kind == "capacity-block"
-        && reservation
-            .end_date
-            .is_some_and(|end| now >= end - EXPIRATION_WINDOW);
+    let expiring =
+        expiration::expiring_from(kind, reservation.end_date).is_some_and(|from| now >= from);
     Ok(CapacityReservationStatus {
         availability_zone: reservation.availability_zone.clone(),
         end_time: reservation.end_date.and_then(|end| {
