@@ -21,7 +21,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karpenter_api::labels::CAPACITY_RESERVATION_ID;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim};
 
-use super::EXPIRATION_WINDOW;
+/// A Capacity Block is `expiring` this long before its end (upstream's
+/// `capacityReservationExpirationPeriod`): no new launches into it, and the NodeClaims in it
+/// are deleted.
+pub const EXPIRATION_WINDOW: chrono::Duration = chrono::Duration::minutes(40);
 
 /// The `reservationType` of a Capacity Block.
 pub const CAPACITY_BLOCK: &str = "capacity-block";

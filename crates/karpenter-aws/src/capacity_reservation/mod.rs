@@ -21,7 +21,7 @@ pub mod capacity_type;
 pub mod expiration;
 pub mod offerings;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karpenter_api::v1::ec2nodeclass::{
     CapacityReservationSelectorTerm, CapacityReservationStatus, InstanceMatchCriteria,
@@ -30,10 +30,8 @@ use karpenter_api::v1::ec2nodeclass::{
 use crate::nodeclass::selectors::Filter;
 
 pub use availability::Availability;
+pub use expiration::EXPIRATION_WINDOW;
 
-/// A Capacity Block is `expiring` this long before its end (upstream's
-/// `capacityReservationExpirationPeriod`): no new launches into it.
-pub const EXPIRATION_WINDOW: Duration = Duration::minutes(40);
 
 /// How often the EC2NodeClass controller reads the reservations again (upstream's
 /// `capacityReservationPollPeriod`), sooner when one ends before.
