@@ -632,8 +632,11 @@ def install_capacity_reservations() -> None:
         return backend._testenv_capacity_reservations
 
     def as_time(value):  # type: ignore[no-untyped-def]
+        """A request's timestamp as an aware UTC datetime (moto may parse it, naive)."""
         if isinstance(value, str):
-            return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if isinstance(value, dt.datetime) and value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
         return value
 
     def fall_back(backend, reservation: dict) -> None:  # type: ignore[type-arg]
