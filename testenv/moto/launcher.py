@@ -580,7 +580,18 @@ def install_capacity_reservations() -> None:
       InstancePlatform, AvailabilityZone, AvailabilityZoneId, Tenancy, AvailableInstanceCount,
       TotalInstanceCount, InstanceMatchCriteria, State, StartDate, CreateDate, EndDate,
       EndDateType, ReservationType, Interruptible, Tags;
+    * `ModifyCapacityReservation` (CapacityReservationId, InstanceCount, EndDate, EndDateType
+      `limited`|`unlimited`, InstanceMatchCriteria) changes an `active` reservation as EC2
+      does (an `unlimited` one loses its EndDate; a count below the instances running in it
+      is refused). EC2 refuses to modify a Capacity Block; the emulator accepts it, so a test
+      can bring a block's end near without waiting for it;
     * `CancelCapacityReservation` (CapacityReservationId) makes it `cancelled`;
+    * a reservation whose EndDate has passed is `expired` from then on (looked at whenever
+      reservations or instances are read or launched);
+    * when a `default` reservation is cancelled or expires, its instances keep running as
+      on-demand ones, as EC2 documents: `DescribeInstances` no longer shows their
+      `CapacityReservationId`, their `CapacityReservationSpecification` preference is `open`
+      and an interruptible reservation's `InstanceLifecycle` is gone;
     * a `CreateFleet` whose launch template's `CapacityReservationSpecification` targets a
       reservation (`CapacityReservationTarget.CapacityReservationId`) launches into it: only
       the overrides of the reservation's instance type and zone are used, a reservation with no
@@ -599,8 +610,9 @@ def install_capacity_reservations() -> None:
 
     Reservations live on each region's EC2 backend (`_testenv_capacity_reservations`), so a
     `POST /moto-api/reset` drops them. Not modelled: `open` reservations catching untargeted
-    launches, instance platform and tenancy matching, end dates ending a reservation, and
-    capacity reservation groups or fleets.
+    launches, instance platform and tenancy matching, EC2 terminating a Capacity Block's
+    instances at its end (they keep running as they are), and capacity reservation groups or
+    fleets.
     """
     import datetime as dt
     import inspect
@@ -618,6 +630,37 @@ def install_capacity_reservations() -> None:
         if not hasattr(backend, "_testenv_capacity_reservations"):
             backend._testenv_capacity_reservations = {}
         return backend._testenv_capacity_reservations
+
+    def as_time(value):  # type: ignore[no-untyped-def]
+        """A request's timestamp as an aware UTC datetime (moto may parse it, naive)."""
+        if isinstance(value, str):
+            value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if isinstance(value, dt.datetime) and value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return value
+
+    def fall_back(backend, reservation: dict) -> None:  # type: ignore[type-arg]
+        """The instances of an ended `default` reservation run on as on-demand ones."""
+        if reservation["ReservationType"] != "default":
+            return
+        for instance in backend.all_instances():
+            if getattr(instance, "_testenv_reservation", None) is not reservation:
+                continue
+            instance._testenv_reservation = None
+            instance.capacity_reservation_id = None
+            instance.capacity_reservation_specification = {"CapacityReservationPreference": "open"}
+            if getattr(instance, "instance_lifecycle", None) == "interruptible-capacity-reservation":
+                instance.instance_lifecycle = None
+
+    def settle(backend) -> None:  # type: ignore[no-untyped-def]
+        """Reservations whose end has passed expire."""
+        now = dt.datetime.now(dt.timezone.utc)
+        for reservation in reservations(backend).values():
+            end = reservation.get("EndDate")
+            if reservation["State"] == "active" and end is not None and end <= now:
+                reservation["State"] = "expired"
+                reservation["AvailableInstanceCount"] = 0
+                fall_back(backend, reservation)
 
     def zone_id(backend, zone: str):  # type: ignore[no-untyped-def]
         for z in backend.describe_availability_zones():
@@ -640,9 +683,7 @@ def install_capacity_reservations() -> None:
             raise EC2ClientError("InvalidParameterValue", f"Invalid InstanceMatchCriteria {criteria}")
         tags = self._parse_tag_specification().get("capacity-reservation", {})
         now = dt.datetime.now(dt.timezone.utc)
-        end = self._get_param("EndDate")
-        if isinstance(end, str):
-            end = dt.datetime.fromisoformat(end.replace("Z", "+00:00"))
+        end = as_time(self._get_param("EndDate"))
         reservation_id = "cr-" + secrets.token_hex(9)[:17]
         reservation = {
             "CapacityReservationId": reservation_id,
@@ -690,6 +731,7 @@ def install_capacity_reservations() -> None:
 
     def describe_capacity_reservations(self):  # type: ignore[no-untyped-def]
         self.error_on_dryrun()
+        settle(self.ec2_backend)
         existing = reservations(self.ec2_backend)
         ids = self._get_param("CapacityReservationIds", []) or []
         for reservation_id in ids:
@@ -714,11 +756,61 @@ def install_capacity_reservations() -> None:
             )
         reservation["State"] = "cancelled"
         reservation["AvailableInstanceCount"] = 0
+        fall_back(self.ec2_backend, reservation)
+        return ActionResult({"Return": True})
+
+    def modify_capacity_reservation(self):  # type: ignore[no-untyped-def]
+        self.error_on_dryrun()
+        settle(self.ec2_backend)
+        reservation_id = self._get_param("CapacityReservationId")
+        reservation = reservations(self.ec2_backend).get(reservation_id)
+        if reservation is None:
+            raise EC2ClientError(
+                "InvalidCapacityReservationId.NotFound",
+                f"The capacity reservation ID '{reservation_id}' does not exist",
+            )
+        if reservation["State"] != "active":
+            raise EC2ClientError(
+                "IncorrectState",
+                f"The capacity reservation '{reservation_id}' is {reservation['State']}",
+            )
+        count = self._get_param("InstanceCount")
+        if count is not None:
+            count = int(count)
+            used = reservation["TotalInstanceCount"] - reservation["AvailableInstanceCount"]
+            if count < max(used, 1):
+                raise EC2ClientError(
+                    "InvalidParameterValue",
+                    f"InstanceCount {count} is below the {used} instances running in the reservation",
+                )
+            reservation["TotalInstanceCount"] = count
+            reservation["AvailableInstanceCount"] = count - used
+        end_type = self._get_param("EndDateType")
+        end = as_time(self._get_param("EndDate"))
+        if end_type == "unlimited":
+            reservation["EndDateType"] = "unlimited"
+            reservation.pop("EndDate", None)
+        elif end is not None:
+            reservation["EndDateType"] = "limited"
+            reservation["EndDate"] = end
+        criteria = self._get_param("InstanceMatchCriteria")
+        if criteria in ("open", "targeted"):
+            reservation["InstanceMatchCriteria"] = criteria
+        settle(self.ec2_backend)
         return ActionResult({"Return": True})
 
     EC2Response.create_capacity_reservation = create_capacity_reservation  # type: ignore[attr-defined]
     EC2Response.describe_capacity_reservations = describe_capacity_reservations  # type: ignore[attr-defined]
     EC2Response.cancel_capacity_reservation = cancel_capacity_reservation  # type: ignore[attr-defined]
+    EC2Response.modify_capacity_reservation = modify_capacity_reservation  # type: ignore[attr-defined]
+
+    original_describe_instances = EC2Response.describe_instances
+
+    def describe_instances(self):  # type: ignore[no-untyped-def]
+        settle(self.ec2_backend)
+        return original_describe_instances(self)
+
+    EC2Response.describe_instances = describe_instances  # type: ignore[method-assign]
 
     def template_data(backend, spec: dict) -> dict:  # type: ignore[type-arg]
         """The launch template data a LaunchTemplateSpecification names ({} if none)."""
@@ -774,6 +866,7 @@ def install_capacity_reservations() -> None:
     def fleet_init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         bound = fleet_signature.bind(self, *args, **kwargs)
         backend = bound.arguments["ec2_backend"]
+        settle(backend)
         existing = reservations(backend)
         configs = bound.arguments.get("launch_template_configs") or []
         kept, errors, targeted = [], [], {}
@@ -845,6 +938,7 @@ def install_capacity_reservations() -> None:
         reservation_id = target_of({"CapacityReservationSpecification": own}) or target_of(data)
         if not reservation_id or self._get_param("DryRun"):
             return original_run_instances(self)
+        settle(self.ec2_backend)
         reservation = reservations(self.ec2_backend).get(reservation_id)
         if reservation is None:
             raise EC2ClientError(

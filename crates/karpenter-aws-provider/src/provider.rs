@@ -1409,14 +1409,13 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
         };
         let id = Self::instance_id(provider_id)?;
         let cached = self.instance_cache().await.map_err(AwsError::into_cloud)?;
-        let facts = cached
-            .get(id)
-            .map(|i| karpenter_aws::drift::InstanceFacts {
-                image_id: i.image_id.clone(),
-                subnet_id: i.subnet_id.clone(),
-                security_group_ids: i.security_group_ids.clone(),
-            })
-            .unwrap_or_default();
+        let facts_of = |i: &Instance| karpenter_aws::drift::InstanceFacts {
+            image_id: i.image_id.clone(),
+            subnet_id: i.subnet_id.clone(),
+            security_group_ids: i.security_group_ids.clone(),
+            capacity_reservation_id: i.reservation.as_ref().map(|r| r.id.clone()),
+        };
+        let mut facts = cached.get(id).map(facts_of).unwrap_or_default();
         let pool = pool_for(node_claim)?;
         // A group that cannot be described now decides nothing (upstream would drift every
         // node of the group on a failed lookup).
@@ -1427,16 +1426,32 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
             Some(&pool),
             group.as_ref().ok().and_then(Option::as_ref),
         );
-        let reason = karpenter_aws::drift::drift(node_claim, &class, type_labels.as_ref(), &facts)
-            .or_else(|| match &group {
-                Ok(group) => placement_group::drifted(node_claim, group.as_ref()),
-                Err(_) => None,
-            });
+        let mut reason =
+            karpenter_aws::drift::drift(node_claim, &class, type_labels.as_ref(), &facts);
+        if reason == Some(karpenter_aws::drift::CAPACITY_RESERVATION_DRIFT) {
+            // The cached answer may predate the reservation's end (the instance then runs
+            // on-demand): ask EC2 again before calling it drifted, as upstream.
+            let fresh = instances::get(&self.clients, id)
+                .await
+                .map_err(AwsError::into_cloud)?;
+            facts.capacity_reservation_id = fresh.and_then(|i| i.reservation.map(|r| r.id));
+            reason = karpenter_aws::drift::drift(node_claim, &class, type_labels.as_ref(), &facts);
+        }
+        let reason = reason.or_else(|| match &group {
+            Ok(group) => placement_group::drifted(node_claim, group.as_ref()),
+            Err(_) => None,
+        });
         Ok(reason.map(|reason| DriftReason(reason.to_owned())))
     }
 
     fn mark_unavailable(&self, offerings: &[OfferingRef]) {
         self.unavailable.mark(offerings, Instant::now());
+    }
+
+    fn mark_reservation_unavailable(&self, reservation_id: &str) {
+        self.reservations
+            .availability()
+            .mark_unavailable(reservation_id, Instant::now());
     }
 
     /// Upstream's placement group registration hook: a NodeClaim in a partition group whose

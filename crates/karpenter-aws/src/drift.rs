@@ -1,7 +1,12 @@
 //! Provider drift of a launched NodeClaim (reference `karpenter-aws.md` 6), first hit wins:
 //! `NodeClassDrift` (the EC2NodeClass hash moved, compared only under the same hash version),
 //! `AMIDrift` (the AMI the instance type maps to now is not the one it runs), then
-//! `SecurityGroupDrift` and `SubnetDrift` against the instance as EC2 describes it.
+//! `SecurityGroupDrift`, `SubnetDrift` and `CapacityReservationDrift` (a reserved instance
+//! whose reservation is no longer in the class's `status.capacityReservations`: the selector
+//! moved off it, or it ended or was cancelled) against the instance as EC2 describes it.
+//! The caller describes the instance again, uncached, before it reports
+//! `CapacityReservationDrift`, as upstream does (a reservation can end under a cached
+//! answer that still names it).
 //! NodePool-level drift (template hash, requirements) is the core's.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,6 +20,7 @@ pub const NODECLASS_DRIFT: &str = "NodeClassDrift";
 pub const AMI_DRIFT: &str = "AMIDrift";
 pub const SECURITY_GROUP_DRIFT: &str = "SecurityGroupDrift";
 pub const SUBNET_DRIFT: &str = "SubnetDrift";
+pub const CAPACITY_RESERVATION_DRIFT: &str = "CapacityReservationDrift";
 
 /// What EC2 says of the running instance.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,6 +28,9 @@ pub struct InstanceFacts {
     pub image_id: Option<String>,
     pub subnet_id: Option<String>,
     pub security_group_ids: BTreeSet<String>,
+    /// The reservation a reserved instance runs in (`CapacityReservationId` of an instance
+    /// launched into it); `None` for spot and on-demand ones.
+    pub capacity_reservation_id: Option<String>,
 }
 
 /// The drift reason of `claim`, launched from `class`; `instance_labels` are the labels of
@@ -74,6 +83,15 @@ pub fn drift(
     {
         return Some(SUBNET_DRIFT);
     }
+    if let Some(reservation) = &instance.capacity_reservation_id
+        && !status
+            .capacity_reservations
+            .iter()
+            .flatten()
+            .any(|r| &r.id == reservation)
+    {
+        return Some(CAPACITY_RESERVATION_DRIFT);
+    }
     None
 }
 
@@ -117,7 +135,54 @@ mod tests {
             image_id: Some("ami-new".into()),
             subnet_id: Some("subnet-1".into()),
             security_group_ids: ["sg-1".to_owned()].into(),
+            capacity_reservation_id: None,
         }
+    }
+
+    fn with_reservations(mut class: EC2NodeClass, ids: &[&str]) -> EC2NodeClass {
+        let reservations = ids
+            .iter()
+            .map(|id| {
+                serde_json::from_value(serde_json::json!({
+                    "availabilityZone": "us-west-2a", "id": id, "instanceType": "c5.large",
+                    "ownerID": "111122223333", "reservationType": "default", "state": "active"
+                }))
+                .unwrap()
+            })
+            .collect();
+        if let Some(status) = class.status.as_mut() {
+            status.capacity_reservations = Some(reservations);
+        }
+        class
+    }
+
+    #[test]
+    fn a_reserved_instance_drifts_once_its_reservation_leaves_the_class_status() {
+        let reserved = InstanceFacts {
+            capacity_reservation_id: Some("cr-1".into()),
+            ..facts()
+        };
+        let claim = claim("1", "rs1", "ami-new");
+        let still_listed = with_reservations(class("1"), &["cr-0", "cr-1"]);
+        assert_eq!(
+            drift(&claim, &still_listed, Some(&amd64()), &reserved),
+            None
+        );
+        let gone = with_reservations(class("1"), &["cr-0"]);
+        assert_eq!(
+            drift(&claim, &gone, Some(&amd64()), &reserved),
+            Some(CAPACITY_RESERVATION_DRIFT)
+        );
+        assert_eq!(
+            drift(&claim, &class("1"), Some(&amd64()), &reserved),
+            Some(CAPACITY_RESERVATION_DRIFT),
+            "a class listing no reservation at all drifts it too"
+        );
+        assert_eq!(
+            drift(&claim, &gone, Some(&amd64()), &facts()),
+            None,
+            "an on-demand instance has no reservation to lose"
+        );
     }
 
     fn amd64() -> BTreeMap<String, String> {

@@ -28,6 +28,8 @@ fn fixture(name: &str) -> String {
 
 const SPOT_ID: &str = "i-0b2f3c4d5e6f70812";
 const STATE_ID: &str = "i-0a1b2c3d4e5f60718";
+const RESERVED_ID: &str = "i-0e5f60718293a4b5c";
+const RESERVATION: &str = "cr-0123456789abcdef0";
 const HEALTH_IDS: [&str; 2] = ["i-0c3d4e5f60718293a", "i-0d4e5f60718293a4b"];
 
 /// Our NodeClaims by instance id; `i-0d4e...` (the second Health entity) is not ours.
@@ -38,6 +40,7 @@ fn cluster() -> HashMap<String, ClaimRef> {
         instance_type: Some(it.to_owned()),
         zone: Some(zone.to_owned()),
         capacity_type: Some(ct.to_owned()),
+        reservation_id: None,
     };
     HashMap::from([
         (
@@ -53,6 +56,19 @@ fn cluster() -> HashMap<String, ClaimRef> {
         (
             STATE_ID.to_owned(),
             claim("default-od1", None, "c6i.xlarge", "us-west-2a", "on-demand"),
+        ),
+        (
+            RESERVED_ID.to_owned(),
+            ClaimRef {
+                reservation_id: Some(RESERVATION.to_owned()),
+                ..claim(
+                    "default-reserved1",
+                    Some("ip-10-0-3-7.us-west-2.compute.internal"),
+                    "p5.48xlarge",
+                    "us-west-2a",
+                    "reserved",
+                )
+            },
         ),
         (
             HEALTH_IDS[0].to_owned(),
@@ -209,9 +225,47 @@ fn a_state_change_without_an_envelope_version_is_a_no_op_as_upstream() {
 }
 
 #[test]
-fn a_capacity_reservation_interruption_is_not_handled_yet_and_is_a_no_op() {
+fn a_capacity_reservation_interruption_names_its_instance_and_action() {
     let message = parse(&fixture("capacity_reservation_interruption.json")).unwrap();
-    assert_eq!(message.detail, Detail::NoOp(NoOpReason::UnknownKind));
+    assert_eq!(
+        message.detail,
+        Detail::CapacityReservationInterruption {
+            instance_id: RESERVED_ID.into(),
+            action: Some("terminate".into()),
+        }
+    );
+    assert_eq!(message.kind(), MessageKind::CapacityReservationInterrupted);
+    assert_eq!(message.instance_ids(), [RESERVED_ID.to_owned()]);
+}
+
+#[test]
+fn a_malformed_capacity_reservation_interruption_names_the_field() {
+    let body = |detail: &str| {
+        format!(
+            r#"{{"version":"0","source":"aws.ec2","detail-type":"EC2 Capacity Reservation Instance Interruption Warning","detail":{detail}}}"#
+        )
+    };
+    let cases = [
+        (
+            body(r#"{"instance-action":"terminate"}"#),
+            "detail.instance-id",
+        ),
+        (body(r#"{"instance-id":"  "}"#), "detail.instance-id"),
+        (body(r#"{"instance-id":7}"#), "detail.instance-id"),
+        (body("[]"), "detail"),
+        (body("null"), "detail"),
+    ];
+    for (body, field) in cases {
+        let error = parse(&body).expect_err(&body);
+        assert_eq!(error.field(), field, "{body}: {error}");
+    }
+    let missing = r#"{"version":"0","source":"aws.ec2","detail-type":"EC2 Capacity Reservation Instance Interruption Warning"}"#;
+    assert_eq!(parse(missing).unwrap_err().to_string(), "detail: missing");
+    let truncated = body(r#"{"instance-id":"i-1""#);
+    assert!(
+        matches!(parse(&truncated), Err(ParseError::Json { .. })),
+        "{truncated}"
+    );
 }
 
 #[test]
@@ -265,6 +319,59 @@ fn a_spot_interruption_records_events_marks_the_spot_offering_and_deletes_the_no
             },
         ]
     );
+}
+
+#[test]
+fn a_capacity_reservation_interruption_marks_only_its_reservation_and_deletes_the_nodeclaim() {
+    let c = cluster();
+    let actions = decide(
+        &parse(&fixture("capacity_reservation_interruption.json")).unwrap(),
+        lookup(&c),
+    );
+    let node = "ip-10-0-3-7.us-west-2.compute.internal";
+    let msg = "Capacity Reservation interruption warning was triggered";
+    let reason = "CapacityReservationInstanceInterrupted";
+    assert_eq!(
+        actions,
+        vec![
+            event(
+                Involved::NodeClaim("default-reserved1".into()),
+                EventType::Warning,
+                reason,
+                msg
+            ),
+            event(Involved::Node(node.into()), EventType::Warning, reason, msg),
+            Action::MarkReservationUnavailable {
+                reservation_id: RESERVATION.into(),
+                instance_type: "p5.48xlarge".into(),
+                zone: "us-west-2a".into(),
+            },
+            Action::DeleteNodeClaim {
+                name: "default-reserved1".into(),
+                node_name: Some(node.into()),
+                reason: MessageKind::CapacityReservationInterrupted,
+            },
+        ]
+    );
+    // Without the reservation label there is nothing to scope a mark to: delete only.
+    let mut unlabelled = c.clone();
+    if let Some(claim) = unlabelled.get_mut(RESERVED_ID) {
+        claim.reservation_id = None;
+    }
+    let actions = decide(
+        &parse(&fixture("capacity_reservation_interruption.json")).unwrap(),
+        lookup(&unlabelled),
+    );
+    assert!(
+        !actions
+            .iter()
+            .any(|a| matches!(a, Action::MarkReservationUnavailable { .. })),
+        "{actions:?}"
+    );
+    assert!(matches!(
+        actions.last(),
+        Some(Action::DeleteNodeClaim { .. })
+    ));
 }
 
 #[test]
@@ -639,6 +746,7 @@ fn message_kinds_use_upstream_label_values() {
         labels,
         [
             "spot_interrupted",
+            "capacity_reservation_interrupted",
             "rebalance_recommendation",
             "scheduled_change",
             "instance_stopped",

@@ -39,6 +39,7 @@ fn nodeclaims(known: usize) -> HashMap<String, ClaimRef> {
                 instance_type: Some(TYPES[i % TYPES.len()].to_owned()),
                 zone: Some(ZONES[i % ZONES.len()].to_owned()),
                 capacity_type: Some(if i % 2 == 0 { "spot" } else { "on-demand" }.to_owned()),
+                reservation_id: None,
             };
             (instance_id(i), claim)
         })
@@ -136,7 +137,9 @@ pub fn run(a: InterruptionArgs, peak_rss_mb: fn() -> f64) -> anyhow::Result<Exit
         for action in &p.actions {
             match action {
                 Action::DeleteNodeClaim { .. } => tally.deletions += 1,
-                Action::MarkUnavailable { .. } => tally.marks += 1,
+                Action::MarkUnavailable { .. } | Action::MarkReservationUnavailable { .. } => {
+                    tally.marks += 1
+                }
                 // Queue messages never expire a grace (instance status checks do).
                 Action::Event(_) | Action::ExpireTerminationGrace { .. } => {}
             }

@@ -180,6 +180,14 @@ pub trait CloudProvider: Send + Sync {
     /// instance-type listings leave them out until then.
     fn mark_unavailable(&self, offerings: &[OfferingRef]);
 
+    /// Marks one capacity reservation's offerings unavailable for a while (its instance was
+    /// interrupted), leaving other reservations of the same instance type and zone offered
+    /// (upstream's reservation-scoped unavailable mark). A cloud without reservations ignores
+    /// it.
+    fn mark_reservation_unavailable(&self, reservation_id: &str) {
+        let _ = reservation_id;
+    }
+
     /// Asked before a launched NodeClaim's Node is registered; [`Registration::Proceed`]
     /// unless the cloud has a label to settle first (on EC2: the partition of a partition
     /// placement group, known only once the instance runs).

@@ -9,14 +9,19 @@
 //!   `expiring` for a Capacity Block within 40 minutes of its end), [`resolve`] for the whole
 //!   answer (one entry per id, sorted, ended ones left out, unreadable ones reported);
 //! - [`availability`]: the free-slot count per reservation between two answers;
-//! - [`offerings`]: the reserved offerings of a class's instance types.
+//! - [`offerings`]: the reserved offerings of a class's instance types;
+//! - [`expiration`]: the NodeClaims to delete before their Capacity Block ends;
+//! - [`capacity_type`]: the labels to change on NodeClaims and Nodes whose instance fell back
+//!   from its reservation to on-demand.
 //!
 //! Pure: the provider asks EC2 what these say to ask, and feeds the answers back.
 
 pub mod availability;
+pub mod capacity_type;
+pub mod expiration;
 pub mod offerings;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use karpenter_api::v1::ec2nodeclass::{
     CapacityReservationSelectorTerm, CapacityReservationStatus, InstanceMatchCriteria,
@@ -25,10 +30,7 @@ use karpenter_api::v1::ec2nodeclass::{
 use crate::nodeclass::selectors::Filter;
 
 pub use availability::Availability;
-
-/// A Capacity Block is `expiring` this long before its end (upstream's
-/// `capacityReservationExpirationPeriod`): no new launches into it.
-pub const EXPIRATION_WINDOW: Duration = Duration::minutes(40);
+pub use expiration::EXPIRATION_WINDOW;
 
 /// How often the EC2NodeClass controller reads the reservations again (upstream's
 /// `capacityReservationPollPeriod`), sooner when one ends before.
@@ -136,10 +138,8 @@ pub fn status_of(
             });
         }
     };
-    let expiring = kind == "capacity-block"
-        && reservation
-            .end_date
-            .is_some_and(|end| now >= end - EXPIRATION_WINDOW);
+    let expiring =
+        expiration::expiring_from(kind, reservation.end_date).is_some_and(|from| now >= from);
     Ok(CapacityReservationStatus {
         availability_zone: reservation.availability_zone.clone(),
         end_time: reservation.end_date.and_then(|end| {

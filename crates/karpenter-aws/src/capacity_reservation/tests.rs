@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use chrono::Duration;
 
 fn at() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")

@@ -2,7 +2,8 @@
 //!
 //! Owns: per instance id that maps to one of our NodeClaims, in this order, the kind's events
 //! (NodeClaim and Node), marking the (spot, instance type, zone) offering unavailable for a spot
-//! interruption, expiring the termination grace of a NodeClaim whose instance or system status
+//! interruption and the NodeClaim's capacity reservation unavailable for a capacity
+//! reservation interruption, expiring the termination grace of a NodeClaim whose instance or system status
 //! check failed (upstream's `ForcefulTermination`), and deleting the NodeClaim for every kind
 //! except a rebalance recommendation. Instance ids that are not ours produce nothing (the
 //! message is still deleted).
@@ -26,6 +27,8 @@ pub struct ClaimRef {
     /// The `karpenter.sh/capacity-type` label, for the shell's
     /// `karpenter_nodeclaims_disrupted_total{capacity_type}`.
     pub capacity_type: Option<String>,
+    /// The `karpenter.k8s.aws/capacity-reservation-id` label (a reserved NodeClaim).
+    pub reservation_id: Option<String>,
 }
 
 /// One thing to do.
@@ -36,6 +39,15 @@ pub enum Action {
         instance_type: String,
         zone: String,
         capacity_type: &'static str,
+    },
+    /// Mark the capacity reservation the interrupted instance ran in unavailable (its usual
+    /// 3-minute TTL), scoped to that reservation as upstream (`WithReservationID`): an
+    /// interruption is a health event, not a full reservation, and other reservations of the
+    /// same instance type and zone stay offered.
+    MarkReservationUnavailable {
+        reservation_id: String,
+        instance_type: String,
+        zone: String,
     },
     /// Delete the NodeClaim; the core termination flow cordons, drains and terminates. After the
     /// API server accepts it the shell records [`events::terminating_on_interruption`] and counts
@@ -82,13 +94,27 @@ pub fn decide_for(
         if kind == MessageKind::SpotInterrupted {
             // Upstream marks only when both labels are known.
             if let (Some(instance_type), Some(zone)) = (
-                claim.instance_type.filter(|t| !t.is_empty()),
-                claim.zone.filter(|z| !z.is_empty()),
+                claim.instance_type.clone().filter(|t| !t.is_empty()),
+                claim.zone.clone().filter(|z| !z.is_empty()),
             ) {
                 actions.push(Action::MarkUnavailable {
                     instance_type,
                     zone,
                     capacity_type: karpenter_api::labels::CAPACITY_TYPE_SPOT,
+                });
+            }
+        }
+        if kind == MessageKind::CapacityReservationInterrupted {
+            // Upstream marks only when the type, zone and reservation labels are all known.
+            if let (Some(instance_type), Some(zone), Some(reservation_id)) = (
+                claim.instance_type.clone().filter(|t| !t.is_empty()),
+                claim.zone.clone().filter(|z| !z.is_empty()),
+                claim.reservation_id.clone().filter(|r| !r.is_empty()),
+            ) {
+                actions.push(Action::MarkReservationUnavailable {
+                    reservation_id,
+                    instance_type,
+                    zone,
                 });
             }
         }

@@ -51,6 +51,11 @@ fn notice(kind: MessageKind) -> Option<(EventType, &'static str, &'static str)> 
             "SpotInterrupted",
             "Spot interruption warning was triggered",
         )),
+        MessageKind::CapacityReservationInterrupted => Some((
+            Warning,
+            "CapacityReservationInstanceInterrupted",
+            "Capacity Reservation interruption warning was triggered",
+        )),
         MessageKind::RebalanceRecommendation => Some((
             Normal,
             "SpotRebalanceRecommendation",

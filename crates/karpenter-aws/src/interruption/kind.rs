@@ -27,6 +27,8 @@ pub const MESSAGE_TYPE_LABEL: &str = "message_type";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MessageKind {
     SpotInterrupted,
+    /// EC2 reclaims an instance of an interruptible capacity reservation.
+    CapacityReservationInterrupted,
     RebalanceRecommendation,
     ScheduledChange,
     InstanceStopped,
@@ -41,8 +43,9 @@ pub enum MessageKind {
 }
 
 impl MessageKind {
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::SpotInterrupted,
+        Self::CapacityReservationInterrupted,
         Self::RebalanceRecommendation,
         Self::ScheduledChange,
         Self::InstanceStopped,
@@ -59,6 +62,7 @@ impl MessageKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::SpotInterrupted => "spot_interrupted",
+            Self::CapacityReservationInterrupted => "capacity_reservation_interrupted",
             Self::RebalanceRecommendation => "rebalance_recommendation",
             Self::ScheduledChange => "scheduled_change",
             Self::InstanceStopped => "instance_stopped",
@@ -82,6 +86,9 @@ impl Message {
     pub fn kind(&self) -> MessageKind {
         match &self.detail {
             Detail::SpotInterruption { .. } => MessageKind::SpotInterrupted,
+            Detail::CapacityReservationInterruption { .. } => {
+                MessageKind::CapacityReservationInterrupted
+            }
             Detail::Rebalance { .. } => MessageKind::RebalanceRecommendation,
             Detail::ScheduledChange(_) => MessageKind::ScheduledChange,
             Detail::StateChange { state, .. } => match state {
@@ -99,6 +106,7 @@ impl Message {
     pub fn instance_ids(&self) -> &[String] {
         match &self.detail {
             Detail::SpotInterruption { instance_id, .. }
+            | Detail::CapacityReservationInterruption { instance_id, .. }
             | Detail::Rebalance { instance_id }
             | Detail::StateChange { instance_id, .. } => std::slice::from_ref(instance_id),
             Detail::ScheduledChange(c) => &c.instance_ids,

@@ -2,7 +2,7 @@
 //!
 //! Owns: the size guard, the envelope (`version`, `id`, `detail-type`, `source`, `account`,
 //! `time`, `region`, `resources`), the choice of kind by (`version`, `source`, `detail-type`) as
-//! upstream does, and the `detail` of the four kinds karpenter acts on. Unknown kinds, other
+//! upstream does, and the `detail` of the five kinds karpenter acts on. Unknown kinds, other
 //! versions, Health events that are not EC2 scheduled changes and an empty body are `Ok` no-ops
 //! (upstream deletes them without acting); a body that is not what its kind promises is a
 //! [`ParseError`] naming the field (`detail.instance-id: missing`).
@@ -31,6 +31,10 @@ pub const SPOT_INTERRUPTION: &str = "EC2 Spot Instance Interruption Warning";
 pub const REBALANCE_RECOMMENDATION: &str = "EC2 Instance Rebalance Recommendation";
 pub const STATE_CHANGE: &str = "EC2 Instance State-change Notification";
 pub const HEALTH_EVENT: &str = "AWS Health Event";
+/// EventBridge schema `aws.ec2@EC2CapacityReservationInstanceInterruptionWarning` v0: EC2
+/// reclaims an instance of an interruptible capacity reservation.
+pub const CAPACITY_RESERVATION_INTERRUPTION: &str =
+    "EC2 Capacity Reservation Instance Interruption Warning";
 
 /// Why a body could not be parsed. Each names the field (a dotted path into the JSON; `body` for
 /// the whole message) and what was wrong with it.
@@ -87,6 +91,13 @@ pub enum Detail {
     SpotInterruption {
         instance_id: String,
         /// `instance-action` (`terminate`, `stop` or `hibernate`), when present.
+        action: Option<String>,
+    },
+    /// `aws.ec2` / `EC2 Capacity Reservation Instance Interruption Warning`: EC2 takes the
+    /// instance back from its interruptible capacity reservation.
+    CapacityReservationInterruption {
+        instance_id: String,
+        /// `instance-action` (`terminate`), when present.
         action: Option<String>,
     },
     /// `aws.ec2` / `EC2 Instance Rebalance Recommendation`: elevated risk of interruption.
@@ -168,8 +179,15 @@ pub fn parse(body: &str) -> Result<Message, ParseError> {
     } else {
         match (envelope.source.as_str(), envelope.detail_type.as_str()) {
             (SOURCE_EC2, SPOT_INTERRUPTION) => {
-                let d: SpotDetail = detail(body)?;
+                let d: InstanceActionDetail = detail(body)?;
                 Detail::SpotInterruption {
+                    instance_id: instance_id(d.instance_id)?,
+                    action: d.instance_action,
+                }
+            }
+            (SOURCE_EC2, CAPACITY_RESERVATION_INTERRUPTION) => {
+                let d: InstanceActionDetail = detail(body)?;
+                Detail::CapacityReservationInterruption {
                     instance_id: instance_id(d.instance_id)?,
                     action: d.instance_action,
                 }
@@ -238,8 +256,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     }
 }
 
+/// The `detail` of a spot or capacity reservation interruption warning.
 #[derive(Deserialize)]
-struct SpotDetail {
+struct InstanceActionDetail {
     #[serde(rename = "instance-id")]
     instance_id: Option<String>,
     #[serde(rename = "instance-action")]

@@ -13,6 +13,7 @@
 //! | state change to stopping / stopped | `InstanceStopping` | delete NodeClaim |
 //! | state change to shutting-down / terminated | `InstanceTerminating` | delete NodeClaim |
 //! | AWS Health EC2 scheduled change | `InstanceUnhealthy` | delete NodeClaim |
+//! | capacity reservation interruption | `CapacityReservationInstanceInterrupted` | mark the NodeClaim's reservation unavailable; delete NodeClaim |
 //! | rebalance recommendation | `SpotRebalanceRecommendation` | none |
 //! | anything else, other states, not ours | none | none |
 //!

@@ -161,6 +161,7 @@ pub(crate) fn claims_by_instance(cluster: &Cluster) -> HashMap<String, ClaimRef>
                     instance_type: label(c, labels::INSTANCE_TYPE),
                     zone: label(c, labels::ZONE),
                     capacity_type: label(c, labels::CAPACITY_TYPE),
+                    reservation_id: label(c, labels::CAPACITY_RESERVATION_ID),
                 },
             ))
         })
@@ -232,6 +233,15 @@ pub(crate) async fn act<C: CloudProvider + 'static>(
                 zone: zone.clone(),
                 capacity_type,
             }]);
+            ActionOutcome::Done
+        }
+        Action::MarkReservationUnavailable {
+            reservation_id,
+            instance_type,
+            zone,
+        } => {
+            tracing::debug!(reservation = %reservation_id, %instance_type, %zone, "interruption: marking the capacity reservation unavailable");
+            ctx.cloud.mark_reservation_unavailable(reservation_id);
             ActionOutcome::Done
         }
         Action::DeleteNodeClaim {

@@ -4,6 +4,7 @@
 //! and reports ready). Which loop does what, keyed and paced how: `docs/architecture.md`.
 
 pub mod capacity_buffers;
+pub mod capacity_reservation;
 pub mod claim_disruption;
 pub mod cloud_metrics;
 pub mod default_spread;
@@ -228,6 +229,22 @@ pub async fn run_aws(
             spawn(
                 tasks,
                 nodeclass::LaunchTemplateSweep {
+                    ctx: context.clone(),
+                },
+                context,
+                cancel,
+            );
+            spawn(
+                tasks,
+                capacity_reservation::Expiration {
+                    ctx: context.clone(),
+                },
+                context,
+                cancel,
+            );
+            spawn(
+                tasks,
+                capacity_reservation::CapacityTypeSync {
                     ctx: context.clone(),
                 },
                 context,

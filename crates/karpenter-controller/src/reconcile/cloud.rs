@@ -163,6 +163,10 @@ impl<C: CloudProvider> CloudProvider for MeteredCloud<C> {
         self.inner.mark_unavailable(offerings);
     }
 
+    fn mark_reservation_unavailable(&self, reservation_id: &str) {
+        self.inner.mark_reservation_unavailable(reservation_id);
+    }
+
     fn catalog_version(&self) -> u64 {
         self.inner.catalog_version()
     }
