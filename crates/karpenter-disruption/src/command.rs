@@ -145,6 +145,27 @@ pub struct RepairCommand {
 }
 
 impl Command {
+    /// A delete-only terminate-first command of `method` for `candidate`: no replacement, no
+    /// saving claimed, `explanation` followed by `why`'s sentence.
+    pub(crate) fn terminate_first(
+        method: Method,
+        candidate: &Candidate,
+        explanation: String,
+        why: TerminateFirst,
+    ) -> Command {
+        Command {
+            method,
+            reason: method.reason(),
+            explanation: format!("{explanation}; {}", why.sentence()),
+            savings_per_hour: 0.0,
+            candidates: vec![CommandCandidate::from(candidate)],
+            replacements: Vec::new(),
+            balanced: Vec::new(),
+            repair: None,
+            terminate_first: Some(why),
+        }
+    }
+
     pub fn is_delete(&self) -> bool {
         self.replacements.is_empty()
     }

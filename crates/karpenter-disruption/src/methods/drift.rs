@@ -94,21 +94,14 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
 /// The delete-only command for a reserved node whose replacement can only launch into the
 /// slot it holds (gate `TerminateFirstDrift`).
 fn terminate_first_command(c: &Candidate, prefix: &str, mark: &DriftMark) -> Command {
-    let why = TerminateFirst::NoReservedCapacity;
-    Command {
-        method: Method::Drift,
-        reason: DisruptionReason::Drifted,
-        explanation: format!(
-            "node {} {prefix} since {}; {}",
+    Command::terminate_first(
+        Method::Drift,
+        c,
+        format!(
+            "node {} {prefix} since {}",
             c.name,
-            mark.since.format("%Y-%m-%dT%H:%M:%SZ"),
-            why.sentence()
+            mark.since.format("%Y-%m-%dT%H:%M:%SZ")
         ),
-        savings_per_hour: 0.0,
-        candidates: vec![CommandCandidate::from(c)],
-        replacements: Vec::new(),
-        balanced: Vec::new(),
-        repair: None,
-        terminate_first: Some(why),
-    }
+        TerminateFirst::NoReservedCapacity,
+    )
 }

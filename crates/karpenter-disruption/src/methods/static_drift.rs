@@ -226,23 +226,17 @@ fn unreplaceable(
             continue;
         }
         budgets.take(name);
-        commands.push(Command {
-            method: Method::StaticDrift,
-            reason: DisruptionReason::Drifted,
-            explanation: format!(
-                "node {} of static nodepool {name} drifted ({}) since {}; {}",
+        commands.push(Command::terminate_first(
+            Method::StaticDrift,
+            c,
+            format!(
+                "node {} of static nodepool {name} drifted ({}) since {}",
                 c.name,
                 mark.reason,
                 mark.since.format("%Y-%m-%dT%H:%M:%SZ"),
-                why.sentence(),
             ),
-            savings_per_hour: 0.0,
-            candidates: vec![CommandCandidate::from(c)],
-            replacements: Vec::new(),
-            balanced: Vec::new(),
-            repair: None,
-            terminate_first: Some(why),
-        });
+            why,
+        ));
     }
 }
 
