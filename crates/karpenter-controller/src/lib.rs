@@ -49,7 +49,7 @@ pub mod telemetry;
 
 pub use client::{ClientError, Clients};
 pub use http::{Metrics, Readiness};
-pub use leader::{LeaderError, LeaderState, Leadership, LeaseConfig, LeaseTimings};
+pub use leader::{LeaderError, LeaderMetrics, LeaderState, Leadership, LeaseConfig, LeaseTimings};
 pub use run::{
     BoundRuntime, ControllerContext, ControllerError, DRAIN_TIMEOUT, Leading, RunError, Runtime,
     run,

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::watch;
@@ -186,9 +187,15 @@ pub enum LeaderState {
 /// once the election starts, 1 while this replica holds the Lease, 0 again when it loses it.
 /// `name` is the Lease's name, as controller-runtime's election ID. (A release on shutdown
 /// leaves it, as client-go does.)
+///
+/// `leader_election_slowpath_total{name}` (client-go's): renewals of a held Lease that had to
+/// read it first, because the optimistic write over the Lease as last written was refused
+/// (someone else wrote it since) or the lease was no longer valid. controller-runtime
+/// documents it but never registers it; karpenter-rs does.
 #[derive(Debug, Clone, Default)]
 pub struct LeaderMetrics {
     master_status: Family<Vec<(&'static str, String)>, Gauge>,
+    slowpath: Family<Vec<(&'static str, String)>, Counter>,
 }
 
 impl LeaderMetrics {
@@ -200,7 +207,24 @@ impl LeaderMetrics {
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
             metrics.master_status.clone(),
         );
+        registry.register(
+            "leader_election_slowpath",
+            "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease. Please make sure to group by name.",
+            metrics.slowpath.clone(),
+        );
         metrics
+    }
+
+    /// The slow-path counter of the Lease `name`.
+    pub(crate) fn slowpath(&self, name: &str) -> Counter {
+        self.slowpath
+            .get_or_create(&vec![("name", name.to_owned())])
+            .clone()
+    }
+
+    /// How many renewals of the Lease `name` took the slow path so far.
+    pub fn slowpaths(&self, name: &str) -> u64 {
+        self.slowpath(name).get()
     }
 
     /// Whether this replica leads the Lease `name`.
@@ -239,6 +263,7 @@ impl Leadership {
             config.name.clone(),
             config.identity.clone(),
             config.timings.lease_duration,
+            metrics.slowpath(&config.name),
         );
         let fence = Fence::closed();
         metrics.leading(&config.name, false);

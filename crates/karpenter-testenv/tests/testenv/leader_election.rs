@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use karpenter_controller::{
-    Clients, LeaderState, Leadership, LeaseConfig, LeaseTimings, RunError, Runtime, Settings,
+    Clients, LeaderMetrics, LeaderState, Leadership, LeaseConfig, LeaseTimings, RunError, Runtime,
+    Settings,
 };
 use karpenter_testenv::{KubeEnv, wait_for};
 use kube::api::{Api, Patch, PatchParams};
@@ -151,6 +152,96 @@ async fn a_graceful_release_lets_the_standby_take_over_before_the_lease_would_ex
         .join()
         .await
         .expect("the standby stops and releases");
+    scope.cleanup().await.expect("cleaning up");
+}
+
+async fn renew_time(api: &Api<Lease>, name: &str) -> Option<String> {
+    api.get(name)
+        .await
+        .expect("reading the Lease")
+        .spec
+        .and_then(|s| s.renew_time)
+        .map(|t| t.0.to_string())
+}
+
+/// Waits until the Lease's `renewTime` differs from `since`, and returns the new one.
+async fn next_renewal(api: &Api<Lease>, name: &str, since: Option<String>) -> Option<String> {
+    wait_for(
+        "the leader to renew the Lease",
+        Duration::from_secs(20),
+        || async {
+            let now = renew_time(api, name).await;
+            Ok((now != since).then_some(now))
+        },
+    )
+    .await
+    .expect("the leader renews")
+}
+
+#[tokio::test]
+#[ignore = "needs a control plane: run scripts/test-integration"]
+async fn a_leader_renews_without_reading_the_lease_until_someone_else_writes_it() {
+    let env = KubeEnv::connect()
+        .await
+        .expect("connecting to the test environment");
+    let scope = env
+        .scope("leader-fastpath")
+        .await
+        .expect("creating a test scope");
+    let ns = scope.namespace().to_string();
+    let name = "karpenter-leader-election";
+    let timings = LeaseTimings {
+        retry_period: Duration::from_secs(1),
+        ..LeaseTimings::default()
+    };
+    let metrics = LeaderMetrics::default();
+    let stop = CancellationToken::new();
+    let leader = Leadership::spawn_with(
+        env.client(),
+        lease(&ns, "a", timings),
+        stop.clone(),
+        metrics.clone(),
+    );
+    wait_for_state("the elector", &leader, LeaderState::Leading, 30).await;
+    let api = Api::<Lease>::namespaced(env.client(), &ns);
+
+    // Renewals of a lease this leader wrote itself go straight to the write.
+    let first = next_renewal(&api, name, renew_time(&api, name).await).await;
+    next_renewal(&api, name, first).await;
+    assert_eq!(
+        metrics.slowpaths(name),
+        0,
+        "a leader renewing the Lease it last wrote should not need the slow path"
+    );
+
+    // Someone else writes the Lease: the optimistic write is refused (stale resourceVersion),
+    // the leader reads the Lease, sees it still holds it, and renews on the slow path.
+    let touch = serde_json::json!({"metadata": {"annotations": {"example.com/touched": "yes"}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&touch))
+        .await
+        .expect("annotating the Lease");
+    wait_for(
+        "a renewal on the slow path",
+        Duration::from_secs(20),
+        || async { Ok((metrics.slowpaths(name) >= 1).then_some(())) },
+    )
+    .await
+    .expect("the leader falls back to the slow path");
+    assert_eq!(leader.state(), LeaderState::Leading, "still leading");
+    assert_eq!(holder(&api, name).await.as_deref(), Some("a"));
+
+    // And back to the fast path.
+    let since = renew_time(&api, name).await;
+    let again = next_renewal(&api, name, since).await;
+    next_renewal(&api, name, again).await;
+    assert_eq!(
+        metrics.slowpaths(name),
+        1,
+        "one refused optimistic write, one slow-path renewal"
+    );
+
+    stop.cancel();
+    leader.join().await.expect("the leader stops and releases");
     scope.cleanup().await.expect("cleaning up");
 }
 
