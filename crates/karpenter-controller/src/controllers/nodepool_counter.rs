@@ -1,7 +1,10 @@
 //! NodePool status (upstream `nodepool.counter`): `status.resources` (capacity of the pool's
 //! NodeClaims, in-flight ones included) and `status.nodes`, written when they change, checked
 //! every [`INTERVAL`]; and the same figures, the pool's limits and its cost as metrics
-//! (upstream `metrics.nodepool`), one loop each.
+//! (upstream `metrics.nodepool`), one loop each. A NodeClaim that names its offering but cannot
+//! be priced (its pool has no instance-type listing, or the listing lacks the offering) is
+//! counted once in `karpenter_nodepools_cost_tracker_errors_total`, as upstream's cost tracker
+//! counts the NodeClaims it fails to add.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
@@ -134,12 +137,20 @@ impl<C> NodePoolMetrics<C> {
     }
 }
 
-/// The series the last pass set, per gauge.
+/// The series the last pass set, per gauge, and the NodeClaims it could not price.
 #[derive(Debug, Default)]
 struct PoolSeries {
     usage: HashSet<Labels>,
     limit: HashSet<Labels>,
     cost: HashSet<Labels>,
+    unpriced: HashSet<String>,
+}
+
+/// A pool's cost, and the NodeClaims of the pool that name an offering it has no price for.
+#[derive(Debug, Default, PartialEq)]
+struct PoolCost {
+    cost: f64,
+    unpriced: Vec<String>,
 }
 
 /// The one step of `metrics.nodepool`: rebuild.
@@ -147,13 +158,14 @@ struct PoolSeries {
 pub struct Rebuild;
 
 /// The hourly price of each NodeClaim of `pool` that names its instance type, capacity type
-/// and zone (upstream's cost tracker: an offering missing from the catalog costs 0), summed.
+/// and zone, summed (upstream's cost tracker: an offering missing from the catalog costs 0 and
+/// is an error). A NodeClaim without those labels yet is neither priced nor an error.
 fn pool_cost(
     cluster: &Cluster,
     pool: &str,
     instance_types: Option<&Vec<karpenter_scheduling::InstanceType>>,
-) -> f64 {
-    let mut cost = 0.0;
+) -> PoolCost {
+    let mut cost = PoolCost::default();
     for claim in cluster.node_claims() {
         let Some(labels) = claim.metadata.labels.as_ref() else {
             continue;
@@ -169,15 +181,39 @@ fn pool_cost(
         if owner != pool {
             continue;
         }
-        cost += instance_types
+        let price = instance_types
             .into_iter()
             .flatten()
             .filter(|t| t.name == *it)
             .flat_map(|t| &t.offerings)
             .find(|o| o.zone == *zone && o.capacity_type == *capacity)
-            .map_or(0.0, |o| o.price);
+            .map(|o| o.price);
+        match price {
+            Some(price) => cost.cost += price,
+            None => cost
+                .unpriced
+                .push(claim.metadata.name.clone().unwrap_or_default()),
+        }
     }
     cost
+}
+
+/// Counts the NodeClaims in `now` that were not unpriced in the last pass (`counted`) as
+/// errors of their pool, and remembers `now`: a NodeClaim is counted once while it stays
+/// unpriced, and again if it is unpriced after having been priced.
+fn count_unpriced(
+    family: &Family<Labels, prometheus_client::metrics::counter::Counter>,
+    counted: &mut HashSet<String>,
+    now: Vec<(String, String)>,
+) {
+    let mut next = HashSet::with_capacity(now.len());
+    for (pool, claim) in now {
+        if !counted.contains(&claim) {
+            family.get_or_create(&vec![("nodepool", pool)]).inc();
+        }
+        next.insert(claim);
+    }
+    *counted = next;
 }
 
 /// Sets `wanted` in `family`, removes what `previous` had that is not wanted any more, and
@@ -228,7 +264,8 @@ impl<C: Send + Sync + 'static> Reconciler for NodePoolMetrics<C> {
         // Prices from the instance types the other loops listed last (none before the first
         // listing or while one is under way: the costs wait for the next pass).
         let catalogs = self.ctx.catalogs.latest();
-        let (mut usage, mut limit, mut cost) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut usage, mut limit, mut cost, mut unpriced) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         {
             let cluster = self.ctx.cache.lock();
             for f in figures(&cluster, Busy::none()) {
@@ -245,8 +282,9 @@ impl<C: Send + Sync + 'static> Reconciler for NodePoolMetrics<C> {
                     ));
                 }
                 if let Some(catalogs) = &catalogs {
-                    let price = pool_cost(&cluster, &name, catalogs.instance_types.get(&name));
-                    cost.push((vec![("nodepool", name)], price));
+                    let priced = pool_cost(&cluster, &name, catalogs.instance_types.get(&name));
+                    unpriced.extend(priced.unpriced.into_iter().map(|c| (name.clone(), c)));
+                    cost.push((vec![("nodepool", name)], priced.cost));
                 }
             }
         }
@@ -260,6 +298,11 @@ impl<C: Send + Sync + 'static> Reconciler for NodePoolMetrics<C> {
         replace(&metrics.nodepool_limit, &mut series.limit, limit);
         if catalogs.is_some() {
             replace(&metrics.nodepools_cost, &mut series.cost, cost);
+            count_unpriced(
+                &metrics.nodepools_cost_tracker_errors,
+                &mut series.unpriced,
+                unpriced,
+            );
         }
         Ok(Action::RequeueAfter(INTERVAL))
     }
@@ -348,10 +391,33 @@ mod tests {
         ];
         let cost = pool_cost(&cluster, "general", Some(&types));
         assert!(
-            (cost - 0.11).abs() < 1e-9,
-            "{cost}: the offering in us-east-1b is unknown"
+            (cost.cost - 0.11).abs() < 1e-9,
+            "{cost:?}: the offering in us-east-1b is unknown"
         );
-        assert_eq!(pool_cost(&cluster, "general", None), 0.0);
+        assert_eq!(cost.unpriced, vec!["d".to_owned()]);
+        let unlisted = pool_cost(&cluster, "general", None);
+        assert_eq!(unlisted.cost, 0.0);
+        assert_eq!(unlisted.unpriced.len(), 4, "{unlisted:?}");
+    }
+
+    #[test]
+    fn an_unpriced_nodeclaim_is_one_error_while_it_stays_unpriced_and_again_if_it_comes_back() {
+        let registry = Metrics::new();
+        let metrics = ControllerMetrics::register(&registry);
+        let family = &metrics.nodepools_cost_tracker_errors;
+        let errors = |pool: &str| {
+            family
+                .get_or_create(&vec![("nodepool", pool.to_owned())])
+                .get()
+        };
+        let mut counted = HashSet::new();
+        let claim = |pool: &str, name: &str| (pool.to_owned(), name.to_owned());
+        count_unpriced(family, &mut counted, vec![claim("a", "x"), claim("b", "y")]);
+        count_unpriced(family, &mut counted, vec![claim("a", "x"), claim("b", "y")]);
+        assert_eq!((errors("a"), errors("b")), (1, 1));
+        count_unpriced(family, &mut counted, vec![claim("b", "y")]);
+        count_unpriced(family, &mut counted, vec![claim("a", "x"), claim("b", "y")]);
+        assert_eq!((errors("a"), errors("b")), (2, 1));
     }
 
     #[test]

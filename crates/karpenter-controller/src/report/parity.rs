@@ -41,14 +41,6 @@ pub const NOT_YET: &[(&str, &str)] = &[
         "karpenter_cloudprovider_batcher_batch_time_seconds",
         "no request batcher: each CreateFleet, TerminateInstances and DescribeInstances call is made on its own",
     ),
-    (
-        "karpenter_nodepools_cost_tracker_errors_total",
-        "no cost tracker to fail: karpenter_nodepools_cost_total is priced each pass from the last instance-type listing",
-    ),
-    (
-        "leader_election_slowpath_total",
-        "the elector reads the Lease before each write, so it has no fast path to fall back from (controller-runtime v0.24.1 documents this counter but never registers it)",
-    ),
 ];
 
 /// Metrics karpenter-rs exports that upstream does not document, with why.
@@ -421,6 +413,9 @@ pub fn exported() -> Metrics {
     m.nodepools_cost
         .get_or_create(&vec![("nodepool", "general".to_owned())])
         .set(0.34);
+    m.nodepools_cost_tracker_errors
+        .get_or_create(&vec![("nodepool", "general".to_owned())])
+        .inc();
     m.cluster_state_synced.set(1);
     m.cluster_state_node_count.set(3);
     m.disruption_evaluated("Emptiness", "empty", 0.2);
@@ -497,7 +492,9 @@ pub fn exported() -> Metrics {
             pending_by_effective_zone: [("flexible".to_owned(), 2)].into(),
         });
     std::mem::forget(m.solving("provisioner"));
-    crate::leader::LeaderMetrics::register(&registry).leading("karpenter-leader-election", true);
+    let leader = crate::leader::LeaderMetrics::register(&registry);
+    leader.leading("karpenter-leader-election", true);
+    leader.slowpath("karpenter-leader-election").inc();
     exercise_conditions(&m);
     let client = crate::client::ClientMetrics::default();
     client.register(&registry);
