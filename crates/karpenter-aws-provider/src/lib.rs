@@ -20,6 +20,7 @@ pub mod calls;
 pub mod capacity_reservations;
 pub mod catalog;
 pub mod clients;
+pub mod cluster_version;
 pub mod error;
 pub mod instance_status;
 pub mod instances;

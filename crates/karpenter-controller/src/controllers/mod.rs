@@ -79,6 +79,10 @@ pub enum StartError {
     ZonalShift(#[source] karpenter_aws_provider::AwsError),
     #[error("reading the API server's version (AMI aliases need it)")]
     KubernetesVersion(#[source] kube::Error),
+    #[error(
+        "EKS_CONTROL_PLANE: reading the cluster's Kubernetes version from eks:DescribeCluster (AMI aliases need it)"
+    )]
+    EksVersion(#[source] karpenter_aws_provider::AwsError),
 }
 
 /// Extra controllers a cloud provider starts once this replica leads.
@@ -149,13 +153,23 @@ pub async fn run_aws(
         reboot_for_repair: settings.aws_feature_gates.reboot_for_repair,
         reserved_capacity: settings.feature_gates.reserved_capacity,
     };
-    let k8s_version = ctx
-        .clients
-        .main
-        .apiserver_version()
+    // Upstream's version provider: EKS's answer with EKS_CONTROL_PLANE, the API server's else.
+    let k8s_version = if settings.eks_control_plane {
+        karpenter_aws_provider::cluster_version::eks_kubernetes_version(
+            &clients,
+            &settings.cluster_name,
+        )
         .await
-        .map_err(StartError::KubernetesVersion)?
-        .git_version;
+        .map_err(StartError::EksVersion)?
+    } else {
+        ctx.clients
+            .main
+            .apiserver_version()
+            .await
+            .map_err(StartError::KubernetesVersion)?
+            .git_version
+    };
+    tracing::info!(version = %k8s_version, source = if settings.eks_control_plane { "eks:DescribeCluster" } else { "API server" }, "discovered the Kubernetes version");
     // Upstream validates the cluster with ARC at start: an unknown cluster stops it.
     let zonal_shifts = if settings.enable_zonal_shift {
         Some(Arc::new(

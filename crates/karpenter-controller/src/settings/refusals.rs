@@ -121,12 +121,6 @@ const RULES: &[Rule] = &[
         |s| s.enable_profiling,
         "karpenter-rs serves no Go pprof endpoints; unset it",
     ),
-    setting(
-        "EKS_CONTROL_PLANE",
-        "--eks-control-plane",
-        |s| s.eks_control_plane,
-        "karpenter-rs reads the Kubernetes version from the API server, not from eks:DescribeCluster; unset it",
-    ),
     Rule {
         env: "IGNORE_DRA_REQUESTS",
         flag: "--ignore-dra-requests",

@@ -439,11 +439,6 @@ fn each_unimplemented_feature_is_refused_naming_the_setting_the_value_and_why() 
             "ENABLE_PROFILING=true (--enable-profiling): karpenter-rs serves no Go pprof endpoints; unset it",
         ),
         (
-            "EKS_CONTROL_PLANE",
-            "1",
-            "EKS_CONTROL_PLANE=true (--eks-control-plane): karpenter-rs reads the Kubernetes version from the API server",
-        ),
-        (
             "AWS_FEATURE_GATES",
             "NodeClassCEL=true",
             "NodeClassCEL=true in AWS_FEATURE_GATES (--aws-feature-gates): CEL expressions",
@@ -501,6 +496,7 @@ fn the_feature_gates_karpenter_rs_implements_or_accepts_are_not_refused_either_w
     for (env, value) in [
         ("DISABLE_DRY_RUN", "true"),
         ("ENABLE_ZONAL_SHIFT", "true"),
+        ("EKS_CONTROL_PLANE", "true"),
         ("DISABLE_CONTROLLER_WARMUP", "false"),
         ("DISABLE_CLUSTER_STATE_OBSERVABILITY", "true"),
         ("MEMORY_LIMIT", "536870912"),
@@ -522,6 +518,7 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
             ),
             ("AWS_FEATURE_GATES", "DRAEFA=true"),
             ("EKS_CONTROL_PLANE", "true"),
+            ("LEGACY_NODE_REPAIR", "true"),
         ],
     )
     .expect("valid");
@@ -533,12 +530,12 @@ fn every_refused_value_is_listed_at_once_one_per_line() {
         .collect();
     assert_eq!(
         settings_named,
-        ["ENABLE_PROFILING", "EKS_CONTROL_PLANE", "DRAEFA"]
+        ["LEGACY_NODE_REPAIR", "ENABLE_PROFILING", "DRAEFA"]
     );
     let message = err.to_string();
     assert!(
         message.starts_with(
-            "refusing to start: 3 settings ask for what karpenter-rs does not do:\n  - ENABLE_PROFILING=true"
+            "refusing to start: 3 settings ask for what karpenter-rs does not do:\n  - LEGACY_NODE_REPAIR=true"
         ),
         "{message}"
     );

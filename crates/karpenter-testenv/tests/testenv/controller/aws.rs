@@ -78,6 +78,9 @@ fn enforceable(policy: &PolicyDocument, without: &[&str]) -> String {
     value.to_string()
 }
 
+/// The Kubernetes version of the emulator's EKS cluster records.
+const EKS_VERSION: &str = "1.33";
+
 async fn build_cloud(aws: &AwsEnv, id: &str) -> Cloud {
     let cluster = format!("testenv-{id}");
     let ec2 = aws.ec2();
@@ -146,9 +149,12 @@ async fn build_cloud(aws: &AwsEnv, id: &str) -> Cloud {
         .role
         .map(|r| r.arn)
         .expect("a role");
+    // The EKS record's minor differs from the API server's (v1.36), so a test can tell which
+    // of the two the controller read (EKS_CONTROL_PLANE).
     aws.eks()
         .create_cluster()
         .name(&cluster)
+        .version(EKS_VERSION)
         .role_arn(&role_arn)
         .resources_vpc_config(
             aws_sdk_eks::types::VpcConfigRequest::builder()
@@ -1734,6 +1740,59 @@ async fn a_placement_group_that_does_not_exist_keeps_its_class_not_ready_naming_
     .cloned()
     .expect("a Ready condition");
     assert_eq!(ready.status, "False");
+    finish_on_aws(h, &aws, &cloud).await;
+}
+
+/// The image an AL2023 x86_64 alias resolves to for Kubernetes `minor`, as the emulator's SSM
+/// parameters say.
+async fn al2023_image(aws: &AwsEnv, minor: &str) -> String {
+    aws.ssm()
+        .get_parameter()
+        .name(format!(
+            "/aws/service/eks/optimized-ami/{minor}/amazon-linux-2023/x86_64/standard/recommended/image_id"
+        ))
+        .send()
+        .await
+        .expect("reading the seeded SSM parameter")
+        .parameter
+        .and_then(|p| p.value)
+        .expect("a parameter value")
+}
+
+#[tokio::test]
+#[ignore = "needs the control plane, KWOK and the AWS emulator: run scripts/test-integration"]
+async fn with_eks_control_plane_the_ami_alias_follows_the_version_eks_reports() {
+    let _classes = crate::NODE_CLASSES.write().await;
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    let (h, cloud, recorder) = start_on_aws_faulty(
+        "aws-eks-version",
+        &aws,
+        &[],
+        false,
+        None,
+        &["--eks-control-plane"],
+    )
+    .await;
+    create_node_class(&h, &cloud, "al2023@latest").await;
+    let class = wait_class_ready(&h).await;
+    let (eks, api_server) = (
+        al2023_image(&aws, EKS_VERSION).await,
+        al2023_image(&aws, "1.36").await,
+    );
+    assert_ne!(eks, api_server, "the emulator seeds one image per minor");
+    let amis: Vec<String> = class
+        .status
+        .as_ref()
+        .and_then(|s| s.amis.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|a| a.id.clone())
+        .collect();
+    assert!(
+        amis.contains(&eks) && !amis.contains(&api_server),
+        "the class resolves EKS's {EKS_VERSION} image {eks}, not the API server's 1.36 {api_server}: {amis:?}"
+    );
+    assert_inside_the_contract(&recorder, &cloud, aws.region());
     finish_on_aws(h, &aws, &cloud).await;
 }
 
