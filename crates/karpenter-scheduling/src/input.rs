@@ -278,6 +278,13 @@ pub struct SolveInput {
     /// UIDs (or `namespace/name` when a pod has none) of pods that a consolidation simulation
     /// moves off its candidates; they avoid nodes with `refuses_relocated_pods`.
     pub relocating: std::collections::BTreeSet<String>,
+    /// Where an earlier batch planned pods that are still pending: pod UID (or
+    /// `namespace/name` when a pod has none) to the existing node or in-flight NodeClaim
+    /// (by its node name) it was placed on. Those pods are placed before the others, each on
+    /// its planned node first, so a later batch keeps the earlier plan rather than repacking
+    /// the in-flight NodeClaims in a new order (which can leave a planned pod without room
+    /// and launch a node too many). A plan that no longer fits is ignored.
+    pub planned: BTreeMap<String, String>,
     pub options: SolveOptions,
 }
 

@@ -575,6 +575,10 @@ struct Scenario {
     /// `karpenter.sh/v1alpha1` NodeOverlays (full YAML), applied to every NodePool's types.
     #[serde(default)]
     node_overlays: Vec<karpenter_api::v1alpha1::NodeOverlay>,
+    /// Where an earlier batch planned pending pods: pod name -> existing node
+    /// (`SolveInput::planned`).
+    #[serde(default)]
+    planned: BTreeMap<String, String>,
     expect: Expect,
 }
 
@@ -747,7 +751,16 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
             .collect(),
         options: SolveOptions::default(),
         relocating: Default::default(),
+        planned: Default::default(),
     };
+    for (pod, node) in &s.planned {
+        let uid = pods
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(pod.as_str()))
+            .map(|p| karpenter_scheduling::PodRecord::from(p.clone()).uid_or_key())
+            .unwrap_or_else(|| panic!("planned: no pod named {pod}"));
+        input.planned.insert(uid, node.clone());
+    }
     if let Some(p) = s.options.preference_policy {
         input.options.preference_policy = p;
     }

@@ -218,6 +218,7 @@ impl Scenario {
             namespaces: self.namespaces.clone(),
             options: self.solve_options.clone(),
             relocating: Default::default(),
+            planned: Default::default(),
         };
         let result = karpenter_scheduling::solve(&input);
         let pods = input.pods.into_iter().map(|p| Pod::from(&*p)).collect();

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVo
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use karpenter_api::labels;
-use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
+use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool, Operator};
 use karpenter_api::v1alpha1::NodeOverlay;
 use karpenter_disruption::{Features, Pdb, Snapshot};
 use karpenter_scheduling::PodRecord;
@@ -80,6 +80,10 @@ pub struct Cluster {
     /// launched for them: they hold buffer headroom, and emptiness leaves them alone (upstream
     /// `Cluster.HasBufferPods`).
     buffer_nodes: BTreeSet<String>,
+    /// Where the provisioner's last batch placed each pod (UID, or `namespace/name`): an
+    /// existing node's name or the NodeClaim created for it. Given to the next batch as
+    /// [`SolveInput::planned`] for the pods still pending.
+    plans: HashMap<String, String>,
 }
 
 impl Cluster {
@@ -344,6 +348,12 @@ impl Cluster {
         *entry = (*entry).max(until);
     }
 
+    /// Replaces the provisioner's plan: pod UID (or `namespace/name`) -> the node or NodeClaim
+    /// name the last batch placed it on.
+    pub fn set_plans(&mut self, plans: HashMap<String, String>) {
+        self.plans = plans;
+    }
+
     /// Marks (or unmarks) a NodeClaim as chosen by a disruption command.
     pub fn mark_for_deletion(&mut self, node_claim: &str, marked: bool) {
         if marked {
@@ -538,15 +548,45 @@ impl Cluster {
         instance_types: karpenter_scheduling::PoolInstanceTypes,
         options: SolveOptions,
     ) -> SolveInput {
+        let state_nodes = self.state_nodes();
+        // Plans name a node, or the NodeClaim created for the pods (whose state node is named
+        // after its Node once it has one): both resolve to the state node's name.
+        let mut planned = BTreeMap::new();
+        if !self.plans.is_empty() {
+            let mut names: HashMap<&str, &str> = HashMap::new();
+            for node in &state_nodes {
+                names.insert(node.name(), node.name());
+                if let Some(claim) = node.node_claim.and_then(|c| c.metadata.name.as_deref()) {
+                    names.insert(claim, node.name());
+                }
+            }
+            for pod in &pods {
+                let uid = pod.uid_or_key();
+                if let Some(node) = self.plans.get(&uid).and_then(|n| names.get(n.as_str())) {
+                    planned.insert(uid, (*node).to_owned());
+                }
+            }
+        }
+        let existing_nodes = state_nodes
+            .iter()
+            .map(|node| {
+                let mut existing = node.to_existing();
+                if existing.allocatable.0.is_empty()
+                    && let Some(floor) = node
+                        .node_claim
+                        .and_then(|claim| unlaunched_allocatable(claim, instance_types.as_ref()))
+                {
+                    existing.capacity = floor.clone();
+                    existing.allocatable = floor;
+                }
+                existing
+            })
+            .collect();
         SolveInput {
             node_pools,
             instance_types,
             default_instance_types: Vec::new(),
-            existing_nodes: self
-                .state_nodes()
-                .iter()
-                .map(StateNode::to_existing)
-                .collect(),
+            existing_nodes,
             daemonsets: self.daemonsets.values().cloned().collect(),
             pods,
             persistent_volume_claims: self.persistent_volume_claims.values().cloned().collect(),
@@ -554,6 +594,7 @@ impl Cluster {
             storage_classes: self.storage_classes.values().cloned().collect(),
             namespaces: self.namespaces.values().cloned().collect(),
             relocating: Default::default(),
+            planned,
             options,
         }
     }
@@ -635,6 +676,46 @@ impl Cluster {
             buffer_nodes: self.buffer_nodes.clone(),
         }
     }
+}
+
+/// What a NodeClaim that has not launched yet (no capacity in its status) is sure to offer:
+/// per resource, the least allocatable among the instance types it may become (its
+/// `node.kubernetes.io/instance-type` options, in its NodePool's catalog). The pods it was
+/// created for fit on each option, so they fit here too, and the next batch finds them room
+/// on it instead of launching another NodeClaim for them. `None` when its options are
+/// unknown.
+fn unlaunched_allocatable(
+    claim: &NodeClaim,
+    catalogs: &BTreeMap<String, Vec<karpenter_scheduling::InstanceType>>,
+) -> Option<ResourceList> {
+    let pool = claim.metadata.labels.as_ref()?.get(labels::NODEPOOL)?;
+    let catalog = catalogs.get(pool)?;
+    let options = claim
+        .spec
+        .requirements
+        .iter()
+        .find(|r| r.key == labels::INSTANCE_TYPE && r.operator == Operator::In)?;
+    let mut floor: Option<ResourceList> = None;
+    for it in catalog
+        .iter()
+        .filter(|it| options.values.contains(&it.name))
+    {
+        let allocatable = it.allocatable();
+        floor = Some(match floor {
+            None => allocatable,
+            Some(mut least) => {
+                least.0.retain(|name, quantity| {
+                    let other = allocatable.get(name);
+                    if other < *quantity {
+                        *quantity = other;
+                    }
+                    other.millis() > 0
+                });
+                least
+            }
+        });
+    }
+    floor
 }
 
 /// A `resourceVersion` as the etcd revision it is (`None`: absent or not a number).

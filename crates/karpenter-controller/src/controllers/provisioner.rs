@@ -16,7 +16,7 @@
 //! batch put them goes back to the index: per buffer for its `Provisioning` condition, and the
 //! nodes holding them, which emptiness leaves alone.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -379,6 +379,8 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         // A pool with limits gets its NodeClaims one at a time, each checked against the usage
         // the ones before it added; the others are created concurrently (a batch of 500
         // hostname anti-affinity pods is 500 NodeClaims).
+        // Where this batch places each pod (`Cluster::set_plans`).
+        let mut plans: HashMap<String, String> = HashMap::new();
         let (limited, free): (Vec<_>, Vec<_>) = result
             .new_node_claims
             .iter()
@@ -402,11 +404,13 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                 continue;
             }
             if let Some(name) = self.create_for(claim, pool, buffer, &pods_by_key).await {
+                plan(&mut plans, claim, &name);
                 outcome.created.push(name);
             }
         }
         // The futures are built first: with a stream that maps through a closure borrowing
         // `self`, rustc cannot prove the spawned task `Send` ("FnOnce is not general enough").
+        let free_claims: Vec<&NewNodeClaim> = free.iter().map(|(claim, _, _)| *claim).collect();
         let creations: Vec<_> = free
             .into_iter()
             .map(|(claim, pool, buffer)| self.create_for(claim, pool, buffer, &pods_by_key))
@@ -415,13 +419,21 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             .buffered(CREATE_CONCURRENCY)
             .collect()
             .await;
-        outcome.created.extend(created.into_iter().flatten());
+        for (claim, name) in free_claims.into_iter().zip(created) {
+            if let Some(name) = name {
+                plan(&mut plans, claim, &name);
+                outcome.created.push(name);
+            }
+        }
         let until = chrono::Utc::now()
             + chrono::Duration::from_std(nomination_window(&self.ctx.settings)).unwrap_or_default();
         for placement in &result.existing_placements {
+            plans.insert(placement.pod.uid.clone(), placement.node.clone());
             self.ctx.cache.lock().nominate(&placement.node, until);
             outcome.nominated += 1;
         }
+        // The next batch keeps this one's plan for the pods still pending then.
+        self.ctx.cache.lock().set_plans(plans);
         let deferred: Vec<String> = result
             .unschedulable
             .iter()
@@ -551,6 +563,13 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             }
         }
         Some(name)
+    }
+}
+
+/// Records that `claim`'s pods were placed on the NodeClaim `name`.
+fn plan(plans: &mut HashMap<String, String>, claim: &NewNodeClaim, name: &str) {
+    for pod in &claim.pods {
+        plans.insert(pod.uid.clone(), name.to_owned());
     }
 }
 

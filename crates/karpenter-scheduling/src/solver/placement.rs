@@ -126,7 +126,13 @@ impl Solver<'_> {
     pub(crate) fn add_to_existing(&mut self, pi: usize, a: &Attempt) -> bool {
         let pod = &self.pods[pi];
         let mut chosen = None;
-        for (ni, node) in self.existing.iter().enumerate() {
+        // The node an earlier batch planned the pod on first, then every node in order.
+        let planned = pod.planned.filter(|&ni| ni < self.existing.len());
+        let order = planned
+            .into_iter()
+            .chain((0..self.existing.len()).filter(|&ni| Some(ni) != planned));
+        for ni in order {
+            let node = &self.existing[ni];
             if node.deleting
                 || (pod.relocating && node.refuses_relocated_pods)
                 || !dims::fits(&pod.requests, &node.remaining)

@@ -67,6 +67,9 @@ pub struct PodInfo {
     pub owned_by_daemonset: bool,
     /// Moved off a consolidation candidate ([`crate::SolveInput::relocating`]).
     pub relocating: bool,
+    /// The existing node an earlier batch planned it on ([`crate::SolveInput::planned`]), as
+    /// an index into the solver's existing nodes.
+    pub planned: Option<usize>,
     /// `status.phase` is `Pending` (counted by the effective-zone gauge).
     pub pending: bool,
 }
@@ -342,6 +345,7 @@ impl Compiler<'_> {
             volume_alternatives: Vec::new(),
             owned_by_daemonset,
             relocating: false,
+            planned: None,
             pending: pod.phase() == "Pending",
         };
         let Some(spec) = pod.spec.as_ref() else {

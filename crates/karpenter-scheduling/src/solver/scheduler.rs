@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use crate::hash::FxHashSet;
+use crate::hash::{FxHashMap, FxHashSet};
 use crate::input::{MinValuesPolicy, SolveInput};
 use crate::intern::{Interner, Sym};
 use crate::output::{PodRef, SolveResult};
@@ -343,6 +343,15 @@ impl<'a> Solver<'a> {
     pub fn add_pods<'p>(&mut self, pods: impl IntoIterator<Item = &'p PodRecord>) {
         let policy = self.input.options.preference_policy;
         let first = self.pods.len();
+        // Existing node name -> index, only when there are plans to resolve.
+        let planned_nodes: Option<FxHashMap<&str, usize>> =
+            (!self.input.planned.is_empty()).then(|| {
+                self.existing
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| (e.name.as_str(), i))
+                    .collect()
+            });
         let mut compiler = Compiler {
             interner: &mut self.interner,
             dims: &mut self.dims,
@@ -354,6 +363,12 @@ impl<'a> Solver<'a> {
                 Ok(mut info) => {
                     info.relocating = !self.input.relocating.is_empty()
                         && self.input.relocating.contains(&info.pod_ref.uid);
+                    info.planned = planned_nodes
+                        .as_ref()
+                        .and_then(|nodes| {
+                            nodes.get(self.input.planned.get(&info.pod_ref.uid)?.as_str())
+                        })
+                        .copied();
                     if !info.claims.is_empty() {
                         match self.volumes.alternatives(
                             &info.pod_ref.namespace,
@@ -633,8 +648,12 @@ impl<'a> Solver<'a> {
         let mut order: Vec<usize> = (0..self.pods.len()).collect();
         order.sort_by(|&a, &b| {
             let (pa, pb) = (&self.pods[a], &self.pods[b]);
-            pb.cpu()
-                .cmp(&pa.cpu())
+            // Pods an earlier batch planned first, so pods without a plan do not take their
+            // room (`SolveInput::planned`).
+            pa.planned
+                .is_none()
+                .cmp(&pb.planned.is_none())
+                .then_with(|| pb.cpu().cmp(&pa.cpu()))
                 .then_with(|| pb.memory().cmp(&pa.memory()))
                 .then_with(|| pa.created.cmp(&pb.created))
                 .then_with(|| pa.pod_ref.uid.cmp(&pb.pod_ref.uid))
