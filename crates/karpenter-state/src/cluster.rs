@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVo
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use karpenter_api::labels;
-use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool, Operator};
+use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
 use karpenter_api::v1alpha1::NodeOverlay;
 use karpenter_disruption::{Features, Pdb, Snapshot};
 use karpenter_scheduling::PodRecord;
@@ -567,21 +567,7 @@ impl Cluster {
                 }
             }
         }
-        let existing_nodes = state_nodes
-            .iter()
-            .map(|node| {
-                let mut existing = node.to_existing();
-                if existing.allocatable.0.is_empty()
-                    && let Some(floor) = node
-                        .node_claim
-                        .and_then(|claim| unlaunched_allocatable(claim, instance_types.as_ref()))
-                {
-                    existing.capacity = floor.clone();
-                    existing.allocatable = floor;
-                }
-                existing
-            })
-            .collect();
+        let existing_nodes = state_nodes.iter().map(StateNode::to_existing).collect();
         SolveInput {
             node_pools,
             instance_types,
@@ -676,46 +662,6 @@ impl Cluster {
             buffer_nodes: self.buffer_nodes.clone(),
         }
     }
-}
-
-/// What a NodeClaim that has not launched yet (no capacity in its status) is sure to offer:
-/// per resource, the least allocatable among the instance types it may become (its
-/// `node.kubernetes.io/instance-type` options, in its NodePool's catalog). The pods it was
-/// created for fit on each option, so they fit here too, and the next batch finds them room
-/// on it instead of launching another NodeClaim for them. `None` when its options are
-/// unknown.
-fn unlaunched_allocatable(
-    claim: &NodeClaim,
-    catalogs: &BTreeMap<String, Vec<karpenter_scheduling::InstanceType>>,
-) -> Option<ResourceList> {
-    let pool = claim.metadata.labels.as_ref()?.get(labels::NODEPOOL)?;
-    let catalog = catalogs.get(pool)?;
-    let options = claim
-        .spec
-        .requirements
-        .iter()
-        .find(|r| r.key == labels::INSTANCE_TYPE && r.operator == Operator::In)?;
-    let mut floor: Option<ResourceList> = None;
-    for it in catalog
-        .iter()
-        .filter(|it| options.values.contains(&it.name))
-    {
-        let allocatable = it.allocatable();
-        floor = Some(match floor {
-            None => allocatable,
-            Some(mut least) => {
-                least.0.retain(|name, quantity| {
-                    let other = allocatable.get(name);
-                    if other < *quantity {
-                        *quantity = other;
-                    }
-                    other.millis() > 0
-                });
-                least
-            }
-        });
-    }
-    floor
 }
 
 /// A `resourceVersion` as the etcd revision it is (`None`: absent or not a number).

@@ -568,55 +568,20 @@ fn a_rebooting_nodes_fence_is_not_a_taint_to_the_solver_so_its_evicted_pods_wait
     );
 }
 
-/// A NodeClaim of pool `general` that may become `small` or `medium` and has not launched.
-fn unlaunched_claim(name: &str) -> NodeClaim {
-    parse(json!({
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "general"}},
-        "spec": {
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-            "requirements": [
-                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["small", "medium"]}
-            ]
-        }
-    }))
-}
-
 #[test]
-fn the_next_batch_finds_pods_room_on_the_unlaunched_claim_planned_for_them() {
-    use karpenter_scheduling::builders::InstanceTypeBuilder;
-    let types = vec![
-        InstanceTypeBuilder::new("small")
-            .resource("cpu", "2")
-            .resource("memory", "8Gi")
-            .resource("pods", "110")
-            .offering("us-east-1a", "on-demand", 0.1, true)
-            .build(),
-        InstanceTypeBuilder::new("medium")
-            .resource("cpu", "4")
-            .resource("memory", "4Gi")
-            .resource("pods", "110")
-            .offering("us-east-1a", "on-demand", 0.2, true)
-            .build(),
-        InstanceTypeBuilder::new("large")
-            .resource("cpu", "1")
-            .resource("memory", "1Gi")
-            .resource("pods", "110")
-            .offering("us-east-1a", "on-demand", 0.3, true)
-            .build(),
-    ];
-    let catalog: karpenter_scheduling::PoolInstanceTypes =
-        std::sync::Arc::new([("general".to_owned(), types)].into_iter().collect());
+fn the_next_batch_is_given_the_last_plan_for_its_pods_by_the_name_their_node_has_now() {
     let mut cluster = Cluster::new();
-    cluster.apply(Object::NodeClaim(unlaunched_claim("c")));
+    // Launched, its Node not registered yet: the state node is the NodeClaim.
+    cluster.apply(Object::NodeClaim(node_claim("c", Some("kwok://c"), false)));
+    cluster.apply(Object::NodeClaim(node_claim("d", Some("kwok://d"), true)));
+    cluster.apply(Object::Node(node("node-d", "kwok://d", "2")));
     for name in ["a", "b", "new"] {
         cluster.apply(Object::Pod(pod(name, None, true)));
     }
     cluster.set_plans(
         [
             ("shop/a".to_owned(), "c".to_owned()),
-            ("shop/b".to_owned(), "c".to_owned()),
+            ("shop/b".to_owned(), "d".to_owned()),
             ("shop/gone".to_owned(), "c".to_owned()),
             ("shop/new".to_owned(), "no-such-node".to_owned()),
         ]
@@ -624,30 +589,13 @@ fn the_next_batch_finds_pods_room_on_the_unlaunched_claim_planned_for_them() {
         .collect(),
     );
     let pods = cluster.provisionable_pods().into_iter().cloned().collect();
-    let input = cluster.solve_input(pods, Vec::new(), catalog, Default::default());
-    let existing = &input.existing_nodes[0];
-    assert_eq!(existing.name, "c");
-    let allocatable: Vec<(String, String)> = existing
-        .allocatable
-        .0
-        .iter()
-        .map(|(k, v)| (k.clone(), v.to_string()))
-        .collect();
-    assert_eq!(
-        allocatable,
-        [
-            ("cpu".to_owned(), "2".to_owned()),
-            ("memory".to_owned(), "4Gi".to_owned()),
-            ("pods".to_owned(), "110".to_owned())
-        ],
-        "the least of what its options (small, medium; not large) allocate, per resource"
-    );
+    let input = cluster.solve_input(pods, Vec::new(), Default::default(), Default::default());
     assert_eq!(
         input.planned.into_iter().collect::<Vec<_>>(),
         [
             ("shop/a".to_owned(), "c".to_owned()),
-            ("shop/b".to_owned(), "c".to_owned())
+            ("shop/b".to_owned(), "node-d".to_owned())
         ],
-        "plans of pods in the batch onto nodes that exist"
+        "plans of the batch's pods onto nodes that exist, by the node's name once registered"
     );
 }
