@@ -82,12 +82,31 @@ class Api:
                 return n
 
 
+def deployments(case, pods):
+    """The case's Deployments. perf: upstream's performance suite (test/suites/performance,
+    basic_test.go): half the pods 900m / 3100Mi, half 3500m / 28Gi."""
+    if case != "perf":
+        return [deployment(case, pods)]
+    out = []
+    for size, share, cpu, memory in (("small", pods // 2, "900m", "3100Mi"),
+                                      ("large", pods - pods // 2, "3500m", "28Gi")):
+        d = deployment(case, share)
+        d["metadata"]["name"] = "bench-perf-" + size
+        labels = {"app": "bench", "size": size}
+        d["spec"]["selector"] = {"matchLabels": labels}
+        d["spec"]["template"]["metadata"]["labels"] = labels
+        d["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {
+            "cpu": cpu, "memory": memory}
+        out.append(d)
+    return out
+
+
 def deployment(case, pods):
     # scaleout: upstream's basic scale-out shape (one Deployment, mid-size requests) with
     # 1 vCPU / 1536Mi per pod; antiaffinity: 500m / 512Mi, required hostname anti-affinity
     # (a node each).
     labels = {"app": "bench"}
-    if case in ("scaleout", "consolidation", "drift"):
+    if case in ("scaleout", "consolidation", "drift", "perf"):
         requests = {"cpu": "1", "memory": "1536Mi"}
         affinity = None
     else:
@@ -148,10 +167,10 @@ def cmd_run(args):
     pods = {}      # name -> latest object
     bound = {}     # name -> local time first seen bound
     started = time.time()
-    created = api.post("/apis/apps/v1/namespaces/%s/deployments" % NAMESPACE,
-                       deployment(args.case, args.pods))
-    if created is None:
-        raise SystemExit("Deployment already exists: run on a fresh testenv")
+    for d in deployments(args.case, args.pods):
+        created = api.post("/apis/apps/v1/namespaces/%s/deployments" % NAMESPACE, d)
+        if created is None:
+            raise SystemExit("Deployment already exists: run on a fresh testenv")
     last_progress = time.time()
     rv = None
     while len(bound) < args.pods and time.time() < deadline:
@@ -297,6 +316,15 @@ def cmd_disrupt(args):
               {"spec": {"replicas": pods}}, merge)
         patch(api, "/apis/karpenter.sh/v1/nodepools/default",
               {"spec": {"disruption": {"consolidateAfter": "0s"}}}, merge)
+    elif args.case == "perf":
+        # Upstream's suite: both Deployments to 70% (350 + 350 of 1,000); the NodePool already
+        # consolidates after 30s with a 100% budget.
+        pods = 0
+        for d in deployments("perf", args.pods):
+            replicas = d["spec"]["replicas"] * 7 // 10
+            pods += replicas
+            patch(api, "/apis/apps/v1/namespaces/%s/deployments/%s" % (NAMESPACE, d["metadata"]["name"]),
+                  {"spec": {"replicas": replicas}}, merge)
     else:
         patch(api, "/apis/karpenter.sh/v1/nodepools/default",
               {"spec": {"template": {"metadata": {"labels": {"bench-rev": "2"}}}}}, merge)
@@ -474,14 +502,14 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--state", required=True)
-    r.add_argument("--case", choices=["scaleout", "antiaffinity", "consolidation", "drift"],
+    r.add_argument("--case", choices=["scaleout", "antiaffinity", "consolidation", "drift", "perf"],
                    required=True)
     r.add_argument("--pods", type=int, required=True)
     r.add_argument("--timeout", type=float, default=900)
     r.set_defaults(fn=cmd_run)
     d = sub.add_parser("disrupt")
     d.add_argument("--state", required=True)
-    d.add_argument("--case", choices=["consolidation", "drift"], required=True)
+    d.add_argument("--case", choices=["consolidation", "drift", "perf"], required=True)
     d.add_argument("--side", choices=["ours", "upstream"], required=True)
     d.add_argument("--prices", required=True)
     d.add_argument("--pods", type=int, required=True)
