@@ -1743,6 +1743,116 @@ async fn a_placement_group_that_does_not_exist_keeps_its_class_not_ready_naming_
     finish_on_aws(h, &aws, &cloud).await;
 }
 
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK and the AWS emulator: run scripts/test-integration"]
+async fn an_ipv6_clusters_launch_templates_address_interfaces_by_ipv6_and_nodes_use_its_dns() {
+    let _classes = crate::NODE_CLASSES.write().await;
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    let env = karpenter_testenv::KubeEnv::connect()
+        .await
+        .expect("connecting to the test environment");
+    // An IPv6 cluster's kube-dns (the test control plane is dual-stack: scripts/testenv). The
+    // controller reads it once, at start; an IPv4 one another test made is replaced, and the
+    // IPv6 one removed at the end (tests needing one make their own).
+    let services =
+        Api::<k8s_openapi::api::core::v1::Service>::namespaced(env.client(), "kube-system");
+    if services
+        .get_opt("kube-dns")
+        .await
+        .expect("reading kube-system/kube-dns")
+        .is_some()
+    {
+        services
+            .delete("kube-dns", &DeleteParams::default())
+            .await
+            .expect("removing the IPv4 kube-dns");
+    }
+    let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kube-dns", "namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
+        "spec": {"selector": {"k8s-app": "kube-dns"}, "ipFamilies": ["IPv6"],
+                 "ipFamilyPolicy": "SingleStack",
+                 "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]}
+    }))
+    .expect("the kube-dns Service parses");
+    let dns_ip = services
+        .create(&PostParams::default(), &service)
+        .await
+        .expect("creating an IPv6 kube-system/kube-dns")
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .expect("an IPv6 cluster IP");
+    assert!(dns_ip.contains(':'), "an IPv6 address: {dns_ip}");
+
+    let (h, cloud, recorder) = start_on_aws("aws-ipv6", &aws, &[]).await;
+    create_node_class_with(
+        &h,
+        &cloud,
+        "al2023@latest",
+        serde_json::json!({"ipPrefixCount": 2}),
+    )
+    .await;
+    wait_class_ready(&h).await;
+    h.node_pool(None, requirements()).await;
+    h.create_deployment("web", 1, "500m").await;
+    wait_launched(&h).await;
+
+    let fleet_templates: Vec<String> = recorder
+        .calls()
+        .iter()
+        .filter(|c| c.operation == "CreateFleet" && c.succeeded)
+        .flat_map(|c| c.ids.launch_template_names.clone())
+        .collect();
+    assert!(
+        !fleet_templates.is_empty(),
+        "a CreateFleet named its templates"
+    );
+    for name in &fleet_templates {
+        let data = aws
+            .ec2()
+            .describe_launch_template_versions()
+            .launch_template_name(name)
+            .versions("$Latest")
+            .send()
+            .await
+            .expect("describing the launch template")
+            .launch_template_versions()
+            .first()
+            .and_then(|v| v.launch_template_data())
+            .cloned()
+            .expect("launch template data");
+        let interfaces = data.network_interfaces();
+        assert!(!interfaces.is_empty(), "{name}: network interfaces");
+        for interface in interfaces {
+            assert_eq!(
+                interface.ipv6_address_count(),
+                Some(1),
+                "{name}: {interface:?}"
+            );
+            assert_eq!(
+                interface.primary_ipv6(),
+                Some(true),
+                "{name}: {interface:?}"
+            );
+            assert_eq!(
+                (interface.ipv6_prefix_count(), interface.ipv4_prefix_count()),
+                (Some(2), None),
+                "{name}: ipPrefixCount as IPv6 prefixes: {interface:?}"
+            );
+        }
+        let user_data = aws_smithy_types::base64::decode(data.user_data().unwrap_or_default())
+            .expect("base64 user data");
+        let user_data = String::from_utf8_lossy(&user_data);
+        assert!(
+            user_data.contains("clusterDNS:") && user_data.contains(&dns_ip),
+            "the IPv6 kube-dns address {dns_ip} is the nodes' cluster DNS:\n{user_data}"
+        );
+    }
+    assert_inside_the_contract(&recorder, &cloud, aws.region());
+    finish_on_aws(h, &aws, &cloud).await;
+    let _ = services.delete("kube-dns", &DeleteParams::default()).await;
+}
+
 /// The image an AL2023 x86_64 alias resolves to for Kubernetes `minor`, as the emulator's SSM
 /// parameters say.
 async fn al2023_image(aws: &AwsEnv, minor: &str) -> String {
