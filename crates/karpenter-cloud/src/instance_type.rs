@@ -33,6 +33,16 @@ pub struct InstanceTypeInfo {
 }
 
 impl InstanceTypeInfo {
+    /// The cheapest on-demand price among its offerings (what a reserved offering is priced
+    /// from).
+    pub fn cheapest_on_demand(&self) -> Option<f64> {
+        self.offerings
+            .iter()
+            .filter(|o| o.capacity_type == crate::CapacityType::OnDemand)
+            .map(|o| o.price_per_hour)
+            .min_by(f64::total_cmp)
+    }
+
     /// Builds the type from its shape; `None` when it has no offering (no price).
     pub fn resolve(
         shape: &InstanceShape,

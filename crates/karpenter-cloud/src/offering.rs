@@ -93,6 +93,11 @@ impl Reservation {
     }
 }
 
+/// Upstream's divisor of the on-demand price of a reserved offering: reserved capacity is
+/// paid for already, so it is (all but) free, and keeps the on-demand order between types
+/// that consolidation compares.
+pub const RESERVED_PRICE_DIVISOR: f64 = 10_000_000.0;
+
 /// One zone x capacity type of an instance type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Offering {
@@ -107,6 +112,27 @@ pub struct Offering {
     /// The reservation of a [`CapacityType::Reserved`] offering; `None` for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservation: Option<Reservation>,
+}
+
+impl Offering {
+    /// The `reserved` offering of `reservation` in `zone` for a type whose cheapest on-demand
+    /// price is `on_demand`: that price / [`RESERVED_PRICE_DIVISOR`] (0 without one), an
+    /// observed price. The one constructor of reserved offerings (every cloud provider's).
+    pub fn reserved(
+        zone: String,
+        on_demand: Option<f64>,
+        reservation: Reservation,
+        available: bool,
+    ) -> Offering {
+        Offering {
+            zone,
+            capacity_type: CapacityType::Reserved,
+            price_per_hour: on_demand.map_or(0.0, |p| p / RESERVED_PRICE_DIVISOR),
+            available,
+            price_is_estimate: false,
+            reservation: Some(reservation),
+        }
+    }
 }
 
 #[cfg(feature = "scheduling")]

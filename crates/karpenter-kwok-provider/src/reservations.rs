@@ -13,10 +13,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use karpenter_cloud::offering::{Reservation, ReservationKind};
-use karpenter_cloud::{CapacityType, InstanceTypeInfo, Offering};
-
-/// Upstream's divisor of the on-demand price for a reserved offering.
-pub const RESERVED_PRICE_DIVISOR: f64 = 10_000_000.0;
+use karpenter_cloud::{InstanceTypeInfo, Offering};
 
 /// One reservation of the simulated cloud.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,29 +156,22 @@ impl Ledger {
     ) -> Vec<InstanceTypeInfo> {
         let mut out = infos.to_vec();
         for info in &mut out {
-            let on_demand = info
-                .offerings
-                .iter()
-                .filter(|o| o.capacity_type == CapacityType::OnDemand)
-                .map(|o| o.price_per_hour)
-                .min_by(f64::total_cmp);
+            let on_demand = info.cheapest_on_demand();
             for r in reservations.iter().filter(|r| r.instance_type == info.name) {
                 if !info.offerings.iter().any(|o| o.zone == r.zone) {
                     continue;
                 }
-                info.offerings.push(Offering {
-                    zone: r.zone.clone(),
-                    capacity_type: CapacityType::Reserved,
-                    price_per_hour: on_demand.unwrap_or(0.0) / RESERVED_PRICE_DIVISOR,
-                    available: true,
-                    price_is_estimate: false,
-                    reservation: Some(Reservation {
+                info.offerings.push(Offering::reserved(
+                    r.zone.clone(),
+                    on_demand,
+                    Reservation {
                         id: r.id.clone(),
                         kind: r.kind,
                         interruptible: r.interruptible,
                         available_instances: self.free(r),
-                    }),
-                });
+                    },
+                    true,
+                ));
             }
         }
         out
@@ -190,6 +180,9 @@ impl Ledger {
 
 #[cfg(test)]
 mod tests {
+    use karpenter_cloud::CapacityType;
+    use karpenter_cloud::offering::RESERVED_PRICE_DIVISOR;
+
     use super::*;
 
     fn info(name: &str) -> InstanceTypeInfo {

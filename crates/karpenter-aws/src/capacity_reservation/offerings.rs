@@ -14,12 +14,9 @@ use std::time::Duration;
 
 use karpenter_api::v1::ec2nodeclass::CapacityReservationStatus;
 use karpenter_cloud::offering::{Reservation, ReservationKind};
-use karpenter_cloud::{CapacityType, InstanceTypeInfo, Offering};
+use karpenter_cloud::{InstanceTypeInfo, Offering};
 
 use super::Availability;
-
-/// Upstream's divisor of the on-demand price of a reserved offering.
-pub const PRICE_DIVISOR: f64 = 10_000_000.0;
 
 /// The reservation of a status entry (its kind and flag as the status says).
 pub fn reservation(status: &CapacityReservationStatus, available_instances: u32) -> Reservation {
@@ -44,28 +41,19 @@ pub fn apply<T: Copy + Ord + Add<Duration, Output = T>>(
     now: T,
 ) {
     for info in infos.iter_mut() {
-        let on_demand = info
-            .offerings
-            .iter()
-            .filter(|o| o.capacity_type == CapacityType::OnDemand)
-            .map(|o| o.price_per_hour)
-            .min_by(f64::total_cmp);
+        let on_demand = info.cheapest_on_demand();
         for status in reservations.iter().filter(|r| r.instance_type == info.name) {
             let zone_offered = info
                 .offerings
                 .iter()
                 .any(|o| o.reservation.is_none() && o.zone == status.availability_zone);
             let expiring = status.state.as_deref() == Some("expiring");
-            info.offerings.push(Offering {
-                zone: status.availability_zone.clone(),
-                capacity_type: CapacityType::Reserved,
-                price_per_hour: on_demand.map_or(0.0, |p| p / PRICE_DIVISOR),
-                available: zone_offered
-                    && !expiring
-                    && !availability.is_unavailable(&status.id, now),
-                price_is_estimate: false,
-                reservation: Some(reservation(status, availability.get(&status.id))),
-            });
+            info.offerings.push(Offering::reserved(
+                status.availability_zone.clone(),
+                on_demand,
+                reservation(status, availability.get(&status.id)),
+                zone_offered && !expiring && !availability.is_unavailable(&status.id, now),
+            ));
         }
     }
 }
@@ -73,6 +61,8 @@ pub fn apply<T: Copy + Ord + Add<Duration, Output = T>>(
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+
+    use karpenter_cloud::CapacityType;
 
     use super::*;
 
