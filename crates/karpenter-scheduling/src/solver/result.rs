@@ -198,26 +198,22 @@ impl Solver<'_> {
                 deferred: false,
             });
         }
-        for (pi, reasons) in self.failures.iter() {
+        // Pods the loop gave up on (deferred for reserved capacity or not), then pods of
+        // claims dropped for minValues after truncation (never deferred).
+        let failed = self
+            .failures
+            .iter()
+            .map(|(pi, reasons)| (*pi, reasons, self.is_deferred(*pi)))
+            .chain(truncated.iter().map(|(pi, reasons)| (*pi, reasons, false)));
+        for (pi, reasons, deferred) in failed {
             result.unschedulable.push(Unschedulable {
-                pod: self.pods[*pi].pod_ref.clone(),
+                pod: self.pods[pi].pod_ref.clone(),
                 reason: format_reasons(reasons),
                 reasons: reasons
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
-                deferred: self.is_deferred(*pi),
-            });
-        }
-        for (pi, reasons) in &truncated {
-            result.unschedulable.push(Unschedulable {
-                pod: self.pods[*pi].pod_ref.clone(),
-                reason: format_reasons(reasons),
-                reasons: reasons
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-                deferred: false,
+                deferred,
             });
         }
         result
