@@ -90,7 +90,7 @@ async fn a_burst_of_nodeclaims_is_launched_and_terminated_with_fewer_ec2_calls_t
         "batching: EC2 calls of the burst's terminations"
     );
     assert!(
-        terminations >= 1 && terminations < BURST,
+        (1..BURST).contains(&terminations),
         "{BURST} instances terminated with {terminations} TerminateInstances calls: the terminations share calls"
     );
     // Every call of the test, launches and terminations included.
