@@ -8,8 +8,9 @@
 //!   requirements.
 //! - **Create**: the EC2NodeClass must be `Ready` at its generation; the pure plan picks the
 //!   types, capacity type, subnets and AMIs; one launch template per group; one `CreateFleet`
-//!   (`instant`), shared with the equal launches of other NodeClaims ([`crate::batcher`]); the NodeClaim comes back with provider id `aws:///<zone>/<id>`, the image,
-//!   labels, capacity and the EC2NodeClass hash annotations.
+//!   (`instant`), shared with the equal launches of other NodeClaims ([`crate::batcher`]);
+//!   the NodeClaim comes back with provider id `aws:///<zone>/<id>`, the image, labels,
+//!   capacity and the EC2NodeClass hash annotations.
 //! - **Get / list / delete** by instance id (`DescribeInstances` and `TerminateInstances`
 //!   batched across NodeClaims) and cluster tags; **drift** from the EC2NodeClass
 //!   hash, AMIs, security groups and subnets.
