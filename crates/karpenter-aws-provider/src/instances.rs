@@ -1,6 +1,10 @@
 //! The instances Karpenter launched, as EC2 describes them (reference `karpenter-aws.md` 2.6):
 //! one by id, all of the cluster's by tag, and their termination. Terminated instances are not
 //! listed: upstream reads pending, running, stopping, stopped and shutting-down ones.
+//!
+//! The provider describes and terminates instances by id through its batchers
+//! ([`crate::batcher::ec2`]), which call [`describe`] and [`terminate_all`] for many ids at
+//! once and [`get`] and [`terminate`] for one.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -177,6 +181,29 @@ pub async fn get(clients: &AwsClients, id: &str) -> Result<Option<Instance>, Aws
         .find(|i| i.id == id))
 }
 
+/// The live instances among `ids`, in one (paginated) `DescribeInstances`. EC2 fails the whole
+/// call when one id does not exist.
+pub async fn describe(clients: &AwsClients, ids: &[String]) -> Result<Vec<Instance>, AwsError> {
+    let mut out = Vec::new();
+    let mut pages = clients
+        .ec2
+        .describe_instances()
+        .set_instance_ids(Some(ids.to_vec()))
+        .filters(states())
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| AwsError::from_sdk("ec2:DescribeInstances", &e))?;
+        out.extend(
+            page.reservations()
+                .iter()
+                .flat_map(|r| r.instances())
+                .filter_map(convert),
+        );
+    }
+    Ok(out)
+}
+
 /// Every live instance this cluster's Karpenter launched (tagged with a NodePool, an
 /// EC2NodeClass and the cluster).
 pub async fn list(clients: &AwsClients, cluster: &str) -> Result<Vec<Instance>, AwsError> {
@@ -228,6 +255,31 @@ pub async fn reboot(clients: &AwsClients, id: &str) -> Result<(), AwsError> {
         .await
         .map(|_| ())
         .map_err(|e| AwsError::from_sdk("ec2:RebootInstances", &e))
+}
+
+/// Terminates the instances `ids` in one call: each instance's id and state after the call
+/// (`shutting-down`, `terminated`, ...) as EC2 answers.
+pub async fn terminate_all(
+    clients: &AwsClients,
+    ids: &[String],
+) -> Result<Vec<(String, String)>, AwsError> {
+    let out = clients
+        .ec2
+        .terminate_instances()
+        .set_instance_ids(Some(ids.to_vec()))
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("ec2:TerminateInstances", &e))?;
+    Ok(out
+        .terminating_instances()
+        .iter()
+        .filter_map(|change| {
+            Some((
+                change.instance_id()?.to_owned(),
+                change.current_state()?.name()?.as_str().to_owned(),
+            ))
+        })
+        .collect())
 }
 
 /// Terminates the instance (idempotent: terminating a terminated instance is fine).

@@ -4,7 +4,8 @@
 //! ([`nodeclass`]), the capacity reservations it selects and their free slots
 //! ([`capacity_reservations`]), the instance-type catalog and prices, launch templates, fleet launches,
 //! the instances it launched, instance tags ([`tagging`]), the interruption queue ([`sqs`]),
-//! EC2 instance status checks ([`instance_status`]) and ARC zonal shifts ([`zonal_shift`]):
+//! EC2 instance status checks ([`instance_status`]) and ARC zonal shifts ([`zonal_shift`]);
+//! launches, descriptions and terminations of concurrent NodeClaims share calls ([`batcher`]):
 //! every AWS call the controller makes is here. Every decision (what to ask, what an answer means, what to
 //! launch) is a function of `karpenter-aws`; this crate asks and performs.
 //!
@@ -16,12 +17,14 @@
 //! Why a crate of its own rather than modules of `karpenter-aws`: that crate is pure (no
 //! tokio, no SDK), and `simulate`, `iam` and the interruption parser use it without the SDK.
 
+pub mod batcher;
 pub mod calls;
 pub mod capacity_reservations;
 pub mod catalog;
 pub mod clients;
 pub mod cluster_version;
 pub mod error;
+pub mod fleet;
 pub mod instance_status;
 pub mod instances;
 pub mod launch_templates;

@@ -2,8 +2,10 @@
 //! (`aws_sdk_go_request_*`, as upstream's aws-sdk-go-prometheus publishes them; recorded by
 //! [`crate::clients::SdkMetrics`], the interceptor every client this crate builds carries), the
 //! offerings a `CreateFleet` could not launch (`karpenter_cloudprovider_instance_launch_failures_total`),
-//! failed terminations (`karpenter_cloudprovider_instance_termination_failures_total`) and the
-//! size of each EC2NodeClass's user data (`karpenter_ec2nodeclasses_userdata_bytes`).
+//! failed terminations (`karpenter_cloudprovider_instance_termination_failures_total`), the
+//! size of each EC2NodeClass's user data (`karpenter_ec2nodeclasses_userdata_bytes`) and the
+//! request batchers' windows and batch sizes (`karpenter_cloudprovider_batcher_*`, recorded by
+//! [`crate::batcher`]).
 //!
 //! Like upstream's (client_golang's default registry), they are process-wide: [`metrics`] is the
 //! one set every client and provider records into, and the controller registers it in its
@@ -25,6 +27,16 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.01, 1.5, 20))
 }
 
+/// Upstream's duration buckets: the batching windows.
+fn window_histogram() -> Histogram {
+    Histogram::new(karpenter_cloud::metrics::DURATION_BUCKETS)
+}
+
+/// Upstream's size buckets: the batches.
+fn batch_size_histogram() -> Histogram {
+    Histogram::new(karpenter_aws::batch::SIZE_BUCKETS)
+}
+
 /// 0 to 10 retries.
 fn retry_histogram() -> Histogram {
     Histogram::new((0..=10).map(f64::from))
@@ -41,6 +53,8 @@ pub struct AwsMetrics {
     launch_failures: Family<Labels, Counter>,
     termination_failures: Family<Labels, Counter>,
     userdata_bytes: Family<Labels, Gauge>,
+    batch_time: Family<Labels, Histogram, fn() -> Histogram>,
+    batch_size: Family<Labels, Histogram, fn() -> Histogram>,
 }
 
 static METRICS: LazyLock<AwsMetrics> = LazyLock::new(AwsMetrics::new);
@@ -77,6 +91,8 @@ impl AwsMetrics {
             launch_failures: Family::default(),
             termination_failures: Family::default(),
             userdata_bytes: Family::default(),
+            batch_time: Family::new_with_constructor(window_histogram),
+            batch_size: Family::new_with_constructor(batch_size_histogram),
         }
     }
 
@@ -122,6 +138,16 @@ impl AwsMetrics {
             "karpenter_ec2nodeclasses_userdata_bytes",
             "Size in bytes of the rendered user data (raw, pre-base64) for the EC2NodeClass",
             self.userdata_bytes.clone(),
+        );
+        registry.register(
+            "karpenter_cloudprovider_batcher_batch_time_seconds",
+            "Duration of the batching window per batcher",
+            self.batch_time.clone(),
+        );
+        registry.register(
+            "karpenter_cloudprovider_batcher_batch_size",
+            "Size of the request batch per batcher",
+            self.batch_size.clone(),
         );
     }
 
@@ -183,6 +209,20 @@ impl AwsMetrics {
             .set(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
 
+    /// A window of the batcher `batcher` (`create_fleet`, ...) closed after `seconds`.
+    pub fn batch_window(&self, batcher: &str, seconds: f64) {
+        self.batch_time
+            .get_or_create(&vec![("batcher", batcher.to_owned())])
+            .observe(seconds);
+    }
+
+    /// The batcher `batcher` made one call for `size` requests.
+    pub fn batch_size(&self, batcher: &str, size: usize) {
+        self.batch_size
+            .get_or_create(&vec![("batcher", batcher.to_owned())])
+            .observe(size as f64);
+    }
+
     /// `node_class`'s launch templates are gone.
     pub fn forget_node_class(&self, node_class: &str) {
         self.userdata_bytes
@@ -221,6 +261,24 @@ mod tests {
             "aws_sdk_go_request_duration_seconds_sum{service=\"EC2\",action=\"CreateFleet\",code=\"200\"} 0.345",
             "aws_sdk_go_request_attempt_duration_seconds_count{service=\"EC2\",action=\"CreateFleet\",code=\"200\"} 2",
             "aws_sdk_go_request_retry_count_sum{service=\"EC2\",action=\"CreateFleet\",code=\"200\"} 1.0",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn batches_are_observed_per_batcher_in_upstreams_buckets() {
+        let metrics = AwsMetrics::new();
+        metrics.batch_size("create_fleet", 3);
+        metrics.batch_window("create_fleet", 0.04);
+        let text = text(&metrics);
+        for line in [
+            "karpenter_cloudprovider_batcher_batch_size_bucket{le=\"2.0\",batcher=\"create_fleet\"} 0",
+            "karpenter_cloudprovider_batcher_batch_size_bucket{le=\"4.0\",batcher=\"create_fleet\"} 1",
+            "karpenter_cloudprovider_batcher_batch_size_bucket{le=\"1000.0\",batcher=\"create_fleet\"} 1",
+            "karpenter_cloudprovider_batcher_batch_time_seconds_bucket{le=\"0.025\",batcher=\"create_fleet\"} 0",
+            "karpenter_cloudprovider_batcher_batch_time_seconds_bucket{le=\"0.05\",batcher=\"create_fleet\"} 1",
+            "karpenter_cloudprovider_batcher_batch_time_seconds_bucket{le=\"600.0\",batcher=\"create_fleet\"} 1",
         ] {
             assert!(text.contains(line), "{line} in\n{text}");
         }

@@ -8,9 +8,11 @@
 //!   requirements.
 //! - **Create**: the EC2NodeClass must be `Ready` at its generation; the pure plan picks the
 //!   types, capacity type, subnets and AMIs; one launch template per group; one `CreateFleet`
-//!   (`instant`); the NodeClaim comes back with provider id `aws:///<zone>/<id>`, the image,
-//!   labels, capacity and the EC2NodeClass hash annotations.
-//! - **Get / list / delete** by instance id and cluster tags; **drift** from the EC2NodeClass
+//!   (`instant`), shared with the equal launches of other NodeClaims ([`crate::batcher`]);
+//!   the NodeClaim comes back with provider id `aws:///<zone>/<id>`, the image, labels,
+//!   capacity and the EC2NodeClass hash annotations.
+//! - **Get / list / delete** by instance id (`DescribeInstances` and `TerminateInstances`
+//!   batched across NodeClaims) and cluster tags; **drift** from the EC2NodeClass
 //!   hash, AMIs, security groups and subnets.
 //! - **Zonal shifts** (`ENABLE_ZONAL_SHIFT`, [`AwsCloud::with_zonal_shifts`]): every offering
 //!   of a zone ARC has shifted away from is unavailable (listings and launches), and no
@@ -24,20 +26,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use aws_sdk_ec2::types::{
-    DefaultTargetCapacityType, FleetLaunchTemplateConfigRequest,
-    FleetLaunchTemplateOverridesRequest, FleetLaunchTemplateSpecificationRequest,
-    FleetOnDemandAllocationStrategy, FleetType, OnDemandOptionsRequest, ResourceType,
-    SpotAllocationStrategy, SpotOptionsRequest, Tag, TagSpecification,
-    TargetCapacitySpecificationRequest,
-};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use karpenter_api::labels;
 use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodeClaimStatus, NodePool};
 use karpenter_aws::discovered_capacity::{DiscoveredMemory, NodeReport};
-use karpenter_aws::launch::fleet::{
-    self, FleetError, FleetInstance, FleetOutcome, FleetRequest, Market,
-};
+use karpenter_aws::launch::fleet::{self, FleetError, FleetInstance, FleetOutcome, FleetRequest};
 use karpenter_aws::launch::plan::{self, LaunchPlan, PlanError};
 use karpenter_aws::launch::tenancy;
 use karpenter_aws::launch_template::{self, LaunchTemplateRequest, ReservationLaunch};
@@ -52,6 +45,7 @@ use karpenter_cloud::{
 };
 use karpenter_scheduling::{InstanceType, RequirementSpec};
 
+use crate::batcher::ec2::Ec2Batchers;
 use crate::capacity_reservations::CapacityReservations;
 use crate::catalog::{self, Ec2Catalog};
 use crate::clients::AwsClients;
@@ -134,6 +128,9 @@ pub struct AwsCloud<L> {
     /// The classes' capacity reservations' free slots, shared with the EC2NodeClass
     /// controller (which reads them).
     reservations: Arc<CapacityReservations>,
+    /// `CreateFleet`, `DescribeInstances` by id and `TerminateInstances` of concurrent
+    /// NodeClaims, batched.
+    batchers: Ec2Batchers,
 }
 
 /// The cluster's instances by id, as last listed.
@@ -146,18 +143,6 @@ impl<L> std::fmt::Debug for AwsCloud<L> {
             .field("cluster", &self.settings.cluster_name)
             .finish_non_exhaustive()
     }
-}
-
-/// The tags of a launch call's resources of `kind` (`TagSpecifications`).
-fn tag_specification(tags: &BTreeMap<String, String>, kind: ResourceType) -> TagSpecification {
-    TagSpecification::builder()
-        .resource_type(kind)
-        .set_tags(Some(
-            tags.iter()
-                .map(|(k, v)| Tag::builder().key(k).value(v).build())
-                .collect(),
-        ))
-        .build()
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -198,6 +183,7 @@ impl<L: NodeClasses> AwsCloud<L> {
             instance_types = catalog.instance_types.len(),
             "described the region's instance types"
         );
+        let batchers = Ec2Batchers::start(&clients);
         Ok(AwsCloud {
             clients,
             classes,
@@ -214,6 +200,7 @@ impl<L: NodeClasses> AwsCloud<L> {
             discovered: DiscoveredMemory::new(),
             zonal_shifts: None,
             reservations: Arc::new(CapacityReservations::new(settings.reserved_capacity)),
+            batchers,
             settings,
         })
     }
@@ -860,157 +847,46 @@ impl<L: NodeClasses> AwsCloud<L> {
         }
     }
 
-    /// The `CreateFleet` call for `request` (instant, one instance), ready to send.
-    fn fleet_call(
-        &self,
-        request: &FleetRequest,
-    ) -> aws_sdk_ec2::operation::create_fleet::builders::CreateFleetFluentBuilder {
-        let configs = request
-            .configs
-            .iter()
-            .map(|config| {
-                FleetLaunchTemplateConfigRequest::builder()
-                    .launch_template_specification(
-                        FleetLaunchTemplateSpecificationRequest::builder()
-                            .launch_template_name(&config.launch_template_name)
-                            .version("$Latest")
-                            .build(),
-                    )
-                    .set_overrides(Some(
-                        config
-                            .overrides
-                            .iter()
-                            .map(|o| {
-                                FleetLaunchTemplateOverridesRequest::builder()
-                                    .instance_type(o.instance_type.as_str().into())
-                                    .subnet_id(&o.subnet_id)
-                                    .image_id(&o.image_id)
-                                    .availability_zone(&o.zone)
-                                    .priority(o.priority)
-                                    .build()
-                            })
-                            .collect(),
-                    ))
-                    .build()
-            })
-            .collect();
-        let tag_spec = |kind| tag_specification(&request.tags, kind);
-        let market = request.market();
-        let capacity = match market {
-            Market::Spot => DefaultTargetCapacityType::Spot,
-            // An ODCR is bought as on-demand capacity targeted at it (its launch template
-            // names the reservation).
-            Market::OnDemand => DefaultTargetCapacityType::OnDemand,
-            Market::CapacityBlock => DefaultTargetCapacityType::CapacityBlock,
-            Market::InterruptibleReservation => DefaultTargetCapacityType::ReservedCapacity,
-        };
-        let mut call = self
-            .clients
-            .ec2
-            .create_fleet()
-            .r#type(FleetType::Instant)
-            .target_capacity_specification(
-                TargetCapacitySpecificationRequest::builder()
-                    .total_target_capacity(1)
-                    .default_target_capacity_type(capacity)
-                    .build(),
-            )
-            .set_launch_template_configs(Some(configs))
-            .tag_specifications(tag_spec(ResourceType::Instance))
-            .tag_specifications(tag_spec(ResourceType::Volume))
-            .tag_specifications(tag_spec(ResourceType::Fleet))
-            .set_context(request.context.clone());
-        call = match market {
-            Market::Spot => call.spot_options(
-                SpotOptionsRequest::builder()
-                    .allocation_strategy(SpotAllocationStrategy::from(request.allocation_strategy))
-                    .build(),
-            ),
-            Market::OnDemand => call.on_demand_options(
-                OnDemandOptionsRequest::builder()
-                    .allocation_strategy(FleetOnDemandAllocationStrategy::from(
-                        request.allocation_strategy,
-                    ))
-                    .build(),
-            ),
-            Market::CapacityBlock => call,
-            Market::InterruptibleReservation => call.reserved_capacity_options(
-                aws_sdk_ec2::types::ReservedCapacityOptionsRequest::builder()
-                    .reservation_types(
-                        aws_sdk_ec2::types::FleetReservationType::InterruptibleCapacityReservation,
-                    )
-                    .build(),
-            ),
-        };
-        call
-    }
-
+    /// Launches `request` through the `create_fleet` batcher: this launch's instance (its zone
+    /// asked of EC2 when the answer does not name it) and the answer's errors, counted as
+    /// launch failures.
     async fn create_fleet(
         &self,
         request: &FleetRequest,
         plan: &LaunchPlan,
         class: &EC2NodeClass,
     ) -> Result<(FleetOutcome, Vec<FleetError>), CloudError> {
-        let call = self.fleet_call(request);
-        let out = call
-            .send()
+        let share = self
+            .batchers
+            .create_fleet(request)
             .await
-            .map_err(|e| AwsError::from_sdk("ec2:CreateFleet", &e).into_cloud())?;
+            .map_err(AwsError::into_cloud)?;
         let mut launched = Vec::new();
-        for instance in out.instances() {
-            let Some(id) = instance.instance_ids().first() else {
-                continue;
-            };
-            let instance_type = instance
-                .instance_type()
-                .map(|t| t.as_str().to_owned())
-                .unwrap_or_default();
-            let zone = instance
-                .launch_template_and_overrides()
-                .and_then(|l| l.overrides())
-                .and_then(|o| o.availability_zone())
-                .map(str::to_owned);
-            let zone = match zone {
+        if let Some(instance) = share.instance {
+            let zone = match instance.zone {
                 Some(zone) => zone,
                 // Not every answer names the zone: ask EC2 where it went.
-                None => match instances::get(&self.clients, id).await {
+                None => match self.batchers.describe(&instance.instance_id).await {
                     Ok(Some(described)) => described.zone,
                     _ => plan
                         .overrides()
-                        .find(|o| o.instance_type == instance_type)
+                        .find(|o| o.instance_type == instance.instance_type)
                         .map(|o| o.zone.clone())
                         .unwrap_or_default(),
                 },
             };
             launched.push(FleetInstance {
-                instance_id: id.clone(),
-                instance_type,
+                instance_id: instance.instance_id,
+                instance_type: instance.instance_type,
                 zone,
-                capacity_type: match instance.lifecycle().map(|l| l.as_str()) {
-                    Some("spot") => CapacityType::Spot,
-                    _ => request.capacity_type,
+                capacity_type: if instance.spot {
+                    CapacityType::Spot
+                } else {
+                    request.capacity_type
                 },
             });
         }
-        let errors: Vec<FleetError> = out
-            .errors()
-            .iter()
-            .map(|e| {
-                let overrides = e
-                    .launch_template_and_overrides()
-                    .and_then(|l| l.overrides());
-                FleetError {
-                    code: e.error_code().unwrap_or("Unknown").to_owned(),
-                    message: e.error_message().unwrap_or_default().to_owned(),
-                    instance_type: overrides
-                        .and_then(|o| o.instance_type())
-                        .map(|t| t.as_str().to_owned()),
-                    zone: overrides
-                        .and_then(|o| o.availability_zone())
-                        .map(str::to_owned),
-                }
-            })
-            .collect();
+        let errors = share.errors;
         for error in &errors {
             let zone = error.zone.as_deref().unwrap_or_default();
             metrics().launch_failure(
@@ -1251,7 +1127,9 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
                 &labelled_zone_id,
             ));
         }
-        let instance = instances::get(&self.clients, id)
+        let instance = self
+            .batchers
+            .describe(id)
             .await
             .map_err(AwsError::into_cloud)?;
         let result = match instance {
@@ -1272,7 +1150,7 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
                 ))
             }
             Some(instance) => {
-                instances::terminate(&self.clients, id).await.map_err(|e| {
+                self.batchers.terminate(id).await.map_err(|e| {
                     metrics().termination_failure(
                         &instance.zone,
                         instance.zone_id.as_deref().unwrap_or_default(),
@@ -1313,7 +1191,9 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
             .and_then(|s| s.provider_id.clone())
             .unwrap_or_default();
         let id = Self::instance_id(&provider_id)?;
-        let instance = instances::get(&self.clients, id)
+        let instance = self
+            .batchers
+            .describe(id)
             .await
             .map_err(AwsError::into_cloud)?
             .ok_or_else(|| CloudError::NodeClaimNotFound {
@@ -1353,7 +1233,9 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
 
     async fn get(&self, provider_id: &str) -> Result<NodeClaim, CloudError> {
         let id = Self::instance_id(provider_id)?;
-        match instances::get(&self.clients, id)
+        match self
+            .batchers
+            .describe(id)
             .await
             .map_err(AwsError::into_cloud)?
         {
@@ -1431,7 +1313,9 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
         if reason == Some(karpenter_aws::drift::CAPACITY_RESERVATION_DRIFT) {
             // The cached answer may predate the reservation's end (the instance then runs
             // on-demand): ask EC2 again before calling it drifted, as upstream.
-            let fresh = instances::get(&self.clients, id)
+            let fresh = self
+                .batchers
+                .describe(id)
                 .await
                 .map_err(AwsError::into_cloud)?;
             facts.capacity_reservation_id = fresh.and_then(|i| i.reservation.map(|r| r.id));
@@ -1470,7 +1354,9 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
             });
         };
         let id = Self::instance_id(provider_id)?;
-        let described = instances::get(&self.clients, id)
+        let described = self
+            .batchers
+            .describe(id)
             .await
             .map_err(AwsError::into_cloud)?;
         Ok(match described.and_then(|i| i.partition_number) {

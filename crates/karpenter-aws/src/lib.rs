@@ -28,6 +28,9 @@
 //! * [`instance_types`]: `DescribeInstanceTypes`/`DescribeInstanceTypeOfferings` answers into
 //!   `karpenter_cloud::InstanceTypeInfo`, through the catalog crate's formulas.
 //!
+//! [`batch`] decides which EC2 calls of concurrent NodeClaims share one request
+//! (`CreateFleet`, `DescribeInstances`, `TerminateInstances`) and splits the answer back.
+//!
 //! And, for the EC2 provider's controllers, [`nodeclass`] (selector terms into queries, AMI
 //! aliases into SSM parameters and the status AMIs, the managed instance profile, the status
 //! and its conditions), [`placement_group`] (the class's placement group: its query, its
@@ -48,6 +51,7 @@
 //! What no module here may do: talk to AWS, read the clock, or do any I/O (callers read policy
 //! files, receive SQS messages and print reports). No tokio and no AWS SDK in this crate.
 
+pub mod batch;
 pub mod capacity_reservation;
 pub mod discovered_capacity;
 pub mod drift;

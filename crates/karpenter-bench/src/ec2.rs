@@ -5,9 +5,11 @@
 //! * **refresh**: the region's instance types (`DescribeInstanceTypes`,
 //!   `DescribeInstanceTypeOfferings`) and their resolution for an AL2023 EC2NodeClass in three
 //!   zones, as the provider does at start and every 12 hours;
-//! * **launch**: `--launches` NodeClaims launched one after another through the provider's
-//!   `create` (plan, launch templates, `CreateFleet`), each naming every c/m/r type of up to 8
-//!   vCPUs as a provisioner's NodeClaim would; then terminated (not timed).
+//! * **launch**: `--launches` NodeClaims launched through the provider's `create` (plan,
+//!   launch templates, `CreateFleet`), `--concurrency` at a time (1: one after another; more:
+//!   a burst, whose equal launches the provider batches), each naming every c/m/r type of up
+//!   to 8 vCPUs as a provisioner's NodeClaim would; then terminated the same way (not timed,
+//!   its calls counted).
 //!
 //! Never run it against a real account: it launches instances.
 
@@ -29,6 +31,9 @@ pub struct Ec2Args {
     /// Number of NodeClaims to launch.
     #[arg(long, default_value_t = 100)]
     launches: usize,
+    /// NodeClaims launched (and deleted) at once; 1: one after another.
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
     /// The Kubernetes version AMI aliases resolve for.
     #[arg(long, default_value = "v1.36.0")]
     kubernetes_version: String,
@@ -242,15 +247,33 @@ async fn bench(a: Ec2Args, peak_rss_mb: fn() -> f64) -> anyhow::Result<ExitCode>
 
     counter.reset();
     let started = Instant::now();
+    let cloud = std::sync::Arc::new(cloud);
+    let claims = (0..a.launches)
+        .map(|i| claim(i, &types))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let mut launched = Vec::new();
-    for i in 0..a.launches {
-        launched.push(cloud.create(&claim(i, &types)?).await?);
+    for wave in claims.chunks(a.concurrency.max(1)) {
+        let mut launches = tokio::task::JoinSet::new();
+        for claim in wave {
+            let (cloud, claim) = (cloud.clone(), claim.clone());
+            launches.spawn(async move { cloud.create(&claim).await });
+        }
+        while let Some(result) = launches.join_next().await {
+            launched.push(result??);
+        }
     }
     let launch_seconds = started.elapsed().as_secs_f64();
     let launch_calls = counter.counts();
-    for claim in &launched {
-        let _ = cloud.delete(claim).await;
+    counter.reset();
+    for wave in launched.chunks(a.concurrency.max(1)) {
+        let mut deletes = tokio::task::JoinSet::new();
+        for claim in wave {
+            let (cloud, claim) = (cloud.clone(), claim.clone());
+            deletes.spawn(async move { cloud.delete(&claim).await });
+        }
+        while deletes.join_next().await.is_some() {}
     }
+    let delete_calls = counter.counts();
     let rss = peak_rss_mb();
     let per_sec = if launch_seconds > 0.0 {
         a.launches as f64 / launch_seconds
@@ -270,12 +293,14 @@ async fn bench(a: Ec2Args, peak_rss_mb: fn() -> f64) -> anyhow::Result<ExitCode>
                 },
                 "launch": {
                     "nodeclaims": a.launches,
+                    "concurrency": a.concurrency.max(1),
                     "instance_type_options": types.len(),
                     "seconds": launch_seconds,
                     "nodeclaims_per_sec": per_sec,
                     "calls": launch_calls,
                     "calls_per_node": per_node(&launch_calls, a.launches),
                 },
+                "delete": {"calls": delete_calls},
                 "peak_rss_mb": rss,
             })
         );
@@ -286,6 +311,7 @@ async fn bench(a: Ec2Args, peak_rss_mb: fn() -> f64) -> anyhow::Result<ExitCode>
         println!("refresh calls                  {refresh_calls:?}");
         println!("peak RSS after refresh (MiB)   {rss_after_refresh:.1}");
         println!("nodeclaims launched            {}", a.launches);
+        println!("at once                        {}", a.concurrency.max(1));
         println!("instance-type options each     {}", types.len());
         println!("launch seconds                 {launch_seconds:.3}");
         println!("nodeclaims/s                   {per_sec:.1}");
@@ -294,6 +320,7 @@ async fn bench(a: Ec2Args, peak_rss_mb: fn() -> f64) -> anyhow::Result<ExitCode>
             "calls per node                 {:.2}",
             per_node(&launch_calls, a.launches)
         );
+        println!("delete calls                   {delete_calls:?}");
         println!("peak RSS (MiB)                 {rss:.1}");
     }
     Ok(ExitCode::SUCCESS)

@@ -29,6 +29,7 @@
 //! - **NodePool x EC2NodeClass -> instance types** ([`pool_types`]), which offerings a
 //!   NodeClaim's requirements allow ([`Offering::allowed_by`]) and the choice of the offering a
 //!   NodeClaim launches with ([`launch`]), shared by the simulator and providers.
+//! - **Metric buckets** ([`metrics`]) the controller's and the providers' metrics share.
 //!
 //! [`Catalog::instance_types`] ties these together into [`InstanceTypeInfo`]s for a region, its
 //! zones and node-class settings ([`CatalogOptions`]). With the default feature `scheduling`,
@@ -74,6 +75,7 @@ pub mod instance_labels;
 pub mod instance_type;
 #[cfg(feature = "scheduling")]
 pub mod launch;
+pub mod metrics;
 pub mod offering;
 pub mod options;
 pub mod overhead;

@@ -203,7 +203,10 @@ impl<L: NodeClasses> AwsCloud<L> {
             tags.clone(),
             class.spec.context.clone(),
         );
-        let fleet = self.fleet_call(&request).dry_run(true).send().await;
+        let fleet = crate::fleet::call(&self.clients.ec2, &request, 1)
+            .dry_run(true)
+            .send()
+            .await;
         if let Err(error) = fleet {
             let error = AwsError::from_sdk("ec2:CreateFleet", &error);
             if let Verdict::Invalid { .. } | Verdict::Retry(_) =
@@ -214,7 +217,7 @@ impl<L: NodeClasses> AwsCloud<L> {
         }
         // 3. RunInstances, dry, subnet by subnet until one would work; the first subnet's
         //    answer decides otherwise (authorization is not per subnet).
-        let tag_spec = |kind| super::tag_specification(&tags, kind);
+        let tag_spec = |kind| crate::fleet::tag_specification(&tags, kind);
         let mut first_error: Option<AwsError> = None;
         for subnet in &subnets {
             let run = self

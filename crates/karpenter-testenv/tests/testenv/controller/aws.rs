@@ -29,6 +29,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
 use super::{Harness, prepare, spawn_controller};
 
+mod batching;
 mod health;
 mod reservations;
 
