@@ -1,24 +1,35 @@
-//! `karpenter explain`: why the running controller did what it did, asked of the controller
-//! itself (its `/explain/...` answers, see `karpenter_controller::explain`): where a pod goes or
-//! why nowhere, why a node is disrupted or stays, and the last disruption pass whole (the
-//! consolidation dry run). It never writes to the cluster.
+//! `karpenter explain`: why Karpenter does what it does: where a pod goes or why nowhere, why
+//! a node is disrupted or stays, a NodePool's readiness, limits and budgets, and a disruption
+//! pass whole (the consolidation dry run). It never writes to the cluster.
 //!
-//! The controller is reached through the API server's service proxy with the kubeconfig
-//! (`--namespace`, `--service`: the chart's `karpenter` Service and its `http-metrics` port), or
-//! directly with `--controller-url` (after `kubectl port-forward`, or from inside the cluster).
+//! Two sources, one set of answers (`karpenter_controller::explain::model`, printed by
+//! [`text`]):
 //!
-//! Exit 0 with an answer; 1 when the controller has none (no pass yet, a pod that was not
-//! pending in the last batch, a standby replica); 2 when it cannot be asked (no kubeconfig, not
-//! reachable, an answer that is not one). The asking is `karpenter_controller::explain::client`'s.
+//! - **the running controller** (default): its `/explain/...` answers, reached through the API
+//!   server's service proxy with the kubeconfig (`--namespace`, `--service`: the chart's
+//!   `karpenter` Service and its `http-metrics` port), or directly with `--controller-url`. The
+//!   asking is `karpenter_controller::explain::client`'s.
+//! - **manifests, offline** (`-f`): loaded as `simulate` loads them, applied to the cluster index
+//!   the controller builds (`karpenter_sim::index`), then one provisioning solve and one
+//!   disruption pass at `--now` ([`offline`], through
+//!   `karpenter_controller::explain::recompute`).
+//!
+//! Exit 0 with an answer; 1 when there is none (no pass yet, a pod that was not pending in the
+//! last batch, a standby replica; offline: a pod, node or NodePool not in the manifests); 2 when
+//! the controller cannot be asked (no kubeconfig, not reachable, an answer that is not one) or
+//! the manifests cannot be read.
 
+mod offline;
+pub mod text;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use karpenter_controller::explain::client::{Target, ask, paths};
-use karpenter_controller::explain::model::{
-    CommandAnswer, DisruptionAnswer, NoAnswer, NodeAnswer, NodePoolAnswer, NodeVerdict, PodAnswer,
-    PodOutcome, ReasonAnswer, ReplacementAnswer,
-};
+use karpenter_controller::explain::model::NoAnswer;
+
+use text::{disruption_text, node_pool_text, node_text, pod_text, removal_text};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
@@ -40,6 +51,26 @@ pub struct Args {
         global = true
     )]
     output: Output,
+    /// Answer offline from these manifests (files or directories, as `simulate -f`; `-` reads
+    /// standard input) instead of asking the controller: the cluster's objects (NodePools,
+    /// NodeClaims, Nodes, Pods, PodDisruptionBudgets, ...), e.g. an export with `kubectl get
+    /// -o yaml`.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "FILE|DIR|-",
+        num_args = 1..,
+        global = true,
+        conflicts_with = "controller_url"
+    )]
+    files: Vec<PathBuf>,
+    /// With -f: the time the pass runs at (RFC 3339; default: now). Budgets' schedules,
+    /// `consolidateAfter` and expiry are read against it.
+    #[arg(long, value_name = "TIME", global = true, requires = "files")]
+    now: Option<String>,
+    /// With -f: the region of the instance types and prices (as `simulate --region`).
+    #[arg(long, value_name = "R", default_value = karpenter_cloud::options::DEFAULT_REGION, global = true)]
+    region: String,
     /// Ask the controller at this URL (e.g. `http://127.0.0.1:8080`, its metrics port) instead
     /// of through the API server's service proxy.
     #[arg(long, value_name = "URL", global = true)]
@@ -69,18 +100,31 @@ enum What {
         /// The NodePool's name.
         name: String,
     },
-    /// The last disruption pass whole: its commands and every node it left, with why.
-    Disruption,
+    /// The last disruption pass whole: its commands and every node it left, with why (the
+    /// consolidation dry run); with `--node`, that node's removal simulation.
+    #[command(alias = "consolidation")]
+    Disruption {
+        /// Simulate removing this node alone: can its pods go elsewhere, where each would go,
+        /// is a replacement needed and would it be cheaper; or why it cannot be removed.
+        #[arg(long, value_name = "NAME")]
+        node: Option<String>,
+    },
 }
 
 impl What {
+    /// The pod as `(namespace, name)`.
+    fn pod_key(pod: &str) -> anyhow::Result<(&str, &str)> {
+        let (namespace, name) = pod.split_once('/').unwrap_or(("default", pod));
+        if namespace.is_empty() || name.is_empty() || name.contains('/') {
+            bail!("pod {pod:?}: expected namespace/name");
+        }
+        Ok((namespace, name))
+    }
+
     fn path(&self) -> anyhow::Result<String> {
         Ok(match self {
             What::Pod { pod } => {
-                let (namespace, name) = pod.split_once('/').unwrap_or(("default", pod));
-                if namespace.is_empty() || name.is_empty() || name.contains('/') {
-                    bail!("pod {pod:?}: expected namespace/name");
-                }
+                let (namespace, name) = Self::pod_key(pod)?;
                 paths::pod(namespace, name)
             }
             What::Node { node } => {
@@ -95,13 +139,38 @@ impl What {
                 }
                 paths::node_pool(name)
             }
-            What::Disruption => paths::DISRUPTION.to_owned(),
+            What::Disruption { node: None } => paths::DISRUPTION.to_owned(),
+            What::Disruption { node: Some(node) } => {
+                if node.is_empty() || node.contains('/') {
+                    bail!("--node {node:?}: expected a Node name");
+                }
+                paths::removal(node)
+            }
         })
     }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let path = args.what.path()?;
+    let text = if args.files.is_empty() {
+        from_controller(&args, &path)?
+    } else {
+        offline::answer(&args)?
+    };
+    match text {
+        Ok(text) => {
+            print!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(none) => {
+            eprintln!("no answer: {}", none.message);
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// The controller's answer, rendered, or why it has none.
+fn from_controller(args: &Args, path: &str) -> anyhow::Result<Result<String, NoAnswer>> {
     let target = match &args.controller_url {
         Some(url) => Target::Url(
             url.parse()
@@ -116,34 +185,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let text = runtime.block_on(async {
+    runtime.block_on(async {
+        let output = args.output;
         match &args.what {
-            What::Pod { .. } => answer(&target, &path, args.output, pod_text).await,
-            What::Node { .. } => answer(&target, &path, args.output, node_text).await,
-            What::Nodepool { .. } => answer(&target, &path, args.output, node_pool_text).await,
-            What::Disruption => answer(&target, &path, args.output, disruption_text).await,
+            What::Pod { .. } => render(ask(&target, path).await?, output, pod_text),
+            What::Node { .. } => render(ask(&target, path).await?, output, node_text),
+            What::Nodepool { .. } => render(ask(&target, path).await?, output, node_pool_text),
+            What::Disruption { node: None } => {
+                render(ask(&target, path).await?, output, disruption_text)
+            }
+            What::Disruption { node: Some(_) } => {
+                render(ask(&target, path).await?, output, removal_text)
+            }
         }
-    })?;
-    match text {
-        Ok(text) => {
-            print!("{text}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(none) => {
-            eprintln!("no answer: {}", none.message);
-            Ok(ExitCode::from(1))
-        }
-    }
+    })
 }
 
-/// The controller's answer at `path`, rendered, or why it has none.
-async fn answer<T: serde::de::DeserializeOwned + serde::Serialize>(
-    target: &Target,
-    path: &str,
+/// An answer (or why there is none) in the `output` format.
+fn render<T: serde::Serialize>(
+    answer: Result<T, NoAnswer>,
     output: Output,
     text: fn(&T) -> String,
 ) -> anyhow::Result<Result<String, NoAnswer>> {
-    let answer: T = match ask(target, path).await? {
+    let answer = match answer {
         Ok(answer) => answer,
         Err(none) => return Ok(Err(none)),
     };
@@ -154,173 +218,12 @@ async fn answer<T: serde::de::DeserializeOwned + serde::Serialize>(
     }))
 }
 
-fn launch_text(launch: &ReplacementAnswer) -> String {
-    let types = match launch.instance_types {
-        1 => "1 instance type".to_owned(),
-        n => format!("{n} instance types"),
-    };
-    match &launch.cheapest {
-        Some(c) => format!(
-            "nodepool {}, {types}, cheapest {} at ${:.4}/h",
-            launch.node_pool, c.instance_type, c.price
-        ),
-        None => format!("nodepool {}, {types}", launch.node_pool),
-    }
-}
-
-fn pod_text(answer: &PodAnswer) -> String {
-    let mut out = format!("pod {} (batch of {})\n", answer.pod, answer.decided_at);
-    match &answer.outcome {
-        PodOutcome::NewNodeClaim {
-            node_claim,
-            launch,
-            pods,
-        } => {
-            let claim = node_claim.as_deref().map_or_else(
-                || "a new NodeClaim (not created yet)".to_owned(),
-                |n| format!("new NodeClaim {n}"),
-            );
-            out.push_str(&format!(
-                "  goes to {claim}: {}; {pods} pod(s) share it\n",
-                launch_text(launch)
-            ));
-        }
-        PodOutcome::ExistingNode { node } => {
-            out.push_str(&format!("  fits on existing node {node}\n"));
-        }
-        PodOutcome::Unschedulable { reasons } | PodOutcome::WaitingForReservation { reasons } => {
-            out.push_str(
-                if matches!(answer.outcome, PodOutcome::Unschedulable { .. }) {
-                    "  fits nowhere:\n"
-                } else {
-                    "  waits for a capacity reservation slot (deferred to the next batch):\n"
-                },
-            );
-            for r in reasons {
-                if r.place.is_empty() {
-                    out.push_str(&format!("  - {}\n", r.reason));
-                } else {
-                    out.push_str(&format!("  - {}: {}\n", r.place, r.reason));
-                }
-            }
-        }
-    }
-    out
-}
-
-fn reasons_text(out: &mut String, reasons: &[ReasonAnswer]) {
-    for r in reasons {
-        out.push_str(&format!(
-            "  - {} ({}, told as {})\n",
-            r.text, r.code, r.event
-        ));
-    }
-}
-
-fn command_text(out: &mut String, c: &CommandAnswer) {
-    out.push_str(&format!(
-        "  {} ({} budget): {}\n",
-        c.method, c.reason, c.explanation
-    ));
-    if let Some(repair) = &c.repair {
-        out.push_str(&format!("  repairs {repair}\n"));
-    }
-    if c.replacements.is_empty() {
-        out.push_str(&format!(
-            "  removes {} (no replacement)\n",
-            c.nodes.join(", ")
-        ));
-    } else {
-        out.push_str(&format!("  removes {}, replaced by:\n", c.nodes.join(", ")));
-        for r in &c.replacements {
-            out.push_str(&format!("  - {}\n", launch_text(r)));
-        }
-    }
-    if c.savings_per_hour != 0.0 {
-        out.push_str(&format!("  saves ${:.4}/h\n", c.savings_per_hour));
-    }
-}
-
-fn node_text(answer: &NodeAnswer) -> String {
-    let mut out = format!("node {} (pass of {})\n", answer.node, answer.decided_at);
-    match &answer.verdict {
-        NodeVerdict::Disrupting { command } => {
-            out.push_str("  is being disrupted:\n");
-            command_text(&mut out, command);
-        }
-        NodeVerdict::Kept { reasons } => {
-            out.push_str("  stays:\n");
-            reasons_text(&mut out, reasons);
-        }
-        NodeVerdict::NotConsidered => out.push_str(
-            "  was not considered (not a node of Karpenter's when the pass ran, or newer)\n",
-        ),
-    }
-    out
-}
-
-fn node_pool_text(answer: &NodePoolAnswer) -> String {
-    let mut out = format!(
-        "nodepool {} (pass of {})\n",
-        answer.node_pool, answer.decided_at
-    );
-    for c in &answer.conditions {
-        let why = [c.reason.as_str(), c.message.as_str()]
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .join(": ");
-        if why.is_empty() {
-            out.push_str(&format!("  {}={}\n", c.type_, c.status));
-        } else {
-            out.push_str(&format!("  {}={} ({why})\n", c.type_, c.status));
-        }
-    }
-    let n = &answer.nodes;
-    out.push_str(&format!(
-        "  nodes: {} ({} initialized, {} not ready, {} deleting, {} drifted)\n",
-        n.total, n.initialized, n.not_ready, n.deleting, n.drifted
-    ));
-    for l in &answer.limits {
-        let used = if l.used.is_empty() {
-            "?"
-        } else {
-            l.used.as_str()
-        };
-        out.push_str(&format!(
-            "  limit {}: {used} used of {}\n",
-            l.resource, l.limit
-        ));
-    }
-    for b in &answer.budgets {
-        out.push_str(&format!(
-            "  budget {}: {} more may be disrupted now ({} allowed, {} disrupting): {}\n",
-            b.reason, b.allowed, b.budget, b.disrupting, b.explanation
-        ));
-    }
-    out
-}
-
-fn disruption_text(answer: &DisruptionAnswer) -> String {
-    let mut out = format!("disruption pass of {}\n", answer.decided_at);
-    if answer.commands.is_empty() {
-        out.push_str("no command: every node stays\n");
-    }
-    for c in &answer.commands {
-        out.push_str("command:\n");
-        command_text(&mut out, c);
-    }
-    for kept in &answer.kept {
-        out.push_str(&format!("node {} stays:\n", kept.node));
-        reasons_text(&mut out, &kept.reasons);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use karpenter_controller::explain::model::{PlaceReason, PricedType};
+    use karpenter_controller::explain::model::{
+        PlaceReason, PodAnswer, PodOutcome, PricedType, ReplacementAnswer,
+    };
 
     #[test]
     fn a_pod_is_named_namespace_slash_name_or_by_name_in_default() {
@@ -347,6 +250,7 @@ mod tests {
                 reasons: vec![PlaceReason {
                     place: "nodepool general".into(),
                     reason: "no instance type has enough resources".into(),
+                    closest: None,
                 }],
             },
         };
