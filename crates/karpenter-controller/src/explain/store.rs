@@ -516,6 +516,10 @@ mod tests {
             "cpu",
             karpenter_scheduling::Quantity::parse("64").unwrap_or_default(),
         );
+        capacity.set(
+            "pods",
+            karpenter_scheduling::Quantity::parse("234").unwrap_or_default(),
+        );
         let largest = karpenter_scheduling::InstanceType {
             name: "m5.16xlarge".into(),
             requirements: Vec::new(),
