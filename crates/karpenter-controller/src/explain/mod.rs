@@ -9,13 +9,15 @@
 //! runs the same decisions over an index without acting (`karpenter explain -f`).
 
 pub mod client;
+mod convert;
 pub mod model;
 mod pools;
 pub mod recompute;
 mod removal;
 mod store;
 
+pub use convert::rfc3339;
 pub use pools::node_pools;
 pub use recompute::{Recomputed, recompute};
 pub use removal::removal;
-pub use store::{Explanations, NotKnown, rfc3339};
+pub use store::{Explanations, NotKnown};

@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use karpenter_disruption::Snapshot;
 use karpenter_disruption::removal::{Destination, RemovalVerdict, simulate_removal};
 
+use super::convert::{command_answer, reason_answers, rfc3339};
 use super::model::{DestinationAnswer, PodMoveAnswer, RemovalAnswer};
-use super::store::{command_answer, reason_answers, rfc3339};
 
 /// The removal simulation of node `name` in `snapshot` at `at` (the pass's time); `None` when
 /// the snapshot has no such node.

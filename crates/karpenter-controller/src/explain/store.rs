@@ -5,17 +5,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
-use karpenter_disruption::{Command, Decision, Snapshot};
+use karpenter_disruption::{Decision, Snapshot};
 use karpenter_scheduling::closest::closest_instance_type;
 use karpenter_scheduling::pod::pod_requests;
-use karpenter_scheduling::{NewNodeClaim, PodRecord, PoolInstanceTypes, ResourceList, SolveResult};
+use karpenter_scheduling::{PodRecord, PoolInstanceTypes, ResourceList, SolveResult};
 
 /// How the solver begins a pool's reason when no instance type holds a pod.
 const NO_INSTANCE_TYPE: &str = "no instance type satisfies";
 
+use super::convert::{command_answer, launch, reason_answers, rfc3339};
 use super::model::{
-    CommandAnswer, DisruptionAnswer, KeptNode, NodeAnswer, NodePoolAnswer, NodeVerdict,
-    PlaceReason, PodAnswer, PodOutcome, PricedType, ReasonAnswer, ReplacementAnswer,
+    DisruptionAnswer, KeptNode, NodeAnswer, NodePoolAnswer, NodeVerdict, PlaceReason, PodAnswer,
+    PodOutcome,
 };
 
 /// Why there is no answer yet.
@@ -300,61 +301,13 @@ fn answer(pod: String, decided_at: DateTime<Utc>, outcome: PodOutcome) -> PodAns
     }
 }
 
-/// `at` as the answers write it (RFC 3339, seconds, `Z`).
-pub fn rfc3339(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-fn launch(claim: &NewNodeClaim) -> ReplacementAnswer {
-    ReplacementAnswer {
-        node_pool: claim.node_pool.clone(),
-        instance_types: claim.instance_type_options.len(),
-        cheapest: claim.instance_type_options.first().map(|o| PricedType {
-            instance_type: o.name.to_string(),
-            price: o.price,
-        }),
-    }
-}
-
-pub(super) fn reason_answers<'a>(
-    reasons: impl IntoIterator<Item = &'a karpenter_disruption::Reason>,
-) -> Vec<ReasonAnswer> {
-    reasons
-        .into_iter()
-        .map(|r| ReasonAnswer {
-            code: r.code.as_str().to_owned(),
-            event: r.code.event_reason().to_owned(),
-            text: r.text.clone(),
-        })
-        .collect()
-}
-
-pub(super) fn command_answer(command: &Command) -> CommandAnswer {
-    CommandAnswer {
-        method: command.method.as_str().to_owned(),
-        reason: command.reason.as_str().to_owned(),
-        nodes: command.candidates.iter().map(|c| c.node.clone()).collect(),
-        replacements: command.replacements.iter().map(launch).collect(),
-        savings_per_hour: command.savings_per_hour,
-        explanation: command.explanation.clone(),
-        repair: command.repair.as_ref().map(|r| {
-            let how = if r.reboot {
-                ", by rebooting it in place"
-            } else {
-                ""
-            };
-            format!("{}={} ({}){how}", r.condition, r.status, r.reason)
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use karpenter_disruption::{
-        Code, CommandCandidate, Considered, Method, Reason, Reasons, RepairCommand,
+        Code, Command, CommandCandidate, Considered, Method, Reason, Reasons, RepairCommand,
     };
     use karpenter_scheduling::{
-        ExistingPlacement, InstanceTypeOption, PodRef, ResourceList, Unschedulable,
+        ExistingPlacement, InstanceTypeOption, NewNodeClaim, PodRef, ResourceList, Unschedulable,
     };
 
     use super::*;
