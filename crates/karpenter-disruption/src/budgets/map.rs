@@ -31,7 +31,7 @@ pub struct PoolAllowance {
     /// Why the allowance is what it is.
     pub explanation: String,
     /// When the budgets next allow a disruption, if they allow none now because of scheduled
-    /// windows ([`next_opening`]).
+    /// windows (`budgets::window::next_opening`).
     pub opens_at: Option<DateTime<Utc>>,
 }
 
