@@ -38,6 +38,8 @@
 //!   order consolidation would take them; `terminate_first.rs` says when a node whose
 //!   replacement cannot be staged first (full reservations, a static pool at its node limit)
 //!   goes first (gates `TerminateFirstDrift`, `TerminateFirstRepair`);
+//! - beside the decision: [`removal`] simulates removing one named node (`explain consolidation
+//!   --node`), with the same rules single-node consolidation applies;
 //! - after the decision: [`validation`] re-checks a command after its delay and [`queue`]
 //!   carries it through replacement and deletion; `conditions.rs` is what the NodeClaims'
 //!   `Drifted` and `Consolidatable` conditions should say.
@@ -63,6 +65,7 @@ pub(crate) mod pool;
 pub mod queue;
 pub mod reason;
 pub mod reboot_history;
+pub mod removal;
 pub(crate) mod repair_settings;
 pub(crate) mod scores;
 pub(crate) mod simulate;

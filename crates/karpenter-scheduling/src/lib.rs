@@ -29,12 +29,14 @@
 //! - The solver's contract: [`input`] ([`SolveInput`]) and [`output`] ([`SolveResult`]);
 //!   [`v1`] turns the API's NodePools into solver input; [`template`] asks the solver for the
 //!   NodeClaim a NodePool's template alone makes (static NodePools launch it).
+//! - [`closest`]: for requests no instance type holds, the closest type and what it lacks.
 //! - [`overlay`]: NodeOverlays applied to the instance types (prices, capacity, conflicts).
 //! - [`solver`]: the solver itself, its files in the order a solve runs.
 //! - `builders` and `fixtures` (feature `test-support`): test objects and upstream's
 //!   benchmark workloads.
 
 pub mod capacity_buffer;
+pub mod closest;
 pub mod default_spread;
 pub mod input;
 pub mod output;

@@ -7,6 +7,8 @@
 //!   CronJobs, bare Pods, DaemonSets, PVCs, PVs, StorageClasses, Namespaces, Nodes (optional),
 //!   and `karpenter.sh/v1` NodePools and `karpenter.k8s.aws/v1` EC2NodeClasses, validated with
 //!   the `karpenter validate` rules. Other kinds are listed as ignored.
+//! - **The index** ([`index`]): the manifests applied to a `karpenter_state::Cluster` as the
+//!   controller's watches apply objects, for `karpenter explain -f`.
 //! - **Workload expansion** into pods ([`workload`]) and the **default NodePool** and
 //!   EC2NodeClass ([`nodepool`]); each NodePool's instance types come from
 //!   `karpenter_cloud::pool_types`.
@@ -37,6 +39,7 @@ pub mod batches;
 pub mod daemonsets;
 pub mod error;
 pub mod html;
+pub mod index;
 pub mod limits;
 pub mod load;
 pub mod lower_bound;

@@ -4,8 +4,10 @@
 //! NodePools and EC2NodeClasses are validated with the `karpenter validate` rules and fail the
 //! load with the same errors (file, document, object, field). Other kinds are typed with their
 //! Kubernetes types; one that does not fit fails the load naming the field. Every problem of
-//! every file is reported, and nothing is simulated when there is any. Kinds the simulator does
-//! not use (Services, ConfigMaps, ...) are listed as ignored.
+//! every file is reported, and nothing is simulated when there is any. Kinds neither
+//! `simulate` nor `explain -f` uses (Services, ConfigMaps, ...) are listed as ignored;
+//! NodeClaims and PodDisruptionBudgets are loaded for `explain -f` (which reads the manifests
+//! as the cluster's objects) and noted as not simulated by `simulate`.
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
@@ -14,8 +16,9 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
-use karpenter_api::v1::{EC2NodeClass, NodePool};
+use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
 use karpenter_api::validation::{
     DocumentIdentity, Outcome, TypeMeta, check_type_meta, validate_document,
 };
@@ -57,6 +60,10 @@ pub struct Manifests {
     pub namespaces: Vec<Namespace>,
     /// Existing nodes (optional): pods with `spec.nodeName` naming one are bound to it.
     pub nodes: Vec<Node>,
+    /// NodeClaims (`explain -f`: the nodes Karpenter owns; `simulate` does not use them).
+    pub node_claims: Vec<NodeClaim>,
+    /// PodDisruptionBudgets (`explain -f`; `simulate` does not use them).
+    pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
     pub ignored: Vec<Ignored>,
 }
 
@@ -169,7 +176,8 @@ impl Manifests {
             }
         }
         match (id.api_version.as_str(), id.kind.as_str()) {
-            ("karpenter.sh/v1", "NodePool") | ("karpenter.k8s.aws/v1", "EC2NodeClass") => {
+            ("karpenter.sh/v1", "NodePool" | "NodeClaim")
+            | ("karpenter.k8s.aws/v1", "EC2NodeClass") => {
                 if let Outcome::Invalid(errors) = validate_document(doc) {
                     problems.extend(
                         errors
@@ -178,10 +186,10 @@ impl Manifests {
                     );
                     return Ok(());
                 }
-                if id.kind == "NodePool" {
-                    self.node_pools.push(at.typed(doc)?);
-                } else {
-                    self.node_classes.push(at.typed(doc)?);
+                match id.kind.as_str() {
+                    "NodePool" => self.node_pools.push(at.typed(doc)?),
+                    "NodeClaim" => self.node_claims.push(at.typed(doc)?),
+                    _ => self.node_classes.push(at.typed(doc)?),
                 }
             }
             ("karpenter.sh/v1alpha1", "NodeOverlay") => {
@@ -225,6 +233,9 @@ impl Manifests {
             ("v1", "PersistentVolume") => self.persistent_volumes.push(at.typed(doc)?),
             ("v1", "Namespace") => self.namespaces.push(at.typed(doc)?),
             ("v1", "Node") => self.nodes.push(at.typed(doc)?),
+            ("policy/v1", "PodDisruptionBudget") => {
+                self.pod_disruption_budgets.push(at.typed(doc)?);
+            }
             ("storage.k8s.io/v1", "StorageClass") => self.storage_classes.push(at.typed(doc)?),
             (_, kind)
                 if kind.ends_with("List") && doc.get("items").is_some_and(|i| i.is_array()) =>
@@ -368,6 +379,8 @@ const USED_KINDS: &[&str] = &[
     "StorageClass",
     "Namespace",
     "Node",
+    "NodeClaim",
+    "PodDisruptionBudget",
 ];
 
 const CLUSTER_SCOPED: &[&str] = &[
@@ -378,6 +391,7 @@ const CLUSTER_SCOPED: &[&str] = &[
     "StorageClass",
     "Namespace",
     "Node",
+    "NodeClaim",
 ];
 
 /// Where a document (or a `List` item) is, for problems and typed parsing.

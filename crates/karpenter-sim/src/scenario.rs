@@ -96,29 +96,29 @@ impl Scenario {
         } else {
             manifests.node_pools.clone()
         };
-        let mut static_pools = Vec::new();
-        let mut pools = Vec::new();
-        let mut pool_types = BTreeMap::new();
         let mut cache = CatalogCache::new(catalog);
-        for pool in &node_pools {
-            if pool.spec.replicas.is_some() {
-                static_pools.push(name_of(pool));
-                continue;
-            }
-            let converted = to_scheduling(pool)?;
-            let class = node_class_for(pool, &manifests.node_classes, &mut notes)?;
-            let types = match options_for(pool, &class, pricing, &mut notes) {
-                Some(options) => narrow(cache.instance_types(&options)?, &converted.requirements),
-                None => PoolTypes::default(),
-            };
-            pool_types.insert(converted.name.clone(), types);
-            pools.push(converted);
-        }
-        let overlays = apply_overlays(&manifests.node_overlays, &pools, &mut pool_types);
-        if !static_pools.is_empty() {
+        let PoolCatalog {
+            pools,
+            pool_types,
+            overlays,
+        } = pool_catalog(
+            &node_pools,
+            &manifests.node_classes,
+            &manifests.node_overlays,
+            &mut cache,
+            pricing,
+            &mut notes,
+        )?;
+        let unused = [
+            (manifests.node_claims.len(), "NodeClaim(s)"),
+            (
+                manifests.pod_disruption_budgets.len(),
+                "PodDisruptionBudget(s)",
+            ),
+        ];
+        for (count, kind) in unused.into_iter().filter(|(count, _)| *count > 0) {
             notes.push(format!(
-                "static NodePools (spec.replicas) are not simulated: {}",
-                static_pools.join(", ")
+                "{count} {kind} not simulated (`karpenter explain -f` reads them)"
             ));
         }
         let all_types = cache
@@ -224,6 +224,72 @@ impl Scenario {
         let pods = input.pods.into_iter().map(|p| Pod::from(&*p)).collect();
         (result, pods)
     }
+}
+
+/// NodePools in the solver's form with their instance types ([`pool_catalog`]).
+#[derive(Debug, Clone, Default)]
+pub struct PoolCatalog {
+    /// Solver NodePools (static ones left out), in the order given.
+    pub pools: Vec<karpenter_scheduling::NodePool>,
+    /// Instance types by NodePool name, the NodeOverlays applied.
+    pub pool_types: BTreeMap<String, PoolTypes>,
+    /// What the NodeOverlays did.
+    pub overlays: karpenter_scheduling::overlay::Outcome,
+}
+
+impl PoolCatalog {
+    /// The solver's instance types by NodePool name.
+    pub fn instance_types(&self) -> karpenter_scheduling::PoolInstanceTypes {
+        self.pool_types
+            .iter()
+            .map(|(name, types)| (name.clone(), types.scheduling.clone()))
+            .collect::<BTreeMap<_, _>>()
+            .into()
+    }
+}
+
+/// Converts `node_pools` for the solver and resolves each one's instance types from the
+/// catalog (its EC2NodeClass from `node_classes`, or the default one with a note), then
+/// applies `node_overlays`: what `simulate` and `explain -f` both start from, as the
+/// controller's catalogs are what its provisioner and disruption pass start from. Static
+/// NodePools (`spec.replicas`) are left out, with a note.
+pub fn pool_catalog(
+    node_pools: &[karpenter_api::v1::NodePool],
+    node_classes: &[karpenter_api::v1::EC2NodeClass],
+    node_overlays: &[karpenter_api::v1alpha1::NodeOverlay],
+    cache: &mut CatalogCache<'_>,
+    pricing: &PricingOptions,
+    notes: &mut Vec<String>,
+) -> Result<PoolCatalog, SimulateError> {
+    let mut static_pools = Vec::new();
+    let mut pools = Vec::new();
+    let mut pool_types = BTreeMap::new();
+    for pool in node_pools {
+        if pool.spec.replicas.is_some() {
+            static_pools.push(name_of(pool));
+            continue;
+        }
+        let converted = to_scheduling(pool)?;
+        let class = node_class_for(pool, node_classes, notes)?;
+        let types = match options_for(pool, &class, pricing, notes) {
+            Some(options) => narrow(cache.instance_types(&options)?, &converted.requirements),
+            None => PoolTypes::default(),
+        };
+        pool_types.insert(converted.name.clone(), types);
+        pools.push(converted);
+    }
+    let overlays = apply_overlays(node_overlays, &pools, &mut pool_types);
+    if !static_pools.is_empty() {
+        notes.push(format!(
+            "static NodePools (spec.replicas) are not simulated: {}",
+            static_pools.join(", ")
+        ));
+    }
+    Ok(PoolCatalog {
+        pools,
+        pool_types,
+        overlays,
+    })
 }
 
 /// Applies `overlays` to every NodePool's solver types, in place (the instance-type infos,

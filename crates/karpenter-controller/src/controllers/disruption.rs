@@ -347,7 +347,11 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             (decision, snapshot)
         })
         .await;
-        let (decision, _snapshot) = decided.map_err(DisruptionError::Decide)?;
+        let (decision, snapshot) = decided.map_err(DisruptionError::Decide)?;
+        // Kept for removal simulations on request (`/explain/consolidation/node/{name}`).
+        self.ctx
+            .explanations
+            .snapshot_observed(now, std::sync::Arc::new(snapshot));
         for (method, took) in &decision.evaluated {
             self.ctx.metrics.disruption_evaluated(
                 &reason_label(method.reason()),
@@ -888,19 +892,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
     /// `karpenter_nodepools_allowed_disruptions` and `karpenter_nodepools_nodes_consuming_budgets`
     /// (`{nodepool, reason}`) for every pool and reason.
     fn report_budgets(&self, snapshot: &Snapshot, now: chrono::DateTime<Utc>) {
-        let mut reasons = vec![
-            DisruptionReason::Empty,
-            DisruptionReason::Drifted,
-            DisruptionReason::Underutilized,
-        ];
-        // Upstream builds the Unhealthy mapping only when repair runs.
-        if snapshot.repair.is_some() {
-            reasons.insert(0, DisruptionReason::Unhealthy);
-        }
-        let maps: Vec<BudgetMap> = reasons
-            .into_iter()
-            .map(|reason| BudgetMap::build(snapshot, reason, now))
-            .collect();
+        let maps = BudgetMap::for_pass(snapshot, now);
         for map in &maps {
             for (pool, allowance) in &map.pools {
                 // Upstream labels these two with the reason as written in the budget.

@@ -286,11 +286,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         // see it twice and launch a NodeClaim for it).
         let (input, dra) = {
             let cluster = self.ctx.cache.lock();
-            let (dra, pods): (Vec<Arc<PodRecord>>, Vec<Arc<PodRecord>>) = cluster
-                .provisionable_pods()
-                .into_iter()
-                .cloned()
-                .partition(|p| self.ctx.settings.ignore_dra_requests && p.has_dra_requirements());
+            let (dra, pods) = batch_pods(&cluster, &self.ctx.settings);
             let mut pods = super::default_spread::apply(pods, defaults, &selectors);
             pods.extend(cluster.buffer_pods().cloned());
             let input = cluster.solve_input(
@@ -369,6 +365,9 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             capacity_buffer::without_virtual(&result, &virtual_pods)
         };
         self.decided(&result, &dra, &not_ready);
+        self.ctx
+            .explanations
+            .closest_types(&pods, &catalogs.instance_types);
         let mut outcome = BatchOutcome {
             pods: pods.len() - virtual_pods.len() + dra.len(),
             unschedulable: dra.len(),
@@ -474,8 +473,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         dra: &[Arc<PodRecord>],
         not_ready: &[(String, String)],
     ) {
-        let ignored: Vec<(String, &str)> =
-            dra.iter().map(|p| (p.key(), DRA_NOT_SUPPORTED)).collect();
+        let ignored = dra_ignored(dra);
         self.ctx
             .explanations
             .batch_decided(Utc::now(), result, not_ready, &ignored);
@@ -564,6 +562,27 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         }
         Some(name)
     }
+}
+
+/// The pods a batch solves, and those it leaves out for their DRA requirements
+/// (`IGNORE_DRA_REQUESTS`): the index's provisionable pods, split `(dra, pods)`.
+pub fn batch_pods(
+    cluster: &Cluster,
+    settings: &Settings,
+) -> (Vec<Arc<PodRecord>>, Vec<Arc<PodRecord>>) {
+    cluster
+        .provisionable_pods()
+        .into_iter()
+        .cloned()
+        .partition(|p| settings.ignore_dra_requests && p.has_dra_requirements())
+}
+
+/// The pods a batch left out for their DRA requirements, and what they are told
+/// ([`Explanations::batch_decided`]'s `ignored`).
+///
+/// [`Explanations::batch_decided`]: crate::explain::Explanations::batch_decided
+pub fn dra_ignored(dra: &[Arc<PodRecord>]) -> Vec<(String, &'static str)> {
+    dra.iter().map(|p| (p.key(), DRA_NOT_SUPPORTED)).collect()
 }
 
 /// Records that `claim`'s pods were placed on the NodeClaim `name`.

@@ -55,6 +55,11 @@ pub mod paths {
 
     /// The last disruption pass.
     pub const DISRUPTION: &str = "/explain/disruption";
+
+    /// Node `name`'s removal simulation over the last pass's snapshot.
+    pub fn removal(name: &str) -> String {
+        format!("/explain/consolidation/node/{name}")
+    }
 }
 
 /// GETs `path` of the controller at `target`: its answer, or why it has none.

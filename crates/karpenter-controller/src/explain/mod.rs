@@ -4,13 +4,20 @@
 //! use.
 //!
 //! Owns the answer types ([`model`], shared with the CLI, which only reads them) and the record
-//! the loops keep current ([`Explanations`]). It decides nothing: the provisioner and the
-//! disruption loop hand it their results; it never calls the API server.
+//! the loops keep current ([`Explanations`]). The record decides nothing: the provisioner and
+//! the disruption loop hand it their results; it never calls the API server. [`recompute`]
+//! runs the same decisions over an index without acting (`karpenter explain -f`).
 
 pub mod client;
+mod convert;
 pub mod model;
 mod pools;
+pub mod recompute;
+mod removal;
 mod store;
 
+pub use convert::rfc3339;
 pub use pools::node_pools;
-pub use store::{Explanations, NotKnown, rfc3339};
+pub use recompute::{Recomputed, recompute};
+pub use removal::removal;
+pub use store::{Explanations, NotKnown};

@@ -118,6 +118,10 @@ pub struct PlaceReason {
     /// `nodepool <name>`, `existing nodes` or `validation`.
     pub place: String,
     pub reason: String,
+    /// When no instance type of the pool holds the pod's requests: the closest one and what
+    /// it lacks (`m5.xlarge: needs 6 cpu, has 3920m allocatable`; before DaemonSets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closest: Option<String>,
 }
 
 /// What the last disruption pass decided, whole: the dry run of consolidation users ask for.
@@ -195,6 +199,10 @@ pub struct BudgetAnswer {
     pub disrupting: u32,
     /// Why the allowance is what it is.
     pub explanation: String,
+    /// When the budgets next allow a disruption, if scheduled windows allow none now
+    /// (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opens_at: Option<String>,
 }
 
 /// The pool's nodes by state.
@@ -207,4 +215,51 @@ pub struct NodeCounts {
     /// Marked for deletion or being deleted.
     pub deleting: u32,
     pub drifted: u32,
+}
+
+/// One node's removal simulation (`explain consolidation --node`): what single-node
+/// consolidation would find for it alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemovalAnswer {
+    pub node: String,
+    pub node_pool: String,
+    /// The pass whose snapshot was simulated (RFC 3339).
+    pub decided_at: String,
+    /// Its price per hour (0 when it is not a candidate).
+    pub price: f64,
+    /// Whether consolidation would remove it (`command` says how).
+    pub removable: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandAnswer>,
+    /// Why it cannot be removed (when not removable).
+    pub reasons: Vec<ReasonAnswer>,
+    /// What else stops a pass from taking it now (its pool's budget).
+    pub held_by: Vec<ReasonAnswer>,
+    /// Where each of its pods would go.
+    pub moves: Vec<PodMoveAnswer>,
+}
+
+/// Where one pod would go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodMoveAnswer {
+    pub pod: String,
+    #[serde(flatten)]
+    pub to: DestinationAnswer,
+}
+
+/// A pod's destination.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "to", rename_all = "camelCase")]
+pub enum DestinationAnswer {
+    /// A node that exists.
+    #[serde(rename_all = "camelCase")]
+    Node { node: String },
+    /// The replacement NodeClaim.
+    #[serde(rename_all = "camelCase")]
+    NewNodeClaim { node_pool: String },
+    /// Nowhere.
+    #[serde(rename_all = "camelCase")]
+    Nowhere { reason: String },
 }

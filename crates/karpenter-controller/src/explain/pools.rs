@@ -55,6 +55,7 @@ pub fn node_pools(
                         budget: a.budget,
                         disrupting: a.disrupting,
                         explanation: a.explanation.clone(),
+                        opens_at: a.opens_at.map(super::rfc3339),
                     })
                 })
                 .collect();

@@ -5,12 +5,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
-use karpenter_disruption::{Command, Decision};
-use karpenter_scheduling::{NewNodeClaim, SolveResult};
+use karpenter_disruption::{Decision, Snapshot};
+use karpenter_scheduling::closest::closest_instance_type;
+use karpenter_scheduling::pod::pod_requests;
+use karpenter_scheduling::{PodRecord, PoolInstanceTypes, ResourceList, SolveResult};
 
+/// How the solver begins a pool's reason when no instance type holds a pod.
+const NO_INSTANCE_TYPE: &str = "no instance type satisfies";
+
+use super::convert::{command_answer, launch, reason_answers, rfc3339};
 use super::model::{
-    CommandAnswer, DisruptionAnswer, KeptNode, NodeAnswer, NodePoolAnswer, NodeVerdict,
-    PlaceReason, PodAnswer, PodOutcome, PricedType, ReasonAnswer, ReplacementAnswer,
+    DisruptionAnswer, KeptNode, NodeAnswer, NodePoolAnswer, NodeVerdict, PlaceReason, PodAnswer,
+    PodOutcome,
 };
 
 /// Why there is no answer yet.
@@ -29,6 +35,9 @@ pub enum NotKnown {
         "pod {0} was not in the last provisioning batch: it was not pending then (or no batch has run in this controller; a standby replica answers nothing)"
     )]
     PodNotInBatch(String),
+    /// No node of that name was in the last disruption pass.
+    #[error("node {0} was not in the last disruption pass (no such node then)")]
+    NodeNotInPass(String),
 }
 
 #[derive(Debug, Default)]
@@ -38,6 +47,8 @@ struct Record {
     node_pools: Vec<NodePoolAnswer>,
     /// By `namespace/name`: the last batch's outcome for each of its pods.
     pods: HashMap<String, PodAnswer>,
+    /// The last pass's snapshot (shared, not copied), for removal simulations on request.
+    snapshot: Option<(DateTime<Utc>, Arc<Snapshot>)>,
 }
 
 /// What the loops decided last, shared with the HTTP endpoints.
@@ -58,6 +69,27 @@ impl Explanations {
             ..Decision::default()
         };
         self.lock().disruption = Some((at, kept));
+    }
+
+    /// The snapshot the disruption pass at `at` decided on (kept until the next one).
+    pub fn snapshot_observed(&self, at: DateTime<Utc>, snapshot: Arc<Snapshot>) {
+        self.lock().snapshot = Some((at, snapshot));
+    }
+
+    /// The last pass's snapshot and its time.
+    pub fn snapshot(&self) -> Result<(DateTime<Utc>, Arc<Snapshot>), NotKnown> {
+        self.lock()
+            .snapshot
+            .clone()
+            .ok_or(NotKnown::NoDisruptionPass)
+    }
+
+    /// Node `name`'s removal simulation over the last pass's snapshot (a solve: call it off
+    /// the async threads).
+    pub fn removal(&self, name: &str) -> Result<super::model::RemovalAnswer, NotKnown> {
+        let (at, snapshot) = self.snapshot()?;
+        super::removal::removal(&snapshot, name, at)
+            .ok_or_else(|| NotKnown::NodeNotInPass(name.to_owned()))
     }
 
     /// The NodePools as the last disruption pass saw them ([`super::node_pools`]).
@@ -95,6 +127,7 @@ impl Explanations {
             let reasons = vec![PlaceReason {
                 place: "validation".to_owned(),
                 reason: (*why).to_owned(),
+                closest: None,
             }];
             pods.insert(
                 key.clone(),
@@ -125,6 +158,7 @@ impl Explanations {
                 vec![PlaceReason {
                     place: String::new(),
                     reason: failed.reason.clone(),
+                    closest: None,
                 }]
             } else {
                 failed
@@ -133,12 +167,14 @@ impl Explanations {
                     .map(|(place, reason)| PlaceReason {
                         place: place.clone(),
                         reason: reason.clone(),
+                        closest: None,
                     })
                     .collect()
             };
             reasons.extend(not_ready.iter().map(|(pool, why)| PlaceReason {
                 place: format!("nodepool {pool}"),
                 reason: why.clone(),
+                closest: None,
             }));
             let outcome = if failed.deferred {
                 PodOutcome::WaitingForReservation { reasons }
@@ -148,6 +184,39 @@ impl Explanations {
             pods.insert(key.clone(), answer(key, at, outcome));
         }
         self.lock().pods = pods;
+    }
+
+    /// Names, for each of `pods` that the last batch found no instance type of a NodePool
+    /// large enough for, that pool's closest instance type and what it lacks
+    /// ([`karpenter_scheduling::closest`]); `instance_types` by NodePool name.
+    pub fn closest_types(&self, pods: &[Arc<PodRecord>], instance_types: &PoolInstanceTypes) {
+        let mut record = self.lock();
+        for pod in pods {
+            let Some(PodAnswer {
+                outcome: PodOutcome::Unschedulable { reasons },
+                ..
+            }) = record.pods.get_mut(&pod.key())
+            else {
+                continue;
+            };
+            let Ok(requests) = pod_requests(pod.spec.as_deref()) else {
+                continue;
+            };
+            for reason in reasons
+                .iter_mut()
+                .filter(|r| r.reason.starts_with(NO_INSTANCE_TYPE))
+            {
+                let Some(types) = reason
+                    .place
+                    .strip_prefix("nodepool ")
+                    .and_then(|pool| instance_types.get(pool))
+                else {
+                    continue;
+                };
+                reason.closest = closest_instance_type(types, &requests, &ResourceList::new())
+                    .map(|c| c.to_string());
+            }
+        }
     }
 
     /// The NodeClaim created for `pods` is named `name`.
@@ -232,59 +301,13 @@ fn answer(pod: String, decided_at: DateTime<Utc>, outcome: PodOutcome) -> PodAns
     }
 }
 
-/// `at` as the answers write it (RFC 3339, seconds, `Z`).
-pub fn rfc3339(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-fn launch(claim: &NewNodeClaim) -> ReplacementAnswer {
-    ReplacementAnswer {
-        node_pool: claim.node_pool.clone(),
-        instance_types: claim.instance_type_options.len(),
-        cheapest: claim.instance_type_options.first().map(|o| PricedType {
-            instance_type: o.name.to_string(),
-            price: o.price,
-        }),
-    }
-}
-
-fn reason_answers(reasons: &karpenter_disruption::Reasons) -> Vec<ReasonAnswer> {
-    reasons
-        .iter()
-        .map(|r| ReasonAnswer {
-            code: r.code.as_str().to_owned(),
-            event: r.code.event_reason().to_owned(),
-            text: r.text.clone(),
-        })
-        .collect()
-}
-
-fn command_answer(command: &Command) -> CommandAnswer {
-    CommandAnswer {
-        method: command.method.as_str().to_owned(),
-        reason: command.reason.as_str().to_owned(),
-        nodes: command.candidates.iter().map(|c| c.node.clone()).collect(),
-        replacements: command.replacements.iter().map(launch).collect(),
-        savings_per_hour: command.savings_per_hour,
-        explanation: command.explanation.clone(),
-        repair: command.repair.as_ref().map(|r| {
-            let how = if r.reboot {
-                ", by rebooting it in place"
-            } else {
-                ""
-            };
-            format!("{}={} ({}){how}", r.condition, r.status, r.reason)
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use karpenter_disruption::{
-        Code, CommandCandidate, Considered, Method, Reason, Reasons, RepairCommand,
+        Code, Command, CommandCandidate, Considered, Method, Reason, Reasons, RepairCommand,
     };
     use karpenter_scheduling::{
-        ExistingPlacement, InstanceTypeOption, PodRef, ResourceList, Unschedulable,
+        ExistingPlacement, InstanceTypeOption, NewNodeClaim, PodRef, ResourceList, Unschedulable,
     };
 
     use super::*;
@@ -422,6 +445,57 @@ mod tests {
             explanations.pod("shop/web-1"),
             Err(NotKnown::PodNotInBatch("shop/web-1".into()))
         );
+    }
+
+    #[test]
+    fn a_pod_too_large_for_every_type_of_a_pool_is_told_the_closest_and_what_it_lacks() {
+        let explanations = Explanations::default();
+        let mut result = batch();
+        result.unschedulable[0].reasons = vec![
+            (
+                "nodepool general".into(),
+                "no instance type satisfies cpu=96".into(),
+            ),
+            ("nodepool gpu".into(), "incompatible with taints".into()),
+        ];
+        explanations.batch_decided(at(), &result, &[], &[]);
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "huge", "namespace": "shop", "uid": "huge"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "96"}}}]}
+        }))
+        .expect("a pod");
+        let mut capacity = ResourceList::new();
+        capacity.set(
+            "cpu",
+            karpenter_scheduling::Quantity::parse("64").unwrap_or_default(),
+        );
+        capacity.set(
+            "pods",
+            karpenter_scheduling::Quantity::parse("234").unwrap_or_default(),
+        );
+        let largest = karpenter_scheduling::InstanceType {
+            name: "m5.16xlarge".into(),
+            requirements: Vec::new(),
+            offerings: Vec::new(),
+            capacity,
+            overhead: Default::default(),
+        };
+        let types: PoolInstanceTypes = Arc::new(
+            [("general".to_owned(), vec![largest])]
+                .into_iter()
+                .collect(),
+        );
+        explanations.closest_types(&[Arc::new(PodRecord::from(pod))], &types);
+        match explanations.pod("shop/huge").map(|a| a.outcome) {
+            Ok(PodOutcome::Unschedulable { reasons }) => {
+                assert_eq!(
+                    reasons[0].closest.as_deref(),
+                    Some("m5.16xlarge: needs 96 cpu, has 64 allocatable")
+                );
+                assert_eq!(reasons[1].closest, None, "not a resource shortfall");
+            }
+            other => panic!("huge fits nowhere, not {other:?}"),
+        }
     }
 
     fn decision() -> Decision {

@@ -1,7 +1,8 @@
-//! `/explain/node/{name}`, `/explain/pod/{namespace}/{name}`, `/explain/nodepool/{name}` and
-//! `/explain/disruption`: the
-//! answers of [`crate::explain::Explanations`] as JSON; `404` with a message when there is none
-//! (no pass yet, a standby replica, a pod not in the last batch).
+//! `/explain/node/{name}`, `/explain/pod/{namespace}/{name}`, `/explain/nodepool/{name}`,
+//! `/explain/disruption` and `/explain/consolidation/node/{name}`: the answers of
+//! [`crate::explain::Explanations`] as JSON; `404` with a message when there is none (no pass
+//! yet, a standby replica, a pod not in the last batch). The last one is computed on request
+//! (a removal simulation over the last pass's snapshot, on a blocking thread).
 
 use axum::Router;
 use axum::extract::Path;
@@ -36,6 +37,7 @@ pub fn router(explanations: Explanations) -> Router {
     let node = explanations.clone();
     let pod = explanations.clone();
     let pool = explanations.clone();
+    let removal = explanations.clone();
     Router::new()
         .route(
             "/explain/node/{name}",
@@ -56,6 +58,20 @@ pub fn router(explanations: Explanations) -> Router {
             get(move |Path(name): Path<String>| {
                 let answer = pool.node_pool(&name);
                 async move { respond(answer) }
+            }),
+        )
+        .route(
+            "/explain/consolidation/node/{name}",
+            get(move |Path(name): Path<String>| {
+                let removal = removal.clone();
+                async move {
+                    match tokio::task::spawn_blocking(move || removal.removal(&name)).await {
+                        Ok(answer) => respond(answer),
+                        Err(err) => {
+                            (StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response()
+                        }
+                    }
+                }
             }),
         )
         .route(

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use karpenter_api::v1::DisruptionReason;
 
 use crate::budgets::budget::{allowed_disruptions, budget_limit};
-use crate::budgets::window::active_until;
+use crate::budgets::window::next_opening;
 use crate::reason::{Code, Reason};
 use crate::snapshot::Snapshot;
 use crate::time_fmt::hm_relative;
@@ -30,6 +30,9 @@ pub struct PoolAllowance {
     pub disrupting: u32,
     /// Why the allowance is what it is.
     pub explanation: String,
+    /// When the budgets next allow a disruption, if they allow none now because of scheduled
+    /// windows (`budgets::window::next_opening`).
+    pub opens_at: Option<DateTime<Utc>>,
 }
 
 /// Allowances for every pool, for one reason.
@@ -70,6 +73,11 @@ impl BudgetMap {
             let budgets = &pool.spec.disruption.budgets;
             let allowance = allowed_disruptions(budgets, reason, num_nodes, disrupting, now);
             let budget = allowed_disruptions(budgets, reason, num_nodes, 0, now).allowed;
+            let opens_at = if budget == 0 {
+                next_opening(budgets, reason, num_nodes, now)
+            } else {
+                None
+            };
             let explanation = if allowance.allowed > 0 {
                 allowance.explanation
             } else {
@@ -91,10 +99,31 @@ impl BudgetMap {
                     num_nodes,
                     disrupting,
                     explanation,
+                    opens_at,
                 },
             );
         }
         BudgetMap { reason, pools }
+    }
+
+    /// The maps a pass reports, one per reason: `Unhealthy` (only when repair runs, as
+    /// upstream builds its mapping only then), `Empty`, `Drifted`, `Underutilized`. What the
+    /// controller publishes as `karpenter_nodepools_allowed_disruptions` and `explain nodepool`
+    /// answers.
+    pub fn for_pass(snapshot: &Snapshot, now: DateTime<Utc>) -> Vec<Self> {
+        let repair = snapshot
+            .repair
+            .is_some()
+            .then_some(DisruptionReason::Unhealthy);
+        repair
+            .into_iter()
+            .chain([
+                DisruptionReason::Empty,
+                DisruptionReason::Drifted,
+                DisruptionReason::Underutilized,
+            ])
+            .map(|reason| Self::build(snapshot, reason, now))
+            .collect()
     }
 
     pub fn allowed(&self, pool: &str) -> u32 {
@@ -153,13 +182,15 @@ fn zero_explanation(
         .filter(|(_, l)| l.allowed.is_some())
         .min_by_key(|(_, l)| l.allowed);
     match binding {
-        Some((budget, limit)) if limit.allowed == Some(0) => match active_until(budget, now) {
-            Some(until) => format!("{prefix} is 0 until {}", hm_relative(now, until)),
-            None if limit.explanation.contains("invalid") => {
-                format!("{prefix} is 0: {}", limit.explanation)
+        Some((budget, limit)) if limit.allowed == Some(0) => {
+            match next_opening(&pool.spec.disruption.budgets, reason, num_nodes, now) {
+                Some(until) => format!("{prefix} is 0 until {}", hm_relative(now, until)),
+                None if limit.explanation.contains("invalid") => {
+                    format!("{prefix} is 0: {}", limit.explanation)
+                }
+                None => format!("{prefix} is 0 (nodes={})", budget.nodes),
             }
-            None => format!("{prefix} is 0 (nodes={})", budget.nodes),
-        },
+        }
         Some((_, limit)) if disrupting > 0 => format!(
             "{prefix} is used up: {disrupting} of {} allowed nodes are already disrupting",
             limit.allowed.unwrap_or(0)

@@ -2,7 +2,7 @@
 //! [`karpenter_disruption::Snapshot`], decided by [`karpenter_disruption::decide`].
 //!
 //! Simplifications, all on the side of fewer disruptions: no PodDisruptionBudgets (the loader
-//! ignores them), no expiry (`expireAfter` is not set on simulated nodes), and passes run only
+//! reads them for `explain -f`; the timeline does not use them), no expiry (`expireAfter` is not set on simulated nodes), and passes run only
 //! for a while after the cluster changes ([`QUIET_AFTER`] plus the longest `consolidateAfter`),
 //! so budget windows that open later on a quiet cluster are not noticed. Commands execute as
 //! upstream's orchestration queue does (see `Runner::disruption_pass`): candidates tainted,

@@ -1,7 +1,7 @@
 //! `/explain/...` on the real control plane + KWOK, asked the way `karpenter explain
 //! --controller-url` asks (`karpenter_controller::explain::client`): a pod no NodePool can take
 //! is told why per pool, a pod that got a node is told which NodeClaim, and a node kept by a
-//! do-not-disrupt pod says so.
+//! do-not-disrupt pod says so, in the pass's verdict and in its removal simulation.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use karpenter_controller::explain::client::{Target, ask, paths};
 use karpenter_controller::explain::model::{
-    NodeAnswer, NodePoolAnswer, NodeVerdict, PodAnswer, PodOutcome,
+    NodeAnswer, NodePoolAnswer, NodeVerdict, PodAnswer, PodOutcome, RemovalAnswer,
 };
 use karpenter_kwok_provider::KwokOptions;
 use karpenter_testenv::wait_for;
@@ -166,6 +166,29 @@ async fn explain_tells_why_a_pod_fits_nowhere_where_another_went_and_why_its_nod
         ),
         other => panic!("the node stays, not {other:?}"),
     }
+    // Its removal simulation (`explain consolidation --node`), computed on request over the
+    // last pass's snapshot: it cannot be removed, for the same pod.
+    let removal: RemovalAnswer = ask(&target, &paths::removal(&node))
+        .await
+        .expect("the controller answers")
+        .expect("the node was in the last pass");
+    assert!(!removal.removable, "{removal:?}");
+    assert!(
+        removal
+            .reasons
+            .iter()
+            .any(|r| r.code == "PodDoNotDisrupt" && r.text.contains(&held_pod)),
+        "the do-not-disrupt pod keeps the node in the simulation too: {removal:?}"
+    );
+    let unknown: Result<RemovalAnswer, _> = ask(&target, &paths::removal("no-such-node"))
+        .await
+        .expect("the controller answers");
+    assert!(
+        unknown
+            .as_ref()
+            .is_err_and(|none| none.message.contains("no-such-node")),
+        "{unknown:?}"
+    );
     // The pool: Ready first, its one node, a budget per reason (the default 10% of 1 node
     // rounds up to 1).
     let pool: NodePoolAnswer = ask(&target, &paths::node_pool(&h.pool))
