@@ -5,7 +5,7 @@
 //!
 //! Owns the answer types ([`model`], shared with the CLI, which only reads them) and the record
 //! the loops keep current ([`Explanations`]). The record decides nothing: the provisioner and
-//! the disruption loop hand it their results; it never calls the API server. [`recompute`]
+//! the disruption loop hand it their results; it never calls the API server. [`mod@recompute`]
 //! runs the same decisions over an index without acting (`karpenter explain -f`).
 
 pub mod client;
