@@ -241,7 +241,7 @@ fn command_text(out: &mut String, c: &CommandAnswer) {
     }
 }
 
-fn node_text(answer: &NodeAnswer) -> String {
+pub(crate) fn node_text(answer: &NodeAnswer) -> String {
     let mut out = format!("node {} (pass of {})\n", answer.node, answer.decided_at);
     match &answer.verdict {
         NodeVerdict::Disrupting { command } => {
