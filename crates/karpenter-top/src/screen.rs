@@ -56,20 +56,29 @@ impl Screen<'_> {
         match self.ui.pane {
             Pane::NodePools => {
                 let text = render::node_pools(self.view);
-                let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+                let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+                if lines.is_empty() {
+                    lines.push("no NodePools".to_owned());
+                }
                 let title = format!(
                     "NodePools ({}) · Tab: pending pods",
                     self.view.node_pools.len()
                 );
                 (title, lines)
             }
-            Pane::Pending => (
-                format!(
-                    "Pending pods ({}) · Tab: NodePools",
-                    self.view.pending.len()
-                ),
-                render::pending(self.view, width),
-            ),
+            Pane::Pending => {
+                let mut lines = render::pending(self.view, width);
+                if lines.is_empty() {
+                    lines.push("no pending pods".to_owned());
+                }
+                (
+                    format!(
+                        "Pending pods ({}) · Tab: NodePools",
+                        self.view.pending.len()
+                    ),
+                    lines,
+                )
+            }
             Pane::Explain => {
                 let node = self.ui.explaining.as_deref().unwrap_or_default();
                 let lines = match &self.explained.node {
@@ -216,15 +225,25 @@ impl Widget for &Screen<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let (title, lines) = self.pane_lines(usize::from(area.width));
         let h = self.heights(area.height, lines.len());
-        let [header, gap, table, pane, footer] = Layout::vertical([
+        // The table takes the rows its page needs, the pane follows it, and what is left
+        // stays blank above the footer.
+        let page_rows = usize::from(h.table.saturating_sub(1).max(1));
+        let on_page = self
+            .view
+            .nodes
+            .len()
+            .saturating_sub(self.ui.page(page_rows) * page_rows)
+            .clamp(1, page_rows);
+        let table_rows = h.table.min(u16::try_from(on_page + 1).unwrap_or(u16::MAX));
+        let [header, _gap, table, pane, _rest, footer] = Layout::vertical([
             Constraint::Length(h.header),
             Constraint::Length(1),
-            Constraint::Length(h.table),
+            Constraint::Length(table_rows),
             Constraint::Length(h.pane),
+            Constraint::Fill(1),
             Constraint::Length(h.footer),
         ])
         .areas(area);
-        let _ = gap;
         Paragraph::new(
             self.header()
                 .into_iter()
@@ -242,7 +261,6 @@ impl Widget for &Screen<'_> {
                 )
                 .render(pane, buf);
         }
-        let page_rows = usize::from(h.table.saturating_sub(1).max(1));
         Paragraph::new(self.footer(page_rows))
             .style(Style::new().add_modifier(Modifier::REVERSED))
             .render(footer, buf);

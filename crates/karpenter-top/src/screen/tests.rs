@@ -90,11 +90,11 @@ memory   ████░░░░░░  38%  3Gi/8Gi
 >node-a      ████████░░  75%  █████░░░░░  50%  2/29  c5.large  on-demand  $0.0850/h  general   Ready             2h0m
  node-b      █░░░░░░░░░  12%  ███░░░░░░░  25%  1/29  m5.large  spot       $0.0400/h  general   Ready,Disrupting  30m0s
  general-x7  ░░░░░░░░░░   0%  ░░░░░░░░░░   0%  0/0   c5.large  on-demand  $0.0850/h  general   Launching         30s
-
-
  NodePools (1) · Tab: pending pods ─────────────────────────────────────────────────────────────────────────────────────────
 NODEPOOL  READY  NODES  LIMITS
 general   True   3      cpu 0/100
+
+
 sort: creation │ page 1/1 │ node 1/3 │ s sort · ↑↓ jk select · PgUp PgDn page · Enter explain · Tab pane · q quit
 "
     );
@@ -183,13 +183,13 @@ memory   ████░░░░░░  38%  3Gi/8Gi
  node-a      ████████░░  75%  █████░░░░░  50%  2/29  c5.large  on-demand  $0.0850/h  general   Ready             2h0m   do-not-disrupt
 >node-b      █░░░░░░░░░  12%  ███░░░░░░░  25%  1/29  m5.large  spot       $0.0400/h  general   Ready,Disrupting  30m0s  Drift
  general-x7  ░░░░░░░░░░   0%  ░░░░░░░░░░   0%  0/0   c5.large  on-demand  $0.0850/h  general   Launching         30s    -
-
-
-
  explain node node-b · Esc: close ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 node node-b (pass of 2026-11-27T09:59:50Z)
   is being disrupted:
   Drift (Drifted budget): drifted
+
+
+
 sort: creation │ page 1/1 │ node 2/3 │ s sort · ↑↓ jk select · PgUp PgDn page · Enter explain · Tab pane · q quit
 "
     );
@@ -223,6 +223,33 @@ fn the_pending_pane_tells_each_pods_reason_and_a_controller_problem_shows_in_the
         text.contains("│ node 1/3 │ controller: no karpenter Service │ s sort"),
         "{text}"
     );
+}
+
+#[test]
+fn an_empty_pane_says_so_rather_than_vanishing() {
+    let mut view = the_view(Sort::Creation);
+    view.pending.clear();
+    view.node_pools.clear();
+    let mut ui = Ui::default();
+    let explained = Explained::default();
+    let screen = |ui: &Ui| {
+        draw(
+            &Screen {
+                view: &view,
+                ui,
+                explained: &explained,
+                note: "",
+            },
+            124,
+            14,
+        )
+    };
+    assert!(screen(&ui).contains(" NodePools (0) · Tab: pending pods"));
+    assert!(screen(&ui).contains("\nno NodePools\n"));
+    ui.on_key(Key::Tab, &[], 10);
+    let text = screen(&ui);
+    assert!(text.contains(" Pending pods (0) · Tab: NodePools"), "{text}");
+    assert!(text.contains("\nno pending pods\n"), "{text}");
 }
 
 #[test]

@@ -324,6 +324,7 @@ async fn the_interactive_top_in_a_terminal_sorts_pages_switches_panes_and_explai
         )
         .await;
     assert!(rows[0] < rows[1], "oldest first: the small node leads");
+    println!("the screen, oldest first:\n{}", tmux.capture());
 
     // `s` twice: creation -> name -> usage; the big node (3 of ~4 cpu) now leads.
     tmux.keys(&["s", "s"]);
@@ -336,6 +337,7 @@ async fn the_interactive_top_in_a_terminal_sorts_pages_switches_panes_and_explai
         },
     )
     .await;
+    println!("the screen, by usage:\n{}", tmux.capture());
 
     // A terminal 10 rows high has room for one node a page: PgDn shows the second.
     tmux.resize(160, 10);
@@ -387,7 +389,15 @@ async fn the_interactive_top_in_a_terminal_sorts_pages_switches_panes_and_explai
         },
     )
     .await;
-    tmux.keys(&["Escape", "Tab"]);
+    // Esc alone (an Esc followed at once by another key reads as Alt+key), then Tab.
+    tmux.keys(&["Escape"]);
+    tmux.wait_for(
+        "the NodePools pane again",
+        Duration::from_secs(20),
+        |screen| screen.contains(" NodePools (").then_some(()),
+    )
+    .await;
+    tmux.keys(&["Tab"]);
     tmux.wait_for("the pending pods pane", Duration::from_secs(20), |screen| {
         screen.contains(" Pending pods (").then_some(())
     })

@@ -38,7 +38,13 @@ pub(super) fn pass(answer: &DisruptionAnswer) -> Pass {
     }
     Pass {
         verdicts,
-        saving_per_hour: Some(answer.commands.iter().map(|c| c.savings_per_hour).sum()),
+        // A fold from 0.0: an empty f64 `sum` is -0.0, shown as `$-0.000`.
+        saving_per_hour: Some(
+            answer
+                .commands
+                .iter()
+                .fold(0.0, |total, c| total + c.savings_per_hour),
+        ),
     }
 }
 
@@ -107,5 +113,15 @@ mod tests {
             [("a", "Drift"), ("b", "pod-do-not-disrupt"), ("c", "kept")]
         );
         assert_eq!(pass.saving_per_hour, Some(0.04));
+        let none = super::pass(&DisruptionAnswer {
+            commands: Vec::new(),
+            kept: Vec::new(),
+            ..answer
+        });
+        assert!(
+            none.saving_per_hour
+                .is_some_and(|s| s == 0.0 && s.is_sign_positive()),
+            "no command saves $0.000, not $-0.000"
+        );
     }
 }
