@@ -2,7 +2,7 @@
 //! pods, the next consolidation's saving), the page of nodes that fits (the selected one
 //! marked `>`), the pane below (NodePools, pending pods, or the selected node's explanation)
 //! and a footer (sort, page, keys, what could not be read). The facts are [`View`]'s and
-//! [`Explained`]'s; the cells are [`crate::render`]'s, so `--once` and the screen say the same.
+//! [`Explained`]'s; the cells are [`mod@crate::render`]'s, so `--once` and the screen say the same.
 //! No terminal here: the binary hands a frame's buffer in, tests a fixed-size one.
 
 use ratatui::buffer::Buffer;

@@ -2,7 +2,7 @@
 //! through the kubeconfig (it never writes). The work is `karpenter-top`'s; this module reads
 //! arguments, lists, and prints.
 //!
-//! On a terminal it is interactive ([`live`]: keys to sort, page, select and explain a node;
+//! On a terminal it is interactive (`live`: keys to sort, page, select and explain a node;
 //! it lists again every `--interval`); `--once`, or standard output that is not a terminal,
 //! prints once (scripts, CI logs). Exit 0; 2 when the cluster cannot be read.
 
