@@ -248,7 +248,10 @@ fn an_empty_pane_says_so_rather_than_vanishing() {
     assert!(screen(&ui).contains("\nno NodePools\n"));
     ui.on_key(Key::Tab, &[], 10);
     let text = screen(&ui);
-    assert!(text.contains(" Pending pods (0) · Tab: NodePools"), "{text}");
+    assert!(
+        text.contains(" Pending pods (0) · Tab: NodePools"),
+        "{text}"
+    );
     assert!(text.contains("\nno pending pods\n"), "{text}");
 }
 
