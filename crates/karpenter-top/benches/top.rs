@@ -1,5 +1,7 @@
-//! One `top` redraw (the view of the index and its text) over a cluster of 1,000 nodes and
-//! 10,000 bound pods plus 100 pending: `cargo bench -p karpenter-top`.
+//! One `top` redraw over a cluster of 1,000 nodes and 10,000 bound pods plus 100 pending:
+//! the view of the index and its text (`--once`), and the view drawn by ratatui into a
+//! 160 x 40 buffer (the interactive screen; the terminal's diff and write are not in it):
+//! `cargo bench -p karpenter-top`.
 
 #![allow(
     clippy::expect_used,
@@ -12,7 +14,10 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use karpenter_state::object::Object;
 use karpenter_top::view::TablePrices;
-use karpenter_top::{Listed, Options, render, view};
+use karpenter_top::{Explained, Listed, Options, Screen, Ui, render, view};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::widgets::Widget;
 
 fn cluster(nodes: usize, pods: usize) -> Listed {
     let mut listed = Listed::default();
@@ -67,6 +72,25 @@ fn top(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(5));
     group.bench_function("redraw/1000-nodes-10000-pods", |b| {
         b.iter(|| black_box(render(&view(&listed, &prices, &options, now), 120)));
+    });
+    let ui = Ui {
+        selected: 500,
+        ..Ui::default()
+    };
+    let explained = Explained::default();
+    group.bench_function("screen/1000-nodes-10000-pods", |b| {
+        b.iter(|| {
+            let view = view(&listed, &prices, &options, now);
+            let mut buf = Buffer::empty(Rect::new(0, 0, 160, 40));
+            Screen {
+                view: &view,
+                ui: &ui,
+                explained: &explained,
+                note: "",
+            }
+            .render(buf.area, &mut buf);
+            black_box(buf)
+        });
     });
     group.finish();
 }

@@ -8,11 +8,21 @@
 //!   only I/O here; it never writes).
 //! - [`mod@view`]: the pure part: the index, prices and `now` in, a [`view::View`] out.
 //! - [`mod@render`]: a view as a text table of a given width (`--once`, CI logs).
+//! - [`mod@ui`], [`mod@screen`]: the interactive view: the keys' state, and the view drawn
+//!   with ratatui into a buffer (the binary owns the terminal and the event loop).
+//! - [`mod@explained`]: what the running controller told, as values (this crate does not link
+//!   the controller).
 
+pub mod explained;
 pub mod list;
 pub mod render;
+pub mod screen;
+pub mod ui;
 pub mod view;
 
+pub use explained::Explained;
 pub use list::{ListError, Listed, list};
 pub use render::render;
+pub use screen::Screen;
+pub use ui::{Action, Key, Pane, Ui};
 pub use view::{Options, Prices, Sort, View, view};

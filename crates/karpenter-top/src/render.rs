@@ -4,18 +4,18 @@
 
 use std::fmt::Write as _;
 
-use crate::view::{Usage, View, format_quantity};
+use crate::view::{NodeRow, Usage, View, format_quantity};
 
 const BAR: usize = 10;
 /// Hours in a month, as eks-node-viewer counts them.
-const HOURS_PER_MONTH: f64 = 730.0;
+pub(crate) const HOURS_PER_MONTH: f64 = 730.0;
 
-fn bar(share: f64) -> String {
+pub(crate) fn bar(share: f64) -> String {
     let filled = ((share.clamp(0.0, 1.0) * BAR as f64).round() as usize).min(BAR);
     format!("{}{}", "█".repeat(filled), "░".repeat(BAR - filled))
 }
 
-fn percent(share: f64) -> String {
+pub(crate) fn percent(share: f64) -> String {
     format!("{:>3.0}%", share * 100.0)
 }
 
@@ -35,7 +35,7 @@ pub fn age(seconds: i64) -> String {
     }
 }
 
-fn cut(text: &str, width: usize) -> String {
+pub(crate) fn cut(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_owned();
     }
@@ -91,109 +91,136 @@ fn usage_cell(u: &Usage) -> String {
     format!("{} {}", bar(u.share()), percent(u.share()))
 }
 
-/// The view as text, `width` columns wide at most for the cut columns.
-pub fn render(view: &View, width: usize) -> String {
-    let mut out = String::new();
-    for total in &view.totals {
-        let _ = writeln!(
-            out,
-            "{:<8} {} {}  {}/{}",
-            total.resource,
-            bar(total.share()),
-            percent(total.share()),
-            format_quantity(&total.resource, total.requested),
-            format_quantity(&total.resource, total.allocatable),
-        );
-    }
+/// The header: a line per resource (requests against allocatable, with a bar) and the summary
+/// line (nodes, cost per hour and month, pod counts).
+pub(crate) fn header(view: &View) -> Vec<String> {
+    let mut lines: Vec<String> = view
+        .totals
+        .iter()
+        .map(|total| {
+            format!(
+                "{:<8} {} {}  {}/{}",
+                total.resource,
+                bar(total.share()),
+                percent(total.share()),
+                format_quantity(&total.resource, total.requested),
+                format_quantity(&total.resource, total.allocatable),
+            )
+        })
+        .collect();
     let cost = view.cost_per_hour.map_or_else(
         || "cost unknown".to_owned(),
         |c| format!("${c:.3}/hour | ${:.2}/month", c * HOURS_PER_MONTH),
     );
-    let _ = writeln!(
-        out,
+    lines.push(format!(
         "{} nodes  {cost}  pods: {} pending, {} bound ({} running)",
         view.nodes.len(),
         view.pods.pending,
         view.pods.bound,
         view.pods.running
+    ));
+    lines
+}
+
+/// The node table's column titles.
+pub(crate) fn node_header(view: &View) -> Vec<String> {
+    let mut header = vec!["NODE".to_owned()];
+    header.extend(view.totals.iter().map(|t| t.resource.to_uppercase()));
+    header.extend(
+        [
+            "PODS", "TYPE", "CAPACITY", "PRICE", "NODEPOOL", "STATUS", "AGE",
+        ]
+        .map(String::from),
     );
-    out.push('\n');
-    let mut rows = vec![{
-        let mut header = vec!["NODE".to_owned()];
-        header.extend(view.totals.iter().map(|t| t.resource.to_uppercase()));
-        header.extend(
-            [
-                "PODS", "TYPE", "CAPACITY", "PRICE", "NODEPOOL", "STATUS", "AGE",
-            ]
-            .map(String::from),
-        );
-        header
-    }];
     let extra_labels = view.nodes.first().map_or(0, |n| n.extra.len());
-    for node in &view.nodes {
-        let mut row = vec![node.name.clone()];
-        row.extend(node.usage.iter().map(usage_cell));
-        row.push(format!("{}/{}", node.pods, node.max_pods));
-        row.push(node.instance_type.clone());
-        row.push(node.capacity_type.clone());
-        row.push(
-            node.price
-                .map_or_else(|| "-".to_owned(), |p| format!("${p:.4}/h")),
-        );
-        row.push(node.node_pool.clone());
-        let mut status = vec![node.ready.clone()];
-        status.extend(node.status.iter().cloned());
-        row.push(status.join(","));
-        row.push(age(node.age_seconds));
-        row.extend(node.extra.iter().cloned());
-        rows.push(row);
+    header.extend((0..extra_labels).map(|i| format!("LABEL{}", i + 1)));
+    header
+}
+
+/// One node's cells, in [`node_header`]'s order.
+pub(crate) fn node_cells(node: &NodeRow) -> Vec<String> {
+    let mut row = vec![node.name.clone()];
+    row.extend(node.usage.iter().map(usage_cell));
+    row.push(format!("{}/{}", node.pods, node.max_pods));
+    row.push(node.instance_type.clone());
+    row.push(node.capacity_type.clone());
+    row.push(
+        node.price
+            .map_or_else(|| "-".to_owned(), |p| format!("${p:.4}/h")),
+    );
+    row.push(node.node_pool.clone());
+    let mut status = vec![node.ready.clone()];
+    status.extend(node.status.iter().cloned());
+    row.push(status.join(","));
+    row.push(age(node.age_seconds));
+    row.extend(node.extra.iter().cloned());
+    row
+}
+
+/// The NodePools as a table (empty when there are none).
+pub(crate) fn node_pools(view: &View) -> String {
+    if view.node_pools.is_empty() {
+        return String::new();
     }
-    if extra_labels > 0
-        && let Some(header) = rows.first_mut()
-    {
-        header.extend((0..extra_labels).map(|i| format!("LABEL{}", i + 1)));
+    let mut rows = vec![
+        ["NODEPOOL", "READY", "NODES", "LIMITS"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for pool in &view.node_pools {
+        let limits = pool
+            .limits
+            .iter()
+            .map(|(r, used, limit)| format!("{r} {used}/{limit}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        rows.push(vec![
+            pool.name.clone(),
+            pool.ready.clone(),
+            pool.nodes.to_string(),
+            limits,
+        ]);
     }
+    table(&rows)
+}
+
+/// A line per pending pod: its name, age and reason, cut to `width`.
+pub(crate) fn pending(view: &View, width: usize) -> Vec<String> {
+    let pod_width = view
+        .pending
+        .iter()
+        .map(|p| p.pod.chars().count())
+        .max()
+        .unwrap_or(0);
+    view.pending
+        .iter()
+        .map(|p| {
+            let prefix = format!("{:<pod_width$}  {:>6}  ", p.pod, age(p.age_seconds));
+            let room = width.saturating_sub(prefix.chars().count()).max(20);
+            format!("{prefix}{}", cut(condensed(&p.reason), room).trim_end())
+        })
+        .collect()
+}
+
+/// The view as text, `width` columns wide at most for the cut columns.
+pub fn render(view: &View, width: usize) -> String {
+    let mut out = String::new();
+    for line in header(view) {
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
+    let mut rows = vec![node_header(view)];
+    rows.extend(view.nodes.iter().map(node_cells));
     out.push_str(&table(&rows));
     if !view.node_pools.is_empty() {
         out.push('\n');
-        let mut rows = vec![
-            ["NODEPOOL", "READY", "NODES", "LIMITS"]
-                .map(String::from)
-                .to_vec(),
-        ];
-        for pool in &view.node_pools {
-            let limits = pool
-                .limits
-                .iter()
-                .map(|(r, used, limit)| format!("{r} {used}/{limit}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            rows.push(vec![
-                pool.name.clone(),
-                pool.ready.clone(),
-                pool.nodes.to_string(),
-                limits,
-            ]);
-        }
-        out.push_str(&table(&rows));
+        out.push_str(&node_pools(view));
     }
     if !view.pending.is_empty() {
         out.push('\n');
-        let pod_width = view
-            .pending
-            .iter()
-            .map(|p| p.pod.chars().count())
-            .max()
-            .unwrap_or(0);
         let _ = writeln!(out, "PENDING");
-        for p in &view.pending {
-            let prefix = format!("{:<pod_width$}  {:>6}  ", p.pod, age(p.age_seconds));
-            let room = width.saturating_sub(prefix.chars().count()).max(20);
-            let _ = writeln!(
-                out,
-                "{prefix}{}",
-                cut(condensed(&p.reason), room).trim_end()
-            );
+        for line in pending(view, width) {
+            let _ = writeln!(out, "{line}");
         }
     }
     out

@@ -2,14 +2,19 @@
 //! through the kubeconfig (it never writes). The work is `karpenter-top`'s; this module reads
 //! arguments, lists, and prints.
 //!
-//! On a terminal it redraws every `--interval`; `--once`, or standard output that is not a
-//! terminal, prints once (scripts, CI logs). Exit 0; 2 when the cluster cannot be read.
+//! On a terminal it is interactive (`live`: keys to sort, page, select and explain a node;
+//! it lists again every `--interval`); `--once`, or standard output that is not a terminal,
+//! prints once (scripts, CI logs). Exit 0; 2 when the cluster cannot be read.
+
+mod controller;
+mod live;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use karpenter_controller::explain::client::Target;
 use karpenter_top::view::TablePrices;
 use karpenter_top::{Options, Prices, Sort};
 
@@ -54,12 +59,28 @@ pub struct Args {
     /// Spot price estimate: on-demand x (1 - discount).
     #[arg(long, value_name = "F", default_value_t = karpenter_cloud::options::DEFAULT_SPOT_DISCOUNT)]
     spot_discount: f64,
-    /// Seconds between redraws on a terminal.
+    /// Seconds between lists of the cluster (and questions to the controller) on a terminal.
     #[arg(long, default_value_t = 2)]
     interval: u64,
+    /// The kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: Option<std::path::PathBuf>,
     /// The kubeconfig context (default: the current one).
     #[arg(long)]
     context: Option<String>,
+    /// Ask the controller at this URL (its metrics port, e.g. `http://127.0.0.1:8080`) for the
+    /// verdicts and explanations, instead of through the API server's service proxy.
+    #[arg(long, value_name = "URL")]
+    controller_url: Option<String>,
+    /// The namespace of the controller's Service (service proxy).
+    #[arg(long, default_value = "kube-system")]
+    namespace: String,
+    /// The controller's Service and its metrics port name (service proxy).
+    #[arg(long, default_value = "karpenter:http-metrics")]
+    service: String,
+    /// Do not ask the controller (no verdicts, no explanations).
+    #[arg(long)]
+    no_controller: bool,
     /// Columns for the pending pods' reasons (default: $COLUMNS, else 120).
     #[arg(long)]
     width: Option<usize>,
@@ -102,37 +123,60 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .or_else(|| std::env::var("COLUMNS").ok()?.parse().ok())
         .unwrap_or(120);
     let live = !args.once && args.output == Output::Text && std::io::stdout().is_terminal();
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    // One worker: the live view's list and controller tasks run on it while the main thread
+    // owns the terminal.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(async {
-        let config = kube::Config::from_kubeconfig(&kube::config::KubeConfigOptions {
+    let client = runtime.block_on(async {
+        let options = kube::config::KubeConfigOptions {
             context: args.context.clone(),
             ..Default::default()
-        })
-        .await
-        .context("reading the kubeconfig")?;
-        let client = kube::Client::try_from(config).context("a client for the kubeconfig")?;
-        loop {
-            let listed = karpenter_top::list(&client)
-                .await
-                .context("reading the cluster")?;
-            let view = karpenter_top::view(&listed, prices.as_ref(), &options, chrono::Utc::now());
-            match args.output {
-                Output::Json => println!("{}", serde_json::to_string_pretty(&view)?),
-                Output::Text if live => print!(
-                    "\x1b[2J\x1b[H{}\n(every {}s; Ctrl-C to quit)\n",
-                    karpenter_top::render(&view, width),
-                    args.interval
-                ),
-                Output::Text => print!("{}", karpenter_top::render(&view, width)),
+        };
+        let config = match &args.kubeconfig {
+            Some(path) => {
+                let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                    .with_context(|| format!("reading the kubeconfig {}", path.display()))?;
+                kube::Config::from_custom_kubeconfig(kubeconfig, &options).await
             }
-            if !live {
-                return Ok::<_, anyhow::Error>(());
-            }
-            tokio::time::sleep(Duration::from_secs(args.interval.max(1))).await;
+            None => kube::Config::from_kubeconfig(&options).await,
         }
+        .context("reading the kubeconfig")?;
+        kube::Client::try_from(config).context("a client for the kubeconfig")
     })?;
+    if live {
+        let controller = match (&args.controller_url, args.no_controller) {
+            (_, true) => None,
+            (Some(url), false) => Some(Target::Url(
+                url.parse()
+                    .with_context(|| format!("--controller-url {url:?}"))?,
+            )),
+            (None, false) => Some(Target::ServiceProxy {
+                namespace: args.namespace.clone(),
+                service: args.service.clone(),
+            }),
+        };
+        live::run(
+            &runtime,
+            live::Live {
+                client,
+                prices,
+                options,
+                interval: Duration::from_secs(args.interval.max(1)),
+                controller,
+            },
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let listed = runtime
+        .block_on(karpenter_top::list(&client))
+        .context("reading the cluster")?;
+    let view = karpenter_top::view(&listed, prices.as_ref(), &options, chrono::Utc::now());
+    match args.output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&view)?),
+        Output::Text => print!("{}", karpenter_top::render(&view, width)),
+    }
     Ok(ExitCode::SUCCESS)
 }

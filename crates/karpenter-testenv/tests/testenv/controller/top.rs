@@ -1,9 +1,15 @@
-//! `karpenter top --once` on the real control plane + KWOK, through the same calls the command
-//! makes (`karpenter_top::list`, `view`, `render`): the controller's nodes with their type,
-//! price, capacity type and pods, a node Karpenter is disrupting marked so, and a pending pod
-//! with kube-scheduler's reason.
+//! `karpenter top` on the real control plane + KWOK.
+//!
+//! - `--once`, through the same calls the command makes (`karpenter_top::list`, `view`,
+//!   `render`): the controller's nodes with their type, price, capacity type and pods, a node
+//!   Karpenter is disrupting marked so, and a pending pod with kube-scheduler's reason.
+//! - The interactive view: the `karpenter` binary in a real terminal (a detached tmux session
+//!   of a fixed size), keys sent and the screen captured: it sorts, pages, switches panes and
+//!   explains the selected node with the controller's answer.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -130,5 +136,277 @@ async fn top_once_lists_the_nodes_prices_and_pods_marks_a_disrupting_node_and_te
     .await
     .expect("the node being drained is shown as disrupting");
     assert!(status.iter().any(|s| s == "Deleting"), "{status:?}");
+    h.finish().await;
+}
+
+/// A tmux server of its own (its own socket, killed on drop) running one command in a detached
+/// session of a fixed size.
+struct Tmux {
+    socket: PathBuf,
+}
+
+impl Tmux {
+    const SESSION: &str = "top";
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("running tmux (the interactive test needs tmux on PATH): {e}")
+            });
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Starts `command` (a shell line) in a `width` x `height` terminal.
+    fn start(socket: PathBuf, width: u16, height: u16, command: &str) -> Tmux {
+        let tmux = Tmux { socket };
+        tmux.tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            Self::SESSION,
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+            command,
+        ]);
+        tmux
+    }
+
+    /// The screen as text.
+    fn capture(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", Self::SESSION])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", Self::SESSION];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    fn resize(&self, width: u16, height: u16) {
+        self.tmux(&[
+            "resize-window",
+            "-t",
+            Self::SESSION,
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+        ]);
+    }
+
+    /// Waits until the screen satisfies `check`; the last screen in the failure message.
+    async fn wait_for<T>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut check: impl FnMut(&str) -> Option<T>,
+    ) -> T {
+        let mut last = String::new();
+        let found = wait_for(what, timeout, || {
+            last = self.capture();
+            let found = check(&last);
+            async move { Ok(found) }
+        })
+        .await;
+        found.unwrap_or_else(|e| panic!("{e}; the screen:\n{last}"))
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// The `karpenter` binary of this build: `scripts/test-integration` builds it beside the test
+/// binary (`target/<profile>/karpenter`; the test binary is in `deps/` below it).
+fn karpenter_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("karpenter"))
+        .expect("the target directory");
+    assert!(
+        bin.is_file(),
+        "{} is missing: scripts/test-integration builds it (cargo test --workspace --test testenv --test help_cli --no-run)",
+        bin.display()
+    );
+    bin
+}
+
+/// The row of each of `nodes` on the screen (its line number), when all are shown.
+fn rows_of(screen: &str, nodes: &[&str]) -> Option<Vec<usize>> {
+    nodes
+        .iter()
+        .map(|n| screen.lines().position(|l| l.contains(n)))
+        .collect()
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn the_interactive_top_in_a_terminal_sorts_pages_switches_panes_and_explains_the_selected_node()
+ {
+    let bin = karpenter_binary();
+    let h = start("top-tmux", &[], KwokOptions::default()).await;
+    h.node_pool(None, only(&["c5.large", "c5.xlarge"])).await;
+    let namespace = h.scope.namespace().to_owned();
+    let deployments = Api::<Deployment>::namespaced(h.client.clone(), &namespace);
+    // One node after the other: a c5.large for a small pod, then a c5.xlarge for a pod the
+    // first cannot take. Oldest first, the small node leads; by usage, the big one.
+    deployments
+        .create(&PostParams::default(), &h.deployment("small", 1, "500m"))
+        .await
+        .expect("creating the small Deployment");
+    h.wait_running(1, Duration::from_secs(120)).await;
+    deployments
+        .create(&PostParams::default(), &h.deployment("big", 1, "3"))
+        .await
+        .expect("creating the big Deployment");
+    h.wait_running(2, Duration::from_secs(120)).await;
+    let claims = h.node_claims().await;
+    let node_of = |it: &str| {
+        claims
+            .iter()
+            .find(|c| {
+                c.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get("node.kubernetes.io/instance-type"))
+                    .is_some_and(|t| t == it)
+            })
+            .and_then(|c| c.status.as_ref()?.node_name.clone())
+            .unwrap_or_else(|| panic!("a {it} node: {claims:?}"))
+    };
+    let (small, big) = (node_of("c5.large"), node_of("c5.xlarge"));
+
+    let socket = std::env::temp_dir().join(format!("karpenter-top-{}.tmux", h.scope.namespace()));
+    let command = format!(
+        "{} top --kubeconfig {} --node-selector karpenter.sh/nodepool={} --controller-url http://{} --interval 1; echo top exited $?; sleep 600",
+        bin.display(),
+        h.env.kubeconfig_path().display(),
+        h.pool,
+        h.controllers[0].metrics,
+    );
+    let tmux = Tmux::start(socket, 160, 40, &command);
+    let nodes = [small.as_str(), big.as_str()];
+    let rows = tmux
+        .wait_for(
+            "top showing both nodes with type, price and capacity type",
+            Duration::from_secs(60),
+            |screen| {
+                let rows = rows_of(screen, &nodes)?;
+                let line = |i: usize| screen.lines().nth(rows[i]).unwrap_or_default();
+                (line(0).contains("c5.large")
+                    && line(1).contains("c5.xlarge")
+                    && line(0).contains("on-demand")
+                    && line(0).contains("$0.")
+                    && line(0).contains("1/")
+                    && screen.contains("sort: creation │ page 1/1 │ node 1/2"))
+                .then_some(rows)
+            },
+        )
+        .await;
+    assert!(rows[0] < rows[1], "oldest first: the small node leads");
+    println!("the screen, oldest first:\n{}", tmux.capture());
+
+    // `s` twice: creation -> name -> usage; the big node (3 of ~4 cpu) now leads.
+    tmux.keys(&["s", "s"]);
+    tmux.wait_for(
+        "the nodes by usage, the big one first",
+        Duration::from_secs(20),
+        |screen| {
+            let rows = rows_of(screen, &nodes)?;
+            (screen.contains("sort: usage │") && rows[1] < rows[0]).then_some(())
+        },
+    )
+    .await;
+    println!("the screen, by usage:\n{}", tmux.capture());
+
+    // A terminal 10 rows high has room for one node a page: PgDn shows the second.
+    tmux.resize(160, 10);
+    let first = tmux
+        .wait_for(
+            "one node a page after the resize",
+            Duration::from_secs(20),
+            |screen| {
+                let shown: Vec<&str> = nodes
+                    .iter()
+                    .copied()
+                    .filter(|n| screen.contains(n))
+                    .collect();
+                (screen.contains("page 1/2 │ node 1/2") && shown.len() == 1)
+                    .then(|| shown[0].to_owned())
+            },
+        )
+        .await;
+    assert_eq!(first, big, "the usage order holds across the resize");
+    tmux.keys(&["PageDown"]);
+    tmux.wait_for("the second page", Duration::from_secs(20), |screen| {
+        (screen.contains("page 2/2 │ node 2/2")
+            && screen.contains(&small)
+            && !screen.contains(&big))
+        .then_some(())
+    })
+    .await;
+    tmux.keys(&["PageUp"]);
+    tmux.wait_for("the first page again", Duration::from_secs(20), |screen| {
+        (screen.contains("page 1/2 │ node 1/2") && screen.contains(&big)).then_some(())
+    })
+    .await;
+
+    // Back to 40 rows: Enter explains the selected (big) node with the controller's answer,
+    // and the last disruption pass gives each node a verdict.
+    tmux.resize(160, 40);
+    let heading = format!("node {big} (pass of ");
+    tmux.wait_for(
+        "the controller's answer for the selected node and a verdict column",
+        Duration::from_secs(90),
+        |screen| {
+            if !screen.contains(&heading) {
+                tmux.keys(&["Enter"]);
+                return None;
+            }
+            (screen.contains(&format!("explain node {big} · Esc: close"))
+                && screen.contains("VERDICT"))
+            .then_some(())
+        },
+    )
+    .await;
+    // Esc alone (an Esc followed at once by another key reads as Alt+key), then Tab.
+    tmux.keys(&["Escape"]);
+    tmux.wait_for(
+        "the NodePools pane again",
+        Duration::from_secs(20),
+        |screen| screen.contains(" NodePools (").then_some(()),
+    )
+    .await;
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("the pending pods pane", Duration::from_secs(20), |screen| {
+        screen.contains(" Pending pods (").then_some(())
+    })
+    .await;
+    tmux.keys(&["q"]);
+    tmux.wait_for("top quitting with 0", Duration::from_secs(20), |screen| {
+        screen.contains("top exited 0").then_some(())
+    })
+    .await;
+    drop(tmux);
     h.finish().await;
 }
