@@ -1,6 +1,9 @@
 //! The entry point: one disruption pass over a snapshot. Methods run in upstream order
 //! (Repair with the `NodeRepair` gate, Emptiness, StaticDrift, Drift, MultiNodeConsolidation, SingleNodeConsolidation); the first that produces
-//! a command wins. Every other node gets the reasons collected on the way.
+//! commands wins, except that single-node consolidation still runs over the nodes
+//! multi-node consolidation left (both spend the Underutilized budget, and each command holds
+//! with the others: see `Pass::commit`). Every other node gets the reasons collected
+//! on the way.
 
 use std::time::{Duration, Instant};
 
@@ -36,9 +39,9 @@ pub fn decide(snapshot: &Snapshot, now: DateTime<Utc>) -> Decision {
             continue;
         }
         let started = Instant::now();
-        commands = compute(&mut pass);
+        commands.extend(compute(&mut pass));
         evaluated.push((method, started.elapsed()));
-        if !commands.is_empty() {
+        if !commands.is_empty() && method != Method::MultiNodeConsolidation {
             break;
         }
     }

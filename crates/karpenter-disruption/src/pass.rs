@@ -1,7 +1,7 @@
 //! The state of one disruption pass: the snapshot, `now`, the candidates of both classes, the
 //! reusable simulator and the reasons collected for nodes that were left alone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use karpenter_api::v1::DisruptionReason;
@@ -28,6 +28,10 @@ pub struct Pass<'a> {
     pub eligible: Vec<(DisruptionReason, usize)>,
     /// The consolidation moves decided or Balanced-rejected, for upstream's move metrics.
     pub moves: Vec<crate::scores::ConsolidationMove>,
+    /// Candidates of the commands decided so far this pass (node indexes).
+    pub committed: BTreeSet<usize>,
+    /// Nodes that receive pods of a command decided this pass -> that command's candidates.
+    pub receiving: BTreeMap<usize, String>,
 }
 
 impl<'a> Pass<'a> {
@@ -45,6 +49,8 @@ impl<'a> Pass<'a> {
             notes: BTreeMap::new(),
             eligible: Vec::new(),
             moves: Vec::new(),
+            committed: BTreeSet::new(),
+            receiving: BTreeMap::new(),
         };
         let unconverted = pass.sim.unconverted.clone();
         for (pool, error) in unconverted {
@@ -61,6 +67,37 @@ impl<'a> Pass<'a> {
             }
         }
         pass
+    }
+
+    /// Takes a decided command into the rest of the pass ([`Simulator::commit`]): later
+    /// simulations see its candidates gone and its pods where it moves them, and neither its
+    /// candidates nor the nodes receiving its pods can be part of another command.
+    ///
+    /// [`Simulator::commit`]: crate::simulate::Simulator::commit
+    pub fn commit(&mut self, candidates: &[&Candidate]) {
+        let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
+        let names = names.join(", ");
+        for i in self.sim.commit(self.snapshot, candidates) {
+            self.receiving.entry(i).or_insert_with(|| names.clone());
+        }
+        self.committed.extend(candidates.iter().map(|c| c.index));
+    }
+
+    /// Why the node cannot join a command now: it is part of one already, or receives the
+    /// pods of one.
+    pub fn taken(&self, index: usize) -> Option<Reason> {
+        if self.committed.contains(&index) {
+            return Some(Reason::new(
+                Code::ReceivesMovedPods,
+                "already a candidate of a command this pass",
+            ));
+        }
+        self.receiving.get(&index).map(|from| {
+            Reason::new(
+                Code::ReceivesMovedPods,
+                format!("receives the pods of {from}, consolidated this pass"),
+            )
+        })
     }
 
     /// Records why a method did not disrupt the node (a sentence already noted is dropped).

@@ -24,7 +24,7 @@ use chrono::{DateTime, Utc};
 use crate::command::{Command, Method};
 use crate::reason::{Code, Reason};
 use crate::snapshot::Snapshot;
-use crate::validation::{Rejection, validate};
+use crate::validation::{Rejection, validate_all};
 
 /// How long a graceful command waits before it is validated again (upstream
 /// `commandValidationDelay`).
@@ -136,20 +136,36 @@ impl Queue {
         self.held.iter().map(|h| h.due).min()
     }
 
-    /// Takes the first held command due at `now` out of the queue (its candidates are no
-    /// longer queued), for [`Queue::validate`] against a snapshot taken after this call.
-    pub fn pop_due(&mut self, now: DateTime<Utc>) -> Option<Command> {
-        let index = self.held.iter().position(|h| h.due <= now)?;
-        Some(self.held.remove(index).command)
+    /// Takes every held command due at `now` out of the queue, in the order they were
+    /// submitted (their candidates are no longer queued), for [`Queue::validate`] against a
+    /// snapshot taken after this call.
+    pub fn take_due(&mut self, now: DateTime<Utc>) -> Vec<Command> {
+        let (due, held) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|h| h.due <= now);
+        self.held = held;
+        due.into_iter().map(|h: Held| h.command).collect()
     }
 
-    /// Validates a command taken with [`Queue::pop_due`] against `snapshot` and starts it, or
+    /// Validates the commands taken with [`Queue::take_due`] together against `snapshot`
+    /// ([`crate::validation::validate_all`]: in order, sharing budgets, each consolidation
+    /// that holds taken into the next one's re-simulation) and starts each that holds, or
     /// drops it with the rejection.
-    pub fn validate(&mut self, command: Command, snapshot: &Snapshot, now: DateTime<Utc>) -> Step {
-        match validate(&command, snapshot, now) {
-            Ok(validated) => self.start(validated, now),
-            Err(rejection) => Step::Drop { command, rejection },
-        }
+    pub fn validate(
+        &mut self,
+        commands: Vec<Command>,
+        snapshot: &Snapshot,
+        now: DateTime<Utc>,
+    ) -> Vec<Step> {
+        let verdicts = validate_all(&commands, snapshot, now);
+        commands
+            .into_iter()
+            .zip(verdicts)
+            .map(|(command, verdict)| match verdict {
+                Ok(validated) => self.start(validated, now),
+                Err(rejection) => Step::Drop { command, rejection },
+            })
+            .collect()
     }
 
     fn start(&mut self, command: Command, now: DateTime<Utc>) -> Step {
@@ -321,9 +337,15 @@ mod tests {
         assert_eq!(queue.next_validation(), Some(at(15)));
         assert!(queue.is_queued("b"));
         assert_eq!(queue.held_nodes(), BTreeSet::from(["b"]));
-        assert!(queue.pop_due(at(14)).is_none());
-        let due = queue.pop_due(at(15));
-        assert_eq!(due.map(|c| c.candidate_names().join(",")), Some("b".into()));
+        queue.submit(command(Method::SingleNodeConsolidation, &["c"], 0), at(2));
+        assert!(queue.take_due(at(14)).is_empty());
+        let due = queue.take_due(at(15));
+        let names: Vec<String> = due.iter().map(|c| c.candidate_names().join(",")).collect();
+        assert_eq!(names, ["b"], "only what is due");
+        assert_eq!(queue.held_nodes(), BTreeSet::from(["c"]));
+        let due = queue.take_due(at(17));
+        let names: Vec<String> = due.iter().map(|c| c.candidate_names().join(",")).collect();
+        assert_eq!(names, ["c"]);
         assert!(
             !queue.is_queued("b"),
             "popped commands no longer hold their nodes"

@@ -85,6 +85,8 @@ pub enum Code {
     StaticPoolNoInstanceType,
     /// Another method produced this pass's command, for other nodes.
     OtherMethodChosen,
+    /// The node receives the pods of a command decided earlier in the same pass.
+    ReceivesMovedPods,
     /// No method found a reason to disrupt the node.
     NothingFound,
     /// Validation: a candidate changed (pods, protection, nomination, deletion, queue).
@@ -103,7 +105,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in declaration order.
-    pub const ALL: [Code; 43] = [
+    pub const ALL: [Code; 44] = [
         Code::Unmanaged,
         Code::NoNodePoolLabel,
         Code::NodePoolNotFound,
@@ -140,6 +142,7 @@ impl Code {
         Code::StaticPoolReservationsFull,
         Code::StaticPoolNoInstanceType,
         Code::OtherMethodChosen,
+        Code::ReceivesMovedPods,
         Code::NothingFound,
         Code::CandidateChanged,
         Code::DecisionChanged,
@@ -188,6 +191,7 @@ impl Code {
             Code::StaticPoolReservationsFull => "StaticPoolReservationsFull",
             Code::StaticPoolNoInstanceType => "StaticPoolNoInstanceType",
             Code::OtherMethodChosen => "OtherMethodChosen",
+            Code::ReceivesMovedPods => "ReceivesMovedPods",
             Code::NothingFound => "NothingFound",
             Code::CandidateChanged => "CandidateChanged",
             Code::DecisionChanged => "DecisionChanged",
@@ -232,6 +236,7 @@ impl Code {
             | Code::SpotToSpotTooFewOptions
             | Code::MinValuesNotMet
             | Code::OtherMethodChosen
+            | Code::ReceivesMovedPods
             | Code::NothingFound => UNCONSOLIDATABLE,
             Code::BalancedThreshold => CONSOLIDATION_REJECTED,
             Code::UnhealthyThresholdExceeded => NODE_REPAIR_BLOCKED,
@@ -435,7 +440,7 @@ mod tests {
     }
 
     /// The published names. Changing one breaks dashboards and alerts: add, never rename.
-    const STABLE: [(Code, &str); 43] = [
+    const STABLE: [(Code, &str); 44] = [
         (Code::Unmanaged, "Unmanaged"),
         (Code::NoNodePoolLabel, "NoNodePoolLabel"),
         (Code::NodePoolNotFound, "NodePoolNotFound"),
@@ -475,6 +480,7 @@ mod tests {
         ),
         (Code::StaticPoolNoInstanceType, "StaticPoolNoInstanceType"),
         (Code::OtherMethodChosen, "OtherMethodChosen"),
+        (Code::ReceivesMovedPods, "ReceivesMovedPods"),
         (Code::NothingFound, "NothingFound"),
         (Code::CandidateChanged, "CandidateChanged"),
         (Code::DecisionChanged, "DecisionChanged"),

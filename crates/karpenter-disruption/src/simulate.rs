@@ -237,6 +237,63 @@ impl Simulator {
         (self.classify(&watched, &result), result)
     }
 
+    /// Makes a decided command part of every later simulation of this pass, so that one pass
+    /// can decide several commands that hold together: the candidates leave (their nodes are
+    /// deleting and empty), the pods they move onto existing nodes are bound there, and the
+    /// pending pods the simulation put on the command's replacement wait no longer. Returns the
+    /// indexes of the existing nodes that received pods: they may not be candidates of a later
+    /// command (their moved pods are not in the snapshot).
+    ///
+    /// The replacement itself is not added to later simulations: no candidate's pods could
+    /// move onto an uninitialized node anyway, and the pods placed on it stop counting for
+    /// topology for the rest of the pass. Validation re-simulates each command against the
+    /// cluster as it is by then.
+    pub fn commit(&mut self, snapshot: &Snapshot, candidates: &[&Candidate]) -> BTreeSet<usize> {
+        let (_, result) = self.simulate(snapshot, candidates, true);
+        let mut moving: HashMap<String, Arc<PodRecord>> = HashMap::new();
+        for c in candidates {
+            if let Some(node) = snapshot.nodes.get(c.index) {
+                for pod in c.reschedulable.iter().filter_map(|&i| node.pods.get(i)) {
+                    let pending = self.unbinder.pending(pod);
+                    moving.insert(pending.uid_or_key(), pending);
+                }
+            }
+        }
+        let position: HashMap<&str, usize> = snapshot
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let mut destinations = BTreeSet::new();
+        for placement in &result.existing_placements {
+            let (Some(pod), Some(&i)) = (
+                moving.get(&placement.pod.uid),
+                position.get(placement.node.as_str()),
+            ) else {
+                continue;
+            };
+            if let Some(node) = self.input.existing_nodes.get_mut(i) {
+                node.pods.push(Arc::clone(pod));
+                destinations.insert(i);
+            }
+        }
+        for c in candidates {
+            if let Some(node) = self.input.existing_nodes.get_mut(c.index) {
+                node.pods.clear();
+                node.deleting = true;
+            }
+        }
+        let placed_new: BTreeSet<&str> = result
+            .new_node_claims
+            .iter()
+            .flat_map(|claim| claim.pods.iter().map(|p| p.uid.as_str()))
+            .collect();
+        self.base_pods
+            .retain(|p| !placed_new.contains(p.uid_or_key().as_str()));
+        destinations
+    }
+
     /// Terminate-first's simulation (upstream's second pass of
     /// `SimulateSchedulingWithReservedFallback`): as [`Simulator::simulate`] of one candidate,
     /// with the slot it holds in `reservation` credited back and no fallback from reserved

@@ -10,6 +10,11 @@
 //! replacement is still exactly one node whose options include all of the command's options.
 //! Drift commands are not delayed; they pass when their candidates are still candidates and
 //! within budget.
+//!
+//! Commands decided in one pass are validated together ([`validate_all`]), in order, against
+//! one snapshot: they share the budgets, and each consolidation that holds is taken into the
+//! re-simulations of the next (as the pass decided them), so a command is rejected when it no
+//! longer holds together with those validated before it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,6 +28,7 @@ use crate::methods::consolidation;
 use crate::pass::Pass;
 use crate::reason::{Code, Reason, Reasons};
 use crate::snapshot::Snapshot;
+use karpenter_api::v1::DisruptionReason;
 
 /// Validation delay before a consolidation command executes.
 pub const COMMAND_VALIDATION_DELAY: std::time::Duration = std::time::Duration::from_secs(15);
@@ -67,10 +73,46 @@ pub fn validate(
     snapshot: &Snapshot,
     now: DateTime<Utc>,
 ) -> Result<Command, Rejection> {
-    if command.method == Method::Emptiness {
-        return validate_emptiness(command, snapshot, now);
-    }
     let mut pass = Pass::new(snapshot, now);
+    validate_in(&mut pass, &mut BTreeMap::new(), command)
+}
+
+/// Re-checks `commands` (decided in one pass, in their order) together against a newer
+/// snapshot at `now`: one verdict per command, in order.
+pub fn validate_all(
+    commands: &[Command],
+    snapshot: &Snapshot,
+    now: DateTime<Utc>,
+) -> Vec<Result<Command, Rejection>> {
+    let mut pass = Pass::new(snapshot, now);
+    let mut budgets = BTreeMap::new();
+    commands
+        .iter()
+        .map(|command| validate_in(&mut pass, &mut budgets, command))
+        .collect()
+}
+
+/// The budgets left for `reason`, built on first use.
+fn budgets_for<'b>(
+    budgets: &'b mut BTreeMap<DisruptionReason, BudgetMap>,
+    pass: &Pass<'_>,
+    reason: DisruptionReason,
+) -> &'b mut BudgetMap {
+    budgets
+        .entry(reason)
+        .or_insert_with(|| BudgetMap::build(pass.snapshot, reason, pass.now))
+}
+
+/// [`validate`] within a batch: `budgets` carries what earlier commands of the batch took, and
+/// `pass` the consolidations validated before this one.
+fn validate_in(
+    pass: &mut Pass<'_>,
+    budgets: &mut BTreeMap<DisruptionReason, BudgetMap>,
+    command: &Command,
+) -> Result<Command, Rejection> {
+    if command.method == Method::Emptiness {
+        return validate_emptiness(pass, budgets, command);
+    }
     let (pool, excluded) = match command.method {
         Method::Drift | Method::StaticDrift => (&pass.eventual, &pass.eventual_excluded),
         _ => (&pass.graceful, &pass.graceful_excluded),
@@ -80,59 +122,76 @@ pub fn validate(
         match pool.iter().find(|c| c.name == cc.node) {
             Some(c) => current.push(c.clone()),
             None => {
-                let why = why_not_candidate(snapshot, excluded, &cc.node);
+                let why = why_not_candidate(pass.snapshot, excluded, &cc.node);
                 return Err(Rejection::Churn(why.prefixed(&format!("{}: ", cc.node))));
             }
         }
     }
-    let mut budgets = BudgetMap::build(snapshot, command.reason, now);
+    if let Some((c, why)) = current
+        .iter()
+        .find_map(|c| pass.taken(c.index).map(|why| (c, why)))
+    {
+        return Err(Rejection::Churn(why.prefixed(&format!("{}: ", c.name))));
+    }
+    let left = budgets_for(budgets, pass, command.reason);
+    let mut after = left.clone();
     for c in &current {
-        if !budgets.take(&c.node_pool) {
-            return Err(Rejection::Budget(budgets.why_not(&c.node_pool)));
+        if !after.take(&c.node_pool) {
+            return Err(Rejection::Budget(after.why_not(&c.node_pool)));
         }
     }
     match command.method {
         Method::Drift | Method::StaticDrift | Method::Emptiness | Method::Repair => {
+            *left = after;
             Ok(command.clone())
         }
         Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
             let refs: Vec<&Candidate> = current.iter().collect();
-            let again = consolidation::compute(&mut pass, &refs, command.method)
+            let again = consolidation::compute(pass, &refs, command.method)
                 .map_err(Rejection::Scheduling)?;
-            match (command.replacements.first(), again.replacements.first()) {
-                (None, None) => Ok(command.clone()),
-                (None, Some(_)) => Err(Rejection::Scheduling(Reason::new(
+            same_decision(command, &again)?;
+            pass.commit(&refs);
+            *budgets_for(budgets, pass, command.reason) = after;
+            Ok(command.clone())
+        }
+    }
+}
+
+/// Whether the re-simulation `again` reproduces `command`: a delete still needs no new node;
+/// a replacement is still one node whose options include all of the command's.
+fn same_decision(command: &Command, again: &Command) -> Result<(), Rejection> {
+    match (command.replacements.first(), again.replacements.first()) {
+        (None, None) => Ok(()),
+        (None, Some(_)) => Err(Rejection::Scheduling(Reason::new(
+            Code::DecisionChanged,
+            "a delete now needs a replacement",
+        ))),
+        (Some(_), None) => Err(Rejection::Scheduling(Reason::new(
+            Code::DecisionChanged,
+            "a replacement is no longer needed (the decision changed to delete)",
+        ))),
+        (Some(before), Some(after)) => {
+            let now_opts: BTreeSet<&str> = after
+                .instance_type_options
+                .iter()
+                .map(|o| &*o.name)
+                .collect();
+            let missing: Vec<&str> = before
+                .instance_type_options
+                .iter()
+                .map(|o| &*o.name)
+                .filter(|n| !now_opts.contains(n))
+                .collect();
+            if missing.is_empty() {
+                Ok(())
+            } else {
+                Err(Rejection::Scheduling(Reason::new(
                     Code::DecisionChanged,
-                    "a delete now needs a replacement",
-                ))),
-                (Some(_), None) => Err(Rejection::Scheduling(Reason::new(
-                    Code::DecisionChanged,
-                    "a replacement is no longer needed (the decision changed to delete)",
-                ))),
-                (Some(before), Some(after)) => {
-                    let now_opts: BTreeSet<&str> = after
-                        .instance_type_options
-                        .iter()
-                        .map(|o| &*o.name)
-                        .collect();
-                    let missing: Vec<&str> = before
-                        .instance_type_options
-                        .iter()
-                        .map(|o| &*o.name)
-                        .filter(|n| !now_opts.contains(n))
-                        .collect();
-                    if missing.is_empty() {
-                        Ok(command.clone())
-                    } else {
-                        Err(Rejection::Scheduling(Reason::new(
-                            Code::DecisionChanged,
-                            format!(
-                                "replacement options changed: {} no longer viable",
-                                missing.join(", ")
-                            ),
-                        )))
-                    }
-                }
+                    format!(
+                        "replacement options changed: {} no longer viable",
+                        missing.join(", ")
+                    ),
+                )))
             }
         }
     }
@@ -153,15 +212,19 @@ fn why_not_candidate(snapshot: &Snapshot, excluded: &[Excluded], node: &str) -> 
 
 /// Emptiness validation: drop what no longer holds, keep the rest.
 fn validate_emptiness(
+    pass: &Pass<'_>,
+    budgets: &mut BTreeMap<DisruptionReason, BudgetMap>,
     command: &Command,
-    snapshot: &Snapshot,
-    now: DateTime<Utc>,
 ) -> Result<Command, Rejection> {
-    let pass = Pass::new(snapshot, now);
+    let snapshot = pass.snapshot;
     let mut dropped: Vec<Reason> = Vec::new();
     let mut still: Vec<(&CommandCandidate, &Candidate)> = Vec::new();
     for cc in &command.candidates {
         match pass.graceful.iter().find(|c| c.name == cc.node) {
+            Some(c) if pass.taken(c.index).is_some() => dropped.push(Reason::new(
+                Code::NotEmpty,
+                format!("{} receives the pods of another command", c.name),
+            )),
             Some(c) if c.is_empty() => still.push((cc, c)),
             Some(c) => dropped.push(Reason::new(
                 Code::NotEmpty,
@@ -184,7 +247,7 @@ fn validate_emptiness(
             ),
         )));
     }
-    let mut budgets = BudgetMap::build(snapshot, command.reason, now);
+    let budgets = budgets_for(budgets, pass, command.reason);
     let mut over_budget = Vec::new();
     let mut kept: Vec<CommandCandidate> = Vec::new();
     for (cc, c) in still {

@@ -263,6 +263,9 @@ struct Expect {
     method: String,
     #[serde(default)]
     candidates: Option<Vec<String>>,
+    /// Each command's candidates, in the order the pass decided them.
+    #[serde(default)]
+    commands: Option<Vec<Vec<String>>>,
     #[serde(default)]
     candidate_count: Option<usize>,
     /// `delete` or `replace`.
@@ -317,6 +320,10 @@ struct ValidateSpec {
     /// With `ok`: the candidates the validated command still holds (emptiness keeps survivors).
     #[serde(default)]
     survivors: Option<Vec<String>>,
+    /// The verdicts of the pass's later commands, validated together with the first
+    /// (`ok`, or a substring of the rejection), in order.
+    #[serde(default)]
+    then: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -678,6 +685,16 @@ fn check(sc: &Scenario, d: &Decision) -> Vec<String> {
             errs.push(format!("moves: want {want:?}, got {got:?}"));
         }
     }
+    if let Some(want) = &e.commands {
+        let got: Vec<Vec<String>> = d
+            .commands
+            .iter()
+            .map(|c| c.candidate_names().into_iter().map(str::to_owned).collect())
+            .collect();
+        if *want != got {
+            errs.push(format!("commands: want {want:?}, got {got:?}"));
+        }
+    }
     if let Some(n) = e.candidate_count {
         let got: usize = d.commands.iter().map(|c| c.candidates.len()).sum();
         if got != n {
@@ -863,7 +880,30 @@ fn run(path: &Path) -> Result<Vec<String>, String> {
         sc.now = later;
         apply(&mut sc, &v.changes)?;
         let newer = snapshot(&sc)?;
-        let result = karpenter_disruption::validate(cmd, &newer, later);
+        let mut verdicts =
+            karpenter_disruption::validation::validate_all(&decision.commands, &newer, later)
+                .into_iter();
+        let Some(result) = verdicts.next() else {
+            return Ok(vec!["validate: no verdict".into()]);
+        };
+        if let Some(want) = &v.then {
+            let got: Vec<String> = verdicts
+                .map(|r| r.map_or_else(|e| e.to_string(), |_| "ok".to_owned()))
+                .collect();
+            let matches = want.len() == got.len()
+                && want.iter().zip(&got).all(|(w, g)| {
+                    if w == "ok" {
+                        g == "ok"
+                    } else {
+                        g.contains(w.as_str())
+                    }
+                });
+            if !matches {
+                errs.push(format!(
+                    "validate: later commands want {want:?}, got {got:?}"
+                ));
+            }
+        }
         match (v.expect.as_str(), result) {
             ("ok", Ok(validated)) => {
                 let got: Vec<String> = validated

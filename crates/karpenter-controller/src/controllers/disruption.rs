@@ -327,10 +327,14 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             return Ok(());
         }
         let instance_types = self.instance_types().await;
-        while let Some(command) = state.queue.pop_due(now) {
+        // The commands of one pass are due together and validated together, as they were
+        // decided (sharing budgets, each consolidation's moves taken into the next one's).
+        let due = state.queue.take_due(now);
+        if !due.is_empty() {
             let snapshot = self.snapshot(&instance_types, &state.queue, now).await;
-            let step = state.queue.validate(command, &snapshot, now);
-            self.execute(&mut state.queue, step).await;
+            for step in state.queue.validate(due, &snapshot, now) {
+                self.execute(&mut state.queue, step).await;
+            }
         }
         // Like upstream, whose pass waits out a command's validation before it decides again:
         // a pass while a command is held would decide around the held nodes, whose fate is

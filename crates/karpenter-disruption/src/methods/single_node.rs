@@ -1,7 +1,13 @@
 //! Single-node consolidation (upstream `singlenodeconsolidation.go`): candidates by savings
 //! ratio, interleaved round-robin across NodePools; pools without Underutilized budget are
-//! skipped; the first candidate that can be deleted or replaced by one cheaper node (and that a
-//! Balanced pool approves) wins.
+//! skipped; a candidate that can be deleted or replaced by one cheaper node (and that a
+//! Balanced pool approves) becomes a command.
+//!
+//! Upstream stops at the first such candidate: one command per pass, each held 15 s for
+//! validation, so a cluster with many small moves settles one move per ~25 s. Here the search
+//! goes on over the rest of the candidates within the budget, each simulated with the
+//! commands already decided taken in ([`Pass::commit`]: their candidates gone, their pods
+//! where they move), so every command of the pass holds together with the others.
 
 use std::collections::BTreeMap;
 
@@ -43,8 +49,20 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     let candidates = interleave(consolidation::eligible(pass));
     pass.eligible
         .push((DisruptionReason::Underutilized, candidates.len()));
-    let budgets = BudgetMap::build(pass.snapshot, DisruptionReason::Underutilized, pass.now);
+    let mut budgets = BudgetMap::build(pass.snapshot, DisruptionReason::Underutilized, pass.now);
+    // Multi-node consolidation's commands of this pass spend the same budget.
+    let committed: Vec<usize> = pass.committed.iter().copied().collect();
+    for i in committed {
+        if let Some(pool) = pass.snapshot.nodes.get(i).and_then(|n| n.node_pool()) {
+            budgets.take(pool);
+        }
+    }
+    let mut commands = Vec::new();
     for c in &candidates {
+        if let Some(why) = pass.taken(c.index) {
+            pass.note(c.index, why);
+            continue;
+        }
         if budgets.allowed(&c.node_pool) == 0 {
             pass.note(c.index, budgets.why_not(&c.node_pool));
             continue;
@@ -64,11 +82,15 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
                 balanced::verdict(scores).map(|balanced| Command { balanced, ..cmd })
             });
         match result {
-            Ok(cmd) => return vec![cmd],
+            Ok(cmd) => {
+                budgets.take(&c.node_pool);
+                pass.commit(&[c]);
+                commands.push(cmd);
+            }
             Err(why) => pass.note(c.index, why),
         }
     }
-    Vec::new()
+    commands
 }
 
 #[cfg(test)]

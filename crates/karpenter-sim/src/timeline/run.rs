@@ -443,9 +443,12 @@ impl<'a> Runner<'a> {
     pub fn validate_commands(&mut self) -> bool {
         let now = super::disruption::instant(self.now);
         let mut evicted = false;
-        while let Some(command) = self.queue.pop_due(now) {
-            let snapshot = self.disruption_snapshot();
-            let step = self.queue.validate(command, &snapshot, now);
+        let due = self.queue.take_due(now);
+        if due.is_empty() {
+            return false;
+        }
+        let snapshot = self.disruption_snapshot();
+        for step in self.queue.validate(due, &snapshot, now) {
             evicted |= self.execute(step);
         }
         evicted
