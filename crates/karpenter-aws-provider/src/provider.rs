@@ -1332,6 +1332,12 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
         self.unavailable.mark(offerings, Instant::now());
     }
 
+    /// The region-wide marks (those scoped to a placement group or a capacity reservation
+    /// are not listed).
+    fn unavailable_offerings(&self) -> Vec<(OfferingRef, std::time::Duration)> {
+        self.unavailable.remaining(Instant::now())
+    }
+
     fn mark_reservation_unavailable(&self, reservation_id: &str) {
         self.reservations
             .availability()

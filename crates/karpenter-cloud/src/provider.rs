@@ -180,6 +180,14 @@ pub trait CloudProvider: Send + Sync {
     /// instance-type listings leave them out until then.
     fn mark_unavailable(&self, offerings: &[OfferingRef]);
 
+    /// The offerings marked unavailable now ([`Self::mark_unavailable`], and those a launch
+    /// found without capacity) and how long each stays so: read for explanations, never for
+    /// decisions (instance-type listings already leave them out). A cloud without marks has
+    /// none.
+    fn unavailable_offerings(&self) -> Vec<(OfferingRef, std::time::Duration)> {
+        Vec::new()
+    }
+
     /// Marks one capacity reservation's offerings unavailable for a while (its instance was
     /// interrupted), leaving other reservations of the same instance type and zone offered
     /// (upstream's reservation-scoped unavailable mark). A cloud without reservations ignores

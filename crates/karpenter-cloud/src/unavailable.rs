@@ -10,7 +10,7 @@
 //! so callers caching instance types know to ask again.
 
 use std::collections::{HashMap, HashSet};
-use std::ops::Add;
+use std::ops::{Add, Sub};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -78,6 +78,21 @@ impl<T: Copy + Ord + Add<Duration, Output = T>> UnavailableOfferings<T> {
     /// The offerings unavailable at `now`.
     pub fn at(&self, now: T) -> Unavailable {
         Unavailable(self.current(now).keys().cloned().collect())
+    }
+
+    /// Each offering unavailable at `now` and how long it stays so, soonest back first (then
+    /// by offering): for explanations (`karpenter explain pod`).
+    pub fn remaining(&self, now: T) -> Vec<(OfferingRef, Duration)>
+    where
+        T: Sub<Output = Duration>,
+    {
+        let mut marks: Vec<(OfferingRef, Duration)> = self
+            .current(now)
+            .iter()
+            .map(|(offering, expires)| (offering.clone(), *expires - now))
+            .collect();
+        marks.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        marks
     }
 
     /// Changes whenever an offering is marked or a mark has expired by `now`.
@@ -157,6 +172,31 @@ mod tests {
         let just_before = start + UNAVAILABLE_FOR - Duration::from_secs(1);
         assert!(cache.at(just_before).contains("m5.large", &spot_a));
         assert!(cache.at(start + UNAVAILABLE_FOR).is_empty());
+    }
+
+    #[test]
+    fn each_marked_offering_is_told_how_long_it_stays_unavailable() {
+        let cache = UnavailableOfferings::<Duration>::new();
+        let early = reference("m5.large", "us-east-1a", CapacityType::Spot);
+        let late = reference("c5.large", "us-east-1b", CapacityType::OnDemand);
+        cache.mark(std::slice::from_ref(&early), Duration::ZERO);
+        cache.mark(std::slice::from_ref(&late), Duration::from_secs(60));
+        let now = Duration::from_secs(90);
+        assert_eq!(
+            cache.remaining(now),
+            [
+                (early, UNAVAILABLE_FOR - now),
+                (
+                    late.clone(),
+                    UNAVAILABLE_FOR + Duration::from_secs(60) - now
+                )
+            ]
+        );
+        assert_eq!(
+            cache.remaining(UNAVAILABLE_FOR),
+            [(late, Duration::from_secs(60))],
+            "the first mark expired"
+        );
     }
 
     #[test]

@@ -90,6 +90,6 @@ pub use methods::expiration::{Expired, expired};
 pub use methods::repair::{DO_NOT_REPAIR, RepairSettings, UnhealthyThreshold, unhealthy_counts};
 pub use pdb::Pdb;
 pub use queue::{CommandId, Queue, Replacement, Step};
-pub use reason::{Code, Reason, Reasons};
+pub use reason::{Code, Lifts, Reason, Reasons};
 pub use snapshot::{DriftMark, Features, NodeState, ObservedCondition, Snapshot};
 pub use validation::{Rejection, validate};

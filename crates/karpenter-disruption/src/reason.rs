@@ -6,7 +6,10 @@
 //! joined with `"; "`.
 
 use std::fmt;
+use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 /// The cause of a reason: a small closed set with stable names.
@@ -281,11 +284,38 @@ impl Serialize for Code {
     }
 }
 
-/// One reason: its code and its sentence. Displays as the sentence.
+/// When a cause lifts by itself, with nothing changing in the cluster (e.g. `consolidateAfter`
+/// passing): the time, and how long that is after the pass that found it. Serializes as
+/// `{"at": RFC 3339, "remaining": Go duration}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lifts {
+    pub at: DateTime<Utc>,
+    pub remaining: Duration,
+}
+
+impl Serialize for Lifts {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Lifts", 2)?;
+        s.serialize_field(
+            "at",
+            &self.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        )?;
+        s.serialize_field(
+            "remaining",
+            &karpenter_api::duration::format_go_duration(self.remaining),
+        )?;
+        s.end()
+    }
+}
+
+/// One reason: its code and its sentence (and, for a cause that passes with time, when).
+/// Displays as the sentence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Reason {
     pub code: Code,
     pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifts: Option<Lifts>,
 }
 
 impl Reason {
@@ -293,14 +323,24 @@ impl Reason {
         Reason {
             code,
             text: text.into(),
+            lifts: None,
+        }
+    }
+
+    /// The same cause, lifting by itself at `at`, `remaining` after the pass at `now`.
+    pub fn lifting_at(self, at: DateTime<Utc>, now: DateTime<Utc>) -> Self {
+        let remaining = (at - now).to_std().unwrap_or_default();
+        Reason {
+            lifts: Some(Lifts { at, remaining }),
+            ..self
         }
     }
 
     /// The same cause, its sentence led by `prefix` (e.g. `"empty but "`).
     pub fn prefixed(self, prefix: &str) -> Self {
         Reason {
-            code: self.code,
             text: format!("{prefix}{}", self.text),
+            ..self
         }
     }
 }

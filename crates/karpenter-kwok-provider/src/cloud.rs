@@ -171,6 +171,11 @@ impl KwokCloud {
         self.unavailable.mark(offerings, Instant::now());
     }
 
+    /// The offerings marked unavailable now and how long each stays so.
+    pub fn unavailable_offerings(&self) -> Vec<(OfferingRef, std::time::Duration)> {
+        self.unavailable.remaining(Instant::now())
+    }
+
     /// Every instance type the pool's EC2NodeClass resolves to, shared (resolved once per
     /// distinct set of options); `None` when the class cannot be used.
     async fn resolved_infos(
@@ -730,6 +735,10 @@ impl<L: NodePoolLookup> CloudProvider for Kwok<L> {
 
     fn mark_unavailable(&self, offerings: &[OfferingRef]) {
         self.cloud.mark_unavailable(offerings);
+    }
+
+    fn unavailable_offerings(&self) -> Vec<(OfferingRef, std::time::Duration)> {
+        self.cloud.unavailable_offerings()
     }
 
     fn catalog_version(&self) -> u64 {

@@ -12,6 +12,9 @@ pub struct Explained {
     /// What the pass's commands save per hour (the next consolidation's saving); `None` before
     /// the first pass.
     pub saving_per_hour: Option<f64>,
+    /// Per NodePool, how many more nodes may be disrupted now per disruption reason
+    /// (`Empty`, `Drifted`, ...), as the last disruption pass counted them.
+    pub budgets: BTreeMap<String, Vec<(String, u32)>>,
     /// The selected node's answer, one sentence a line (`karpenter explain node`'s text).
     pub node: Option<(String, Vec<String>)>,
     /// Why the controller could not be asked (shown in the footer); `top` goes on without it.

@@ -1,6 +1,8 @@
 //! A view as text: a header (each resource's requests against allocatable with a bar, the cost
-//! per hour and month, pod counts), a row per node, the NodePools, the pending pods. Columns fit
-//! `width`; a pending pod's reason is cut to fit.
+//! per hour and month, pod counts, the next consolidation's saving when the controller said), a
+//! row per node (with the controller's verdict when it said), the NodePools (nodes, drifted,
+//! limits used/allowed, budgets allowed now per reason), the pending pods. Columns fit `width`;
+//! a pending pod's reason is cut to fit.
 
 use std::fmt::Write as _;
 
@@ -91,6 +93,14 @@ fn usage_cell(u: &Usage) -> String {
     format!("{} {}", bar(u.share()), percent(u.share()))
 }
 
+/// What the next consolidation saves, as the header's summary line ends.
+pub(crate) fn saving(per_hour: f64) -> String {
+    format!(
+        "  next consolidation saves ${per_hour:.3}/hour | ${:.2}/month",
+        per_hour * HOURS_PER_MONTH
+    )
+}
+
 /// The header: a line per resource (requests against allocatable, with a bar) and the summary
 /// line (nodes, cost per hour and month, pod counts).
 pub(crate) fn header(view: &View) -> Vec<String> {
@@ -163,9 +173,16 @@ pub(crate) fn node_pools(view: &View) -> String {
         return String::new();
     }
     let mut rows = vec![
-        ["NODEPOOL", "READY", "NODES", "LIMITS"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "NODEPOOL",
+            "READY",
+            "NODES",
+            "DRIFTED",
+            "LIMITS",
+            "BUDGETS NOW",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
     for pool in &view.node_pools {
         let limits = pool
@@ -174,11 +191,27 @@ pub(crate) fn node_pools(view: &View) -> String {
             .map(|(r, used, limit)| format!("{r} {used}/{limit}"))
             .collect::<Vec<_>>()
             .join(", ");
+        let budgets = pool.budgets.as_ref().map_or_else(
+            || "-".to_owned(),
+            |budgets| {
+                budgets
+                    .iter()
+                    .map(|b| format!("{} {}", b.reason, b.allowed))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        );
         rows.push(vec![
             pool.name.clone(),
             pool.ready.clone(),
             pool.nodes.to_string(),
-            limits,
+            pool.drifted.to_string(),
+            if limits.is_empty() {
+                "-".to_owned()
+            } else {
+                limits
+            },
+            budgets,
         ]);
     }
     table(&rows)
@@ -205,12 +238,28 @@ pub(crate) fn pending(view: &View, width: usize) -> Vec<String> {
 /// The view as text, `width` columns wide at most for the cut columns.
 pub fn render(view: &View, width: usize) -> String {
     let mut out = String::new();
-    for line in header(view) {
+    let mut lines = header(view);
+    if let (Some(summary), Some(per_hour)) = (lines.last_mut(), view.saving_per_hour) {
+        summary.push_str(&saving(per_hour));
+    }
+    for line in lines {
         let _ = writeln!(out, "{line}");
     }
     out.push('\n');
-    let mut rows = vec![node_header(view)];
-    rows.extend(view.nodes.iter().map(node_cells));
+    // The controller's verdicts, when it was asked and said.
+    let verdicts = view.nodes.iter().any(|n| n.verdict.is_some());
+    let mut title = node_header(view);
+    if verdicts {
+        title.push("VERDICT".to_owned());
+    }
+    let mut rows = vec![title];
+    rows.extend(view.nodes.iter().map(|n| {
+        let mut cells = node_cells(n);
+        if verdicts {
+            cells.push(n.verdict.clone().unwrap_or_else(|| "-".to_owned()));
+        }
+        cells
+    }));
     out.push_str(&table(&rows));
     if !view.node_pools.is_empty() {
         out.push('\n');
@@ -269,8 +318,57 @@ node-a      ████████░░  75%  █████░░░░░ 
 node-b      █░░░░░░░░░  12%  ███░░░░░░░  25%  1/29  m5.large  spot       $0.0400/h  general   Ready,Disrupting  30m0s
 general-x7  ░░░░░░░░░░   0%  ░░░░░░░░░░   0%  0/0   c5.large  on-demand  $0.0850/h  general   Launching         30s
 
-NODEPOOL  READY  NODES  LIMITS
-general   True   3      cpu 0/100
+NODEPOOL  READY  NODES  DRIFTED  LIMITS     BUDGETS NOW
+general   True   3      0        cpu 0/100  -
+
+PENDING
+shop/huge    2m0s  2 Insufficient cpu
+"
+        );
+    }
+
+    #[test]
+    fn with_the_controllers_answers_the_table_shows_verdicts_budgets_and_the_saving() {
+        let at = crate::view::tests::at("2026-11-27T10:00:00Z");
+        let mut view = view(
+            &crate::view::tests::listed_with_a_drifted_node(),
+            &Flat,
+            &Options::default(),
+            at,
+        );
+        let explained = crate::Explained {
+            verdicts: [
+                ("node-a".to_owned(), "Drift".to_owned()),
+                ("node-b".to_owned(), "PodDoNotDisrupt".to_owned()),
+            ]
+            .into(),
+            saving_per_hour: Some(0.045),
+            budgets: [(
+                "general".to_owned(),
+                vec![
+                    ("Empty".to_owned(), 1),
+                    ("Drifted".to_owned(), 0),
+                    ("Underutilized".to_owned(), 1),
+                ],
+            )]
+            .into(),
+            ..crate::Explained::default()
+        };
+        crate::view::explain(&mut view, &explained);
+        assert_eq!(
+            render(&view, 80),
+            "\
+cpu      ████░░░░░░  44%  1.75/4
+memory   ████░░░░░░  38%  3Gi/8Gi
+3 nodes  $0.210/hour | $153.30/month  pods: 1 pending, 3 bound (2 running)  next consolidation saves $0.045/hour | $32.85/month
+
+NODE        CPU              MEMORY           PODS  TYPE      CAPACITY   PRICE      NODEPOOL  STATUS            AGE    VERDICT
+node-a      ████████░░  75%  █████░░░░░  50%  2/29  c5.large  on-demand  $0.0850/h  general   Ready             2h0m   Drift
+node-b      █░░░░░░░░░  12%  ███░░░░░░░  25%  1/29  m5.large  spot       $0.0400/h  general   Ready,Disrupting  30m0s  PodDoNotDisrupt
+general-x7  ░░░░░░░░░░   0%  ░░░░░░░░░░   0%  0/0   c5.large  on-demand  $0.0850/h  general   Launching         30s    -
+
+NODEPOOL  READY  NODES  DRIFTED  LIMITS     BUDGETS NOW
+general   True   3      1        cpu 2/100  Empty 1, Drifted 0, Underutilized 1
 
 PENDING
 shop/huge    2m0s  2 Insufficient cpu

@@ -44,10 +44,7 @@ impl Screen<'_> {
     fn header(&self) -> Vec<String> {
         let mut lines = render::header(self.view);
         if let (Some(summary), Some(saving)) = (lines.last_mut(), self.explained.saving_per_hour) {
-            summary.push_str(&format!(
-                "  next consolidation saves ${saving:.3}/hour | ${:.2}/month",
-                saving * render::HOURS_PER_MONTH
-            ));
+            summary.push_str(&render::saving(saving));
         }
         lines
     }

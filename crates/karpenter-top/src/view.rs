@@ -10,6 +10,7 @@ use karpenter_scheduling::{Quantity, ResourceList};
 use karpenter_state::Cluster;
 use serde::Serialize;
 
+use crate::explained::Explained;
 use crate::list::Listed;
 
 /// How the nodes are ordered.
@@ -133,6 +134,19 @@ pub struct NodeRow {
     pub age_seconds: i64,
     /// The `extra_labels` values, in order (empty when absent).
     pub extra: Vec<String>,
+    /// The controller's last disruption pass on it, in a word ([`Explained::verdicts`]);
+    /// `None` when the controller was not asked or did not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+}
+
+/// How many more nodes of a NodePool may be disrupted now for one reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetRow {
+    /// `Empty`, `Drifted`, `Underutilized`, `Unhealthy`.
+    pub reason: String,
+    pub allowed: u32,
 }
 
 /// One NodePool.
@@ -146,6 +160,12 @@ pub struct PoolRow {
     pub nodes: u64,
     /// `(resource, used, limit)` for each limited resource.
     pub limits: Vec<(String, String, String)>,
+    /// Its NodeClaims among the rows shown that are `Drifted=True`.
+    pub drifted: u64,
+    /// Per disruption reason, how many more nodes may be disrupted now (the controller's last
+    /// pass, [`Explained::budgets`]); `None` when the controller was not asked or did not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budgets: Option<Vec<BudgetRow>>,
 }
 
 /// A pod waiting for a node, and why (kube-scheduler's `PodScheduled` message).
@@ -178,6 +198,29 @@ pub struct View {
     pub nodes: Vec<NodeRow>,
     pub node_pools: Vec<PoolRow>,
     pub pending: Vec<PendingRow>,
+    /// What the controller's next consolidation saves per hour ([`Explained::saving_per_hour`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saving_per_hour: Option<f64>,
+}
+
+/// Adds what the controller told to `view`: each node's verdict, each NodePool's budgets now,
+/// the next consolidation's saving.
+pub fn explain(view: &mut View, explained: &Explained) {
+    for node in &mut view.nodes {
+        node.verdict = explained.verdicts.get(&node.name).cloned();
+    }
+    for pool in &mut view.node_pools {
+        pool.budgets = explained.budgets.get(&pool.name).map(|budgets| {
+            budgets
+                .iter()
+                .map(|(reason, allowed)| BudgetRow {
+                    reason: reason.clone(),
+                    allowed: *allowed,
+                })
+                .collect()
+        });
+    }
+    view.saving_per_hour = explained.saving_per_hour;
 }
 
 fn amount(q: Quantity) -> f64 {
@@ -199,6 +242,7 @@ fn age(created: Option<DateTime<Utc>>, now: DateTime<Utc>) -> i64 {
 pub fn view(listed: &Listed, prices: &dyn Prices, options: &Options, now: DateTime<Utc>) -> View {
     let cluster: &Cluster = &listed.cluster;
     let mut nodes = Vec::new();
+    let mut drifted_by_pool: BTreeMap<String, u64> = BTreeMap::new();
     for state in cluster.state_nodes() {
         let labels = state.labels();
         if !matches(&labels, &options.node_selector) {
@@ -238,6 +282,19 @@ pub fn view(listed: &Listed, prices: &dyn Prices, options: &Options, now: DateTi
         if taints.iter().any(|t| t.key == l::DISRUPTED_TAINT_KEY) {
             status.push("Disrupting".to_owned());
         }
+        let drifted = state
+            .node_claim
+            .and_then(|c| c.status.as_ref())
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| {
+                c.iter().any(|c| {
+                    c.type_ == karpenter_api::v1::nodeclaim::conditions::DRIFTED
+                        && c.status == "True"
+                })
+            });
+        if drifted {
+            *drifted_by_pool.entry(label(l::NODEPOOL)).or_insert(0) += 1;
+        }
         let (instance_type, zone) = (label(l::INSTANCE_TYPE), label(l::ZONE));
         let capacity_type = match label(l::CAPACITY_TYPE) {
             c if !c.is_empty() => c,
@@ -269,6 +326,7 @@ pub fn view(listed: &Listed, prices: &dyn Prices, options: &Options, now: DateTi
             .to_owned(),
             age_seconds: age(state.created(), now),
             extra: options.extra_labels.iter().map(|k| label(k)).collect(),
+            verdict: None,
         });
     }
     match options.sort {
@@ -357,9 +415,11 @@ pub fn view(listed: &Listed, prices: &dyn Prices, options: &Options, now: DateTi
                 .collect();
             Some(PoolRow {
                 nodes: nodes.iter().filter(|n| n.node_pool == name).count() as u64,
+                drifted: drifted_by_pool.get(&name).copied().unwrap_or(0),
                 name,
                 ready,
                 limits,
+                budgets: None,
             })
         })
         .collect();
@@ -370,6 +430,7 @@ pub fn view(listed: &Listed, prices: &dyn Prices, options: &Options, now: DateTi
         nodes,
         node_pools,
         pending,
+        saving_per_hour: None,
     }
 }
 
@@ -546,6 +607,69 @@ pub(crate) mod tests {
         assert_eq!(view.node_pools.len(), 1);
         assert_eq!(view.node_pools[0].ready, "True");
         assert_eq!(view.node_pools[0].limits[0].0, "cpu");
+    }
+
+    /// [`listed`] with node-a's NodeClaim, `Drifted=True`.
+    pub(crate) fn listed_with_a_drifted_node() -> Listed {
+        let mut listed = listed();
+        listed.cluster.apply(Object::NodeClaim(object(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "general-a1", "creationTimestamp": "2026-11-27T08:00:00Z",
+                "labels": {"karpenter.sh/nodepool": "general",
+                    "node.kubernetes.io/instance-type": "c5.large",
+                    "karpenter.sh/capacity-type": "on-demand",
+                    "topology.kubernetes.io/zone": "us-east-1a"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                "requirements": []},
+            "status": {"providerID": "aws:///us-east-1a/i-node-a", "nodeName": "node-a",
+                "conditions": [{"type": "Drifted", "status": "True", "reason": "AMIDrift",
+                    "message": "", "lastTransitionTime": "2026-11-27T09:00:00Z"}]}
+        }))));
+        listed
+    }
+
+    #[test]
+    fn a_nodepool_counts_its_drifted_nodes_and_takes_the_controllers_budgets_and_verdicts() {
+        let mut view = view(
+            &listed_with_a_drifted_node(),
+            &Flat,
+            &Options::default(),
+            at("2026-11-27T10:00:00Z"),
+        );
+        assert_eq!(view.node_pools[0].drifted, 1, "node-a's NodeClaim drifted");
+        assert_eq!(view.node_pools[0].budgets, None, "not told yet");
+        let explained = Explained {
+            verdicts: [("node-a".to_owned(), "Drift".to_owned())].into(),
+            saving_per_hour: Some(0.085),
+            budgets: [(
+                "general".to_owned(),
+                vec![("Drifted".to_owned(), 0), ("Underutilized".to_owned(), 1)],
+            )]
+            .into(),
+            ..Explained::default()
+        };
+        explain(&mut view, &explained);
+        assert_eq!(view.nodes[0].verdict.as_deref(), Some("Drift"));
+        assert_eq!(view.nodes[1].verdict, None);
+        assert_eq!(view.saving_per_hour, Some(0.085));
+        assert_eq!(
+            view.node_pools[0].budgets,
+            Some(vec![
+                BudgetRow {
+                    reason: "Drifted".into(),
+                    allowed: 0
+                },
+                BudgetRow {
+                    reason: "Underutilized".into(),
+                    allowed: 1
+                }
+            ])
+        );
+        let json = serde_json::to_value(&view).unwrap_or_default();
+        assert_eq!(json["nodes"][0]["verdict"], "Drift");
+        assert_eq!(json["nodePools"][0]["drifted"], 1);
+        assert_eq!(json["nodePools"][0]["budgets"][1]["allowed"], 1);
+        assert_eq!(json["savingPerHour"], 0.085);
     }
 
     #[test]

@@ -212,3 +212,16 @@ fn manifests_that_cannot_be_read_exit_2() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--now"), "{}", stderr(&output));
 }
+
+#[test]
+fn a_node_waiting_for_consolidate_after_is_told_how_long_remains_and_until_when() {
+    let text = case("waiting", "node-fresh", &["node", "fresh"]);
+    assert!(
+        text.contains("not consolidatable until 10:20:00 UTC"),
+        "{text}"
+    );
+    assert!(
+        text.contains("20m remaining, until 2026-11-27T10:20:00Z"),
+        "{text}"
+    );
+}

@@ -482,7 +482,9 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                 (Utc::now() - deleted).as_seconds_f64().max(0.0),
             );
         }
-        tracing::info!(nodeclaim = %claim.metadata.name.as_deref().unwrap_or_default(), "terminated");
+        let name = claim.metadata.name.as_deref().unwrap_or_default();
+        self.ctx.explanations.node_claim_terminated(name);
+        tracing::info!(nodeclaim = %name, "terminated");
         Ok(())
     }
 
@@ -515,6 +517,9 @@ impl<C: CloudProvider + 'static> Lifecycle<C> {
                 with_status.status = updated.status;
                 self.write_status(&patched, &with_status, "launching")
                     .await?;
+                self.ctx
+                    .explanations
+                    .node_claim_launched(&name, label(&instance, labels::INSTANCE_TYPE));
                 tracing::info!(
                     nodeclaim = %name,
                     instance_type = label(&instance, labels::INSTANCE_TYPE),

@@ -368,6 +368,13 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         self.ctx
             .explanations
             .closest_types(&pods, &catalogs.instance_types);
+        self.ctx.explanations.unavailable_offerings(
+            Utc::now(),
+            &self.ctx.cloud.unavailable_offerings(),
+            &result,
+            &pods,
+            &catalogs.instance_types,
+        );
         let mut outcome = BatchOutcome {
             pods: pods.len() - virtual_pods.len() + dra.len(),
             unschedulable: dra.len(),
@@ -544,10 +551,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         if holds_buffer {
             self.ctx.cache.lock().add_buffer_node(&name);
         }
-        let keys: Vec<String> = claim.pods.iter().map(ToString::to_string).collect();
-        self.ctx
-            .explanations
-            .node_claim_created(&name, keys.iter().map(String::as_str));
+        self.ctx.explanations.node_claim_created(&name, claim);
         for pod in &claim.pods {
             if let Some(p) = pods_by_key.get(&pod.to_string()) {
                 self.ctx

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use karpenter_disruption::Command;
 use karpenter_scheduling::NewNodeClaim;
 
-use super::model::{CommandAnswer, PricedType, ReasonAnswer, ReplacementAnswer};
+use super::model::{CommandAnswer, LiftsAnswer, PricedType, ReasonAnswer, ReplacementAnswer};
 
 /// `at` as the answers write it (RFC 3339, seconds, `Z`).
 pub fn rfc3339(at: DateTime<Utc>) -> String {
@@ -33,6 +33,10 @@ pub(super) fn reason_answers<'a>(
             code: r.code.as_str().to_owned(),
             event: r.code.event_reason().to_owned(),
             text: r.text.clone(),
+            lifts: r.lifts.map(|l| LiftsAnswer {
+                at: rfc3339(l.at),
+                remaining: karpenter_api::duration::format_go_duration(l.remaining),
+            }),
         })
         .collect()
 }

@@ -15,6 +15,7 @@ mod pools;
 pub mod recompute;
 mod removal;
 mod store;
+pub mod unavailable;
 
 pub use convert::rfc3339;
 pub use pools::node_pools;

@@ -10,7 +10,39 @@ pub struct NodeAnswer {
     /// When the disruption pass that decided ran (RFC 3339).
     pub decided_at: String,
     pub verdict: NodeVerdict,
+    /// Why it was launched, when this controller launched it (recorded at launch, kept
+    /// while its NodeClaim lives; not known offline nor across restarts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<LaunchAnswer>,
 }
+
+/// Why a NodeClaim was launched: the provisioning batch, the pods it was for, the instance
+/// types it could launch as.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaunchAnswer {
+    pub node_claim: String,
+    pub node_pool: String,
+    /// When the batch that decided it ran (RFC 3339).
+    pub batch: String,
+    /// The pods it was for (`namespace/name`, at most [`MAX_LAUNCH_PODS`]).
+    pub pods: Vec<String>,
+    /// How many pods it was for.
+    pub pod_count: usize,
+    /// How many instance types were compatible (the options it was created with).
+    pub instance_types: usize,
+    /// The cheapest option and its price per hour.
+    pub cheapest: Option<PricedType>,
+    /// The next-cheapest option.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cheapest: Option<PricedType>,
+    /// The instance type the cloud launched (once launched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launched_as: Option<String>,
+}
+
+/// At most this many pods are named in a [`LaunchAnswer`] (the rest are counted).
+pub const MAX_LAUNCH_PODS: usize = 20;
 
 /// The pass's verdict on one node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +66,19 @@ pub struct ReasonAnswer {
     pub code: String,
     pub event: String,
     pub text: String,
+    /// For a cause that passes with time (`consolidateAfter` not yet passed): when it lifts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifts: Option<LiftsAnswer>,
+}
+
+/// When a reason lifts by itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiftsAnswer {
+    /// The time (RFC 3339).
+    pub at: String,
+    /// How long after the pass that found it (Go duration, `4m30s`).
+    pub remaining: String,
 }
 
 /// A disruption command.
@@ -97,6 +142,10 @@ pub enum PodOutcome {
         launch: ReplacementAnswer,
         /// The pods sharing that NodeClaim, this one included.
         pods: usize,
+        /// Offerings cheaper than the launch's cheapest that its requirements allow, not
+        /// picked because they are marked unavailable after insufficient capacity.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unavailable: Vec<UnavailableAnswer>,
     },
     /// It fits on a node that exists (or is being launched).
     #[serde(rename_all = "camelCase")]
@@ -112,7 +161,7 @@ pub enum PodOutcome {
 }
 
 /// Why a pod does not fit in one place.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlaceReason {
     /// `nodepool <name>`, `existing nodes` or `validation`.
@@ -122,6 +171,25 @@ pub struct PlaceReason {
     /// it lacks (`m5.xlarge: needs 6 cpu, has 3920m allocatable`; before DaemonSets).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closest: Option<String>,
+    /// Offerings of the pool's instance types that hold the pod, marked unavailable after
+    /// insufficient capacity (cheapest first, at most ten).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<UnavailableAnswer>,
+}
+
+/// An offering marked unavailable after insufficient capacity, and when it comes back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnavailableAnswer {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+    /// Its price per hour.
+    pub price: f64,
+    /// When it is offered again (RFC 3339).
+    pub until: String,
+    /// How long that is after the batch (Go duration).
+    pub remaining: String,
 }
 
 /// What the last disruption pass decided, whole: the dry run of consolidation users ask for.

@@ -1,23 +1,28 @@
 //! The record the loops keep: the last disruption pass's decision and the last provisioning
 //! batch's outcome per pod, and the answers computed from them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
 use karpenter_disruption::{Decision, Snapshot};
 use karpenter_scheduling::closest::closest_instance_type;
 use karpenter_scheduling::pod::pod_requests;
-use karpenter_scheduling::{PodRecord, PoolInstanceTypes, ResourceList, SolveResult};
+use karpenter_scheduling::{NewNodeClaim, PodRecord, PoolInstanceTypes, ResourceList, SolveResult};
 
 /// How the solver begins a pool's reason when no instance type holds a pod.
 const NO_INSTANCE_TYPE: &str = "no instance type satisfies";
 
 use super::convert::{command_answer, launch, reason_answers, rfc3339};
 use super::model::{
-    DisruptionAnswer, KeptNode, NodeAnswer, NodePoolAnswer, NodeVerdict, PlaceReason, PodAnswer,
-    PodOutcome,
+    DisruptionAnswer, KeptNode, LaunchAnswer, MAX_LAUNCH_PODS, NodeAnswer, NodePoolAnswer,
+    NodeVerdict, PlaceReason, PodAnswer, PodOutcome, PricedType,
 };
+use super::unavailable::{self, Mark};
+
+/// At most this many launches are remembered (the oldest go first); a NodeClaim's goes when it
+/// terminates.
+pub const MAX_LAUNCHES: usize = 10_000;
 
 /// Why there is no answer yet.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -49,6 +54,12 @@ struct Record {
     pods: HashMap<String, PodAnswer>,
     /// The last pass's snapshot (shared, not copied), for removal simulations on request.
     snapshot: Option<(DateTime<Utc>, Arc<Snapshot>)>,
+    /// When the last provisioning batch ran.
+    batch_at: Option<DateTime<Utc>>,
+    /// Why each NodeClaim this controller created was launched, by NodeClaim name.
+    launches: HashMap<String, LaunchAnswer>,
+    /// The names of `launches`, oldest first (to drop the oldest past [`MAX_LAUNCHES`]).
+    launch_order: VecDeque<String>,
 }
 
 /// What the loops decided last, shared with the HTTP endpoints.
@@ -97,6 +108,15 @@ impl Explanations {
         self.lock().node_pools = pools;
     }
 
+    /// Every NodePool as the last disruption pass saw it.
+    pub fn node_pools(&self) -> Result<Vec<NodePoolAnswer>, NotKnown> {
+        let record = self.lock();
+        if record.disruption.is_none() {
+            return Err(NotKnown::NoDisruptionPass);
+        }
+        Ok(record.node_pools.clone())
+    }
+
     /// NodePool `name` as the last disruption pass saw it.
     pub fn node_pool(&self, name: &str) -> Result<NodePoolAnswer, NotKnown> {
         let record = self.lock();
@@ -128,6 +148,7 @@ impl Explanations {
                 place: "validation".to_owned(),
                 reason: (*why).to_owned(),
                 closest: None,
+                unavailable: Vec::new(),
             }];
             pods.insert(
                 key.clone(),
@@ -141,6 +162,7 @@ impl Explanations {
                     node_claim: None,
                     launch: launch(claim),
                     pods: claim.pods.len(),
+                    unavailable: Vec::new(),
                 };
                 pods.insert(key.clone(), answer(key, at, outcome));
             }
@@ -159,6 +181,7 @@ impl Explanations {
                     place: String::new(),
                     reason: failed.reason.clone(),
                     closest: None,
+                    unavailable: Vec::new(),
                 }]
             } else {
                 failed
@@ -168,6 +191,7 @@ impl Explanations {
                         place: place.clone(),
                         reason: reason.clone(),
                         closest: None,
+                        unavailable: Vec::new(),
                     })
                     .collect()
             };
@@ -175,6 +199,7 @@ impl Explanations {
                 place: format!("nodepool {pool}"),
                 reason: why.clone(),
                 closest: None,
+                unavailable: Vec::new(),
             }));
             let outcome = if failed.deferred {
                 PodOutcome::WaitingForReservation { reasons }
@@ -183,7 +208,9 @@ impl Explanations {
             };
             pods.insert(key.clone(), answer(key, at, outcome));
         }
-        self.lock().pods = pods;
+        let mut record = self.lock();
+        record.pods = pods;
+        record.batch_at = Some(at);
     }
 
     /// Names, for each of `pods` that the last batch found no instance type of a NodePool
@@ -219,18 +246,139 @@ impl Explanations {
         }
     }
 
-    /// The NodeClaim created for `pods` is named `name`.
-    pub fn node_claim_created<'a>(&self, name: &str, pods: impl IntoIterator<Item = &'a str>) {
+    /// Tells the last batch's pods (of `result`, solved at `at`) the offerings marked
+    /// unavailable after insufficient capacity (`marks`, with how long each stays so): to a
+    /// pod placed nowhere, per NodePool, those of the pool's types that hold it; to a pod
+    /// launched for, those cheaper than its NodeClaim's cheapest type that the NodeClaim's
+    /// requirements allow ([`super::unavailable`]). `instance_types` by NodePool name.
+    pub fn unavailable_offerings(
+        &self,
+        at: DateTime<Utc>,
+        marks: &[Mark],
+        result: &SolveResult,
+        pods: &[Arc<PodRecord>],
+        instance_types: &PoolInstanceTypes,
+    ) {
+        if marks.is_empty() {
+            return;
+        }
         let mut record = self.lock();
+        for claim in &result.new_node_claims {
+            let Some(types) = instance_types.get(&claim.node_pool) else {
+                continue;
+            };
+            let told = unavailable::cheaper(at, marks, types, claim);
+            if told.is_empty() {
+                continue;
+            }
+            for pod in &claim.pods {
+                if let Some(PodAnswer {
+                    outcome: PodOutcome::NewNodeClaim { unavailable, .. },
+                    ..
+                }) = record.pods.get_mut(&pod.to_string())
+                {
+                    unavailable.clone_from(&told);
+                }
+            }
+        }
         for pod in pods {
+            let Some(PodAnswer {
+                outcome: PodOutcome::Unschedulable { reasons },
+                ..
+            }) = record.pods.get_mut(&pod.key())
+            else {
+                continue;
+            };
+            let Ok(requests) = pod_requests(pod.spec.as_deref()) else {
+                continue;
+            };
+            for reason in reasons.iter_mut() {
+                let Some(types) = reason
+                    .place
+                    .strip_prefix("nodepool ")
+                    .and_then(|pool| instance_types.get(pool))
+                else {
+                    continue;
+                };
+                reason.unavailable = unavailable::holding(at, marks, types, &requests);
+            }
+        }
+    }
+
+    /// The NodeClaim created for `claim` (of the last batch) is named `name`: its pods are
+    /// told so, and why it was launched is kept for `name` until it terminates
+    /// ([`Self::node_claim_terminated`]; at most [`MAX_LAUNCHES`], the oldest dropped first).
+    pub fn node_claim_created(&self, name: &str, claim: &NewNodeClaim) {
+        let mut record = self.lock();
+        for pod in &claim.pods {
             if let Some(PodAnswer {
                 outcome: PodOutcome::NewNodeClaim { node_claim, .. },
                 ..
-            }) = record.pods.get_mut(pod)
+            }) = record.pods.get_mut(&pod.to_string())
             {
                 *node_claim = Some(name.to_owned());
             }
         }
+        let priced = |i: usize| {
+            claim.instance_type_options.get(i).map(|o| PricedType {
+                instance_type: o.name.to_string(),
+                price: o.price,
+            })
+        };
+        let launch = LaunchAnswer {
+            node_claim: name.to_owned(),
+            node_pool: claim.node_pool.clone(),
+            batch: record.batch_at.map(rfc3339).unwrap_or_default(),
+            pods: claim
+                .pods
+                .iter()
+                .take(MAX_LAUNCH_PODS)
+                .map(ToString::to_string)
+                .collect(),
+            pod_count: claim.pods.len(),
+            instance_types: claim.instance_type_options.len(),
+            cheapest: priced(0),
+            next_cheapest: priced(1),
+            launched_as: None,
+        };
+        if record.launches.insert(name.to_owned(), launch).is_none() {
+            record.launch_order.push_back(name.to_owned());
+        }
+        while record.launch_order.len() > MAX_LAUNCHES {
+            if let Some(oldest) = record.launch_order.pop_front() {
+                record.launches.remove(&oldest);
+            }
+        }
+    }
+
+    /// NodeClaim `name` was launched as `instance_type`.
+    pub fn node_claim_launched(&self, name: &str, instance_type: &str) {
+        if let Some(launch) = self.lock().launches.get_mut(name) {
+            launch.launched_as = Some(instance_type.to_owned());
+        }
+    }
+
+    /// NodeClaim `name` terminated: why it was launched is forgotten.
+    pub fn node_claim_terminated(&self, name: &str) {
+        let mut record = self.lock();
+        if record.launches.remove(name).is_some() {
+            record.launch_order.retain(|n| n != name);
+        }
+    }
+
+    /// Why node `name` (or NodeClaim `name`) was launched, if this controller launched it.
+    fn launch_of(record: &Record, name: &str) -> Option<LaunchAnswer> {
+        if let Some(launch) = record.launches.get(name) {
+            return Some(launch.clone());
+        }
+        let (_, snapshot) = record.snapshot.as_ref()?;
+        let claim = snapshot
+            .nodes
+            .iter()
+            .find(|n| n.name == name)?
+            .node_claim
+            .as_deref()?;
+        record.launches.get(claim).cloned()
     }
 
     /// What the last batch decided for pod `key` (`namespace/name`).
@@ -268,6 +416,7 @@ impl Explanations {
             node: name.to_owned(),
             decided_at: rfc3339(*at),
             verdict,
+            launch: Self::launch_of(&record, name),
         })
     }
 
@@ -397,7 +546,7 @@ mod tests {
             &[("gpu".into(), "NodeClassReady=False".into())],
             &[("shop/dra".into(), "DRA requirements")],
         );
-        explanations.node_claim_created("general-abcde", ["shop/web-1", "shop/web-2"]);
+        explanations.node_claim_created("general-abcde", &batch().new_node_claims[0]);
         let web = explanations
             .pod("shop/web-1")
             .expect("web-1 was in the batch");
@@ -407,6 +556,7 @@ mod tests {
                 node_claim,
                 launch,
                 pods,
+                ..
             } => {
                 assert_eq!(node_claim.as_deref(), Some("general-abcde"));
                 assert_eq!(pods, 2);
@@ -496,6 +646,143 @@ mod tests {
             }
             other => panic!("huge fits nowhere, not {other:?}"),
         }
+    }
+
+    #[test]
+    fn pods_are_told_the_offerings_marked_unavailable_and_when_they_come_back() {
+        use karpenter_cloud::{CapacityType, OfferingRef};
+        let explanations = Explanations::default();
+        explanations.batch_decided(at(), &batch(), &[], &[]);
+        let offering = |price: f64| karpenter_scheduling::Offering {
+            zone: "us-east-1a".into(),
+            capacity_type: "on-demand".into(),
+            price,
+            available: false,
+            requirements: Vec::new(),
+            reservation_capacity: 0,
+        };
+        let instance_type =
+            |name: &str, cpu: &str, price: f64| karpenter_scheduling::InstanceType {
+                name: name.into(),
+                requirements: Vec::new(),
+                offerings: vec![offering(price)],
+                capacity: ResourceList::new()
+                    .with(
+                        "cpu",
+                        karpenter_scheduling::Quantity::parse(cpu).unwrap_or_default(),
+                    )
+                    .with(
+                        "pods",
+                        karpenter_scheduling::Quantity::parse("110").unwrap_or_default(),
+                    ),
+                overhead: Default::default(),
+            };
+        let types: PoolInstanceTypes = Arc::new(
+            [(
+                "general".to_owned(),
+                vec![
+                    instance_type("t3.large", "2", 0.083),
+                    instance_type("m5.24xlarge", "96", 4.608),
+                ],
+            )]
+            .into_iter()
+            .collect(),
+        );
+        let mark = |name: &str| {
+            (
+                OfferingRef {
+                    instance_type: name.into(),
+                    zone: "us-east-1a".into(),
+                    capacity_type: CapacityType::OnDemand,
+                },
+                std::time::Duration::from_secs(100),
+            )
+        };
+        let huge: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "huge", "namespace": "shop", "uid": "huge"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "64"}}}]}
+        }))
+        .expect("a pod");
+        explanations.unavailable_offerings(
+            at(),
+            &[mark("t3.large"), mark("m5.24xlarge")],
+            &batch(),
+            &[Arc::new(PodRecord::from(huge))],
+            &types,
+        );
+        match explanations.pod("shop/huge").map(|a| a.outcome) {
+            Ok(PodOutcome::Unschedulable { reasons }) => {
+                let told: Vec<(&str, &str)> = reasons[0]
+                    .unavailable
+                    .iter()
+                    .map(|u| (u.instance_type.as_str(), u.until.as_str()))
+                    .collect();
+                assert_eq!(told, [("m5.24xlarge", "2026-11-27T10:01:40Z")]);
+            }
+            other => panic!("huge fits nowhere, not {other:?}"),
+        }
+        match explanations.pod("shop/web-1").map(|a| a.outcome) {
+            Ok(PodOutcome::NewNodeClaim { unavailable, .. }) => {
+                let told: Vec<&str> = unavailable
+                    .iter()
+                    .map(|u| u.instance_type.as_str())
+                    .collect();
+                assert_eq!(told, ["t3.large"], "cheaper than c5.large at $0.085");
+            }
+            other => panic!("web-1 goes to a new NodeClaim, not {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_node_is_told_why_it_was_launched_until_its_nodeclaim_terminates() {
+        let explanations = Explanations::default();
+        explanations.batch_decided(at(), &batch(), &[], &[]);
+        explanations.node_claim_created("general-abcde", &batch().new_node_claims[0]);
+        explanations.node_claim_launched("general-abcde", "c5.large");
+        explanations.disruption_decided(at(), &decision());
+        let launch = explanations
+            .node("general-abcde")
+            .expect("a pass ran")
+            .launch
+            .expect("this controller launched it");
+        assert_eq!(launch.batch, "2026-11-27T10:00:00Z");
+        assert_eq!(launch.node_pool, "general");
+        assert_eq!(launch.pods, ["shop/web-1", "shop/web-2"]);
+        assert_eq!(launch.pod_count, 2);
+        assert_eq!(launch.instance_types, 2);
+        let name = |p: Option<PricedType>| p.map(|p| (p.instance_type, p.price));
+        assert_eq!(name(launch.cheapest), Some(("c5.large".into(), 0.085)));
+        assert_eq!(name(launch.next_cheapest), Some(("m5.large".into(), 0.096)));
+        assert_eq!(launch.launched_as.as_deref(), Some("c5.large"));
+        explanations.node_claim_terminated("general-abcde");
+        assert_eq!(
+            explanations.node("general-abcde").map(|a| a.launch),
+            Ok(None),
+            "forgotten once terminated"
+        );
+    }
+
+    #[test]
+    fn launches_are_remembered_up_to_a_cap_the_oldest_dropped_first() {
+        let explanations = Explanations::default();
+        explanations.batch_decided(at(), &batch(), &[], &[]);
+        explanations.disruption_decided(at(), &decision());
+        let claim = claim(&["web"]);
+        for i in 0..=MAX_LAUNCHES {
+            explanations.node_claim_created(&format!("c-{i}"), &claim);
+        }
+        let known = |name: &str| {
+            explanations
+                .node(name)
+                .ok()
+                .and_then(|a| a.launch)
+                .is_some()
+        };
+        assert!(!known("c-0"), "the oldest is dropped past the cap");
+        assert!(known("c-1"));
+        assert!(known(&format!("c-{MAX_LAUNCHES}")));
+        assert_eq!(explanations.lock().launches.len(), MAX_LAUNCHES);
+        assert_eq!(explanations.lock().launch_order.len(), MAX_LAUNCHES);
     }
 
     fn decision() -> Decision {

@@ -1,5 +1,5 @@
 //! `/explain/node/{name}`, `/explain/pod/{namespace}/{name}`, `/explain/nodepool/{name}`,
-//! `/explain/disruption` and `/explain/consolidation/node/{name}`: the answers of
+//! `/explain/nodepools` (every NodePool), `/explain/disruption` and `/explain/consolidation/node/{name}`: the answers of
 //! [`crate::explain::Explanations`] as JSON; `404` with a message when there is none (no pass
 //! yet, a standby replica, a pod not in the last batch). The last one is computed on request
 //! (a removal simulation over the last pass's snapshot, on a blocking thread).
@@ -37,6 +37,7 @@ pub fn router(explanations: Explanations) -> Router {
     let node = explanations.clone();
     let pod = explanations.clone();
     let pool = explanations.clone();
+    let pools = explanations.clone();
     let removal = explanations.clone();
     Router::new()
         .route(
@@ -57,6 +58,13 @@ pub fn router(explanations: Explanations) -> Router {
             "/explain/nodepool/{name}",
             get(move |Path(name): Path<String>| {
                 let answer = pool.node_pool(&name);
+                async move { respond(answer) }
+            }),
+        )
+        .route(
+            "/explain/nodepools",
+            get(move || {
+                let answer = pools.node_pools();
                 async move { respond(answer) }
             }),
         )

@@ -167,6 +167,10 @@ impl<C: CloudProvider> CloudProvider for MeteredCloud<C> {
         self.inner.mark_reservation_unavailable(reservation_id);
     }
 
+    fn unavailable_offerings(&self) -> Vec<(OfferingRef, std::time::Duration)> {
+        self.inner.unavailable_offerings()
+    }
+
     fn catalog_version(&self) -> u64 {
         self.inner.catalog_version()
     }

@@ -91,8 +91,8 @@ memory   ████░░░░░░  38%  3Gi/8Gi
  node-b      █░░░░░░░░░  12%  ███░░░░░░░  25%  1/29  m5.large  spot       $0.0400/h  general   Ready,Disrupting  30m0s
  general-x7  ░░░░░░░░░░   0%  ░░░░░░░░░░   0%  0/0   c5.large  on-demand  $0.0850/h  general   Launching         30s
  NodePools (1) · Tab: pending pods ─────────────────────────────────────────────────────────────────────────────────────────
-NODEPOOL  READY  NODES  LIMITS
-general   True   3      cpu 0/100
+NODEPOOL  READY  NODES  DRIFTED  LIMITS     BUDGETS NOW
+general   True   3      0        cpu 0/100  -
 
 
 sort: creation │ page 1/1 │ node 1/3 │ s sort · ↑↓ jk select · PgUp PgDn page · Enter explain · Tab pane · q quit
@@ -156,6 +156,7 @@ fn verdicts_the_saving_and_the_selected_nodes_explanation_come_from_the_controll
             .map(|(n, v)| (n.to_owned(), v.to_owned()))
             .collect(),
         saving_per_hour: Some(0.04),
+        budgets: Default::default(),
         node: Some((
             "node-b".into(),
             vec![

@@ -14,9 +14,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use karpenter_controller::explain::client::Target;
+use karpenter_controller::explain::client::{Kubeconfig, Target};
 use karpenter_top::view::TablePrices;
-use karpenter_top::{Options, Prices, Sort};
+use karpenter_top::{Explained, Options, Prices, Sort};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
@@ -130,34 +130,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let client = runtime.block_on(async {
-        let options = kube::config::KubeConfigOptions {
-            context: args.context.clone(),
-            ..Default::default()
-        };
-        let config = match &args.kubeconfig {
-            Some(path) => {
-                let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                    .with_context(|| format!("reading the kubeconfig {}", path.display()))?;
-                kube::Config::from_custom_kubeconfig(kubeconfig, &options).await
-            }
-            None => kube::Config::from_kubeconfig(&options).await,
-        }
-        .context("reading the kubeconfig")?;
-        kube::Client::try_from(config).context("a client for the kubeconfig")
-    })?;
+    let kubeconfig = Kubeconfig {
+        path: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    };
+    let client = runtime
+        .block_on(kubeconfig.client())
+        .context("a client for the kubeconfig")?;
+    let target = match (&args.controller_url, args.no_controller) {
+        (_, true) => None,
+        (Some(url), false) => Some(Target::Url(
+            url.parse()
+                .with_context(|| format!("--controller-url {url:?}"))?,
+        )),
+        (None, false) => Some(Target::ServiceProxy {
+            namespace: args.namespace.clone(),
+            service: args.service.clone(),
+            kubeconfig,
+        }),
+    };
     if live {
-        let controller = match (&args.controller_url, args.no_controller) {
-            (_, true) => None,
-            (Some(url), false) => Some(Target::Url(
-                url.parse()
-                    .with_context(|| format!("--controller-url {url:?}"))?,
-            )),
-            (None, false) => Some(Target::ServiceProxy {
-                namespace: args.namespace.clone(),
-                service: args.service.clone(),
-            }),
-        };
         live::run(
             &runtime,
             live::Live {
@@ -165,7 +157,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 prices,
                 options,
                 interval: Duration::from_secs(args.interval.max(1)),
-                controller,
+                controller: target,
             },
         )?;
         return Ok(ExitCode::SUCCESS);
@@ -173,7 +165,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let listed = runtime
         .block_on(karpenter_top::list(&client))
         .context("reading the cluster")?;
-    let view = karpenter_top::view(&listed, prices.as_ref(), &options, chrono::Utc::now());
+    let mut explained = Explained::default();
+    if let Some(target) = &target {
+        match runtime.block_on(controller::ask_pass(target)) {
+            Ok(Some(pass)) => pass.into_explained(&mut explained),
+            Ok(None) => eprintln!("note: the controller has no disruption pass yet: no verdicts"),
+            Err(e) => eprintln!(
+                "note: the controller cannot be asked (no verdicts, no budgets; --no-controller does not ask): {e}"
+            ),
+        }
+    }
+    let mut view = karpenter_top::view(&listed, prices.as_ref(), &options, chrono::Utc::now());
+    karpenter_top::view::explain(&mut view, &explained);
     match args.output {
         Output::Json => println!("{}", serde_json::to_string_pretty(&view)?),
         Output::Text => print!("{}", karpenter_top::render(&view, width)),

@@ -6,7 +6,8 @@
 //! [`text`]):
 //!
 //! - **the running controller** (default): its `/explain/...` answers, reached through the API
-//!   server's service proxy with the kubeconfig (`--namespace`, `--service`: the chart's
+//!   server's service proxy with the kubeconfig (`--kubeconfig`, `--context`; `--namespace`,
+//!   `--service`: the chart's
 //!   `karpenter` Service and its `http-metrics` port), or directly with `--controller-url`. The
 //!   asking is `karpenter_controller::explain::client`'s.
 //! - **manifests, offline** (`-f`): loaded as `simulate` loads them, applied to the cluster index
@@ -26,7 +27,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use karpenter_controller::explain::client::{Target, ask, paths};
+use karpenter_controller::explain::client::{Kubeconfig, Target, ask, paths};
 use karpenter_controller::explain::model::NoAnswer;
 
 use text::{disruption_text, node_pool_text, node_text, pod_text, removal_text};
@@ -81,6 +82,12 @@ pub struct Args {
     /// The controller's Service and its metrics port name (service proxy).
     #[arg(long, default_value = "karpenter:http-metrics", global = true)]
     service: String,
+    /// The kubeconfig file of the service proxy (default: $KUBECONFIG, else ~/.kube/config).
+    #[arg(long, value_name = "FILE", global = true)]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context of the service proxy (default: the current one).
+    #[arg(long, value_name = "NAME", global = true)]
+    context: Option<String>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -179,6 +186,10 @@ fn from_controller(args: &Args, path: &str) -> anyhow::Result<Result<String, NoA
         None => Target::ServiceProxy {
             namespace: args.namespace.clone(),
             service: args.service.clone(),
+            kubeconfig: Kubeconfig {
+                path: args.kubeconfig.clone(),
+                context: args.context.clone(),
+            },
         },
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -222,7 +233,7 @@ fn render<T: serde::Serialize>(
 mod tests {
     use super::*;
     use karpenter_controller::explain::model::{
-        PlaceReason, PodAnswer, PodOutcome, PricedType, ReplacementAnswer,
+        PlaceReason, PodAnswer, PodOutcome, PricedType, ReplacementAnswer, UnavailableAnswer,
     };
 
     #[test]
@@ -251,6 +262,7 @@ mod tests {
                     place: "nodepool general".into(),
                     reason: "no instance type has enough resources".into(),
                     closest: None,
+                    unavailable: Vec::new(),
                 }],
             },
         };
@@ -270,12 +282,27 @@ mod tests {
                     }),
                 },
                 pods: 3,
+                unavailable: vec![UnavailableAnswer {
+                    instance_type: "c5.large".into(),
+                    zone: "us-east-1a".into(),
+                    capacity_type: "spot".into(),
+                    price: 0.031,
+                    until: "2026-11-27T10:02:30Z".into(),
+                    remaining: "2m30s".into(),
+                }],
             },
             ..answer
         };
         assert!(
             pod_text(&launched).contains(
                 "goes to new NodeClaim general-x1: nodepool general, 12 instance types, cheapest c5.large at $0.0850/h; 3 pod(s) share it"
+            ),
+            "{}",
+            pod_text(&launched)
+        );
+        assert!(
+            pod_text(&launched).contains(
+                "  cheaper offerings not picked, marked unavailable after insufficient capacity:\n  - c5.large spot us-east-1a ($0.0310/h) until 2026-11-27T10:02:30Z (2m30s remaining)\n"
             ),
             "{}",
             pod_text(&launched)

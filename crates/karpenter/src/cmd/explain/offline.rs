@@ -39,6 +39,12 @@ pub fn answer(args: &Args) -> anyhow::Result<Result<String, NoAnswer>> {
     for note in &notes {
         eprintln!("note: {note}");
     }
+    if matches!(args.what, What::Pod { .. }) {
+        // The marks live in the controller's memory only.
+        eprintln!(
+            "note: offerings marked unavailable after insufficient capacity are not known offline (every offering is taken as available): ask the controller"
+        );
+    }
     let explanations = &recomputed.explanations;
     match &args.what {
         What::Pod { pod } => {

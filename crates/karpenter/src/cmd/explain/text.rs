@@ -2,8 +2,9 @@
 //! the offline ones.
 
 use karpenter_controller::explain::model::{
-    CommandAnswer, DestinationAnswer, DisruptionAnswer, NodeAnswer, NodePoolAnswer, NodeVerdict,
-    PodAnswer, PodOutcome, ReasonAnswer, RemovalAnswer, ReplacementAnswer,
+    CommandAnswer, DestinationAnswer, DisruptionAnswer, LaunchAnswer, NodeAnswer, NodePoolAnswer,
+    NodeVerdict, PodAnswer, PodOutcome, ReasonAnswer, RemovalAnswer, ReplacementAnswer,
+    UnavailableAnswer,
 };
 
 fn launch_text(launch: &ReplacementAnswer) -> String {
@@ -20,6 +21,16 @@ fn launch_text(launch: &ReplacementAnswer) -> String {
     }
 }
 
+/// One line per offering: `c5.large on-demand us-east-1a ($0.0850/h) until T (2m remaining)`.
+fn unavailable_text(out: &mut String, lead: &str, offerings: &[UnavailableAnswer]) {
+    for u in offerings {
+        out.push_str(&format!(
+            "{lead}{} {} {} (${:.4}/h) until {} ({} remaining)\n",
+            u.instance_type, u.capacity_type, u.zone, u.price, u.until, u.remaining
+        ));
+    }
+}
+
 pub fn pod_text(answer: &PodAnswer) -> String {
     let mut out = format!("pod {} (batch of {})\n", answer.pod, answer.decided_at);
     match &answer.outcome {
@@ -27,6 +38,7 @@ pub fn pod_text(answer: &PodAnswer) -> String {
             node_claim,
             launch,
             pods,
+            unavailable,
         } => {
             let claim = node_claim.as_deref().map_or_else(
                 || "a new NodeClaim (not created yet)".to_owned(),
@@ -36,6 +48,12 @@ pub fn pod_text(answer: &PodAnswer) -> String {
                 "  goes to {claim}: {}; {pods} pod(s) share it\n",
                 launch_text(launch)
             ));
+            if !unavailable.is_empty() {
+                out.push_str(
+                    "  cheaper offerings not picked, marked unavailable after insufficient capacity:\n",
+                );
+                unavailable_text(&mut out, "  - ", unavailable);
+            }
         }
         PodOutcome::ExistingNode { node } => {
             out.push_str(&format!("  fits on existing node {node}\n"));
@@ -57,6 +75,12 @@ pub fn pod_text(answer: &PodAnswer) -> String {
                 if let Some(closest) = &r.closest {
                     out.push_str(&format!("    closest instance type {closest}\n"));
                 }
+                if !r.unavailable.is_empty() {
+                    out.push_str(
+                        "    offerings that would hold it, marked unavailable after insufficient capacity:\n",
+                    );
+                    unavailable_text(&mut out, "    - ", &r.unavailable);
+                }
             }
         }
     }
@@ -69,6 +93,12 @@ fn reasons_text(out: &mut String, reasons: &[ReasonAnswer]) {
             "  - {} ({}, told as {})\n",
             r.text, r.code, r.event
         ));
+        if let Some(lifts) = &r.lifts {
+            out.push_str(&format!(
+                "    {} remaining, until {}\n",
+                lifts.remaining, lifts.at
+            ));
+        }
     }
 }
 
@@ -96,8 +126,51 @@ fn command_text(out: &mut String, c: &CommandAnswer) {
     }
 }
 
+fn launch_record_text(out: &mut String, launch: Option<&LaunchAnswer>) {
+    let Some(l) = launch else {
+        out.push_str(
+            "  why it was launched is not known (the controller that launched it records it, while it runs)\n",
+        );
+        return;
+    };
+    let named = l.pods.join(", ");
+    let more = l.pod_count.saturating_sub(l.pods.len());
+    let pods = match (l.pod_count, more) {
+        (0, _) => "no pod".to_owned(),
+        (_, 0) => format!("{} pod(s): {named}", l.pod_count),
+        _ => format!("{} pod(s): {named} and {more} more", l.pod_count),
+    };
+    out.push_str(&format!(
+        "  launched as NodeClaim {} of nodepool {} by the batch of {} for {pods}\n",
+        l.node_claim, l.node_pool, l.batch
+    ));
+    let types = match l.instance_types {
+        1 => "1 compatible instance type".to_owned(),
+        n => format!("{n} compatible instance types"),
+    };
+    let mut line = format!("    {types}");
+    if let Some(c) = &l.cheapest {
+        line.push_str(&format!(
+            ", cheapest {} at ${:.4}/h",
+            c.instance_type, c.price
+        ));
+    }
+    if let Some(n) = &l.next_cheapest {
+        line.push_str(&format!(
+            ", next-cheapest {} at ${:.4}/h",
+            n.instance_type, n.price
+        ));
+    }
+    if let Some(t) = &l.launched_as {
+        line.push_str(&format!("; the cloud launched {t}"));
+    }
+    out.push_str(&line);
+    out.push('\n');
+}
+
 pub fn node_text(answer: &NodeAnswer) -> String {
     let mut out = format!("node {} (pass of {})\n", answer.node, answer.decided_at);
+    launch_record_text(&mut out, answer.launch.as_ref());
     match &answer.verdict {
         NodeVerdict::Disrupting { command } => {
             out.push_str("  is being disrupted:\n");

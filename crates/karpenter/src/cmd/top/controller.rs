@@ -7,12 +7,43 @@
 use std::collections::BTreeMap;
 
 use karpenter_controller::explain::client::{AskError, Target, ask, paths};
-use karpenter_controller::explain::model::{DisruptionAnswer, NodeAnswer};
+use karpenter_controller::explain::model::{DisruptionAnswer, NodeAnswer, NodePoolAnswer};
+use karpenter_top::Explained;
 
-/// The verdicts and saving from the last disruption pass's answer.
+/// The verdicts and saving from the last disruption pass's answer, and the NodePools' budgets
+/// allowed now.
+#[derive(Clone)]
 pub(super) struct Pass {
     pub verdicts: BTreeMap<String, String>,
     pub saving_per_hour: Option<f64>,
+    /// Per NodePool, `(reason, allowed now)`.
+    pub budgets: BTreeMap<String, Vec<(String, u32)>>,
+}
+
+impl Pass {
+    /// Into what `top` shows (the selected node's answer and any problem left as they were).
+    pub fn into_explained(self, explained: &mut Explained) {
+        explained.verdicts = self.verdicts;
+        explained.saving_per_hour = self.saving_per_hour;
+        explained.budgets = self.budgets;
+        explained.problem = None;
+    }
+}
+
+/// Per NodePool, how many more nodes may be disrupted now per reason.
+pub(super) fn budgets(pools: &[NodePoolAnswer]) -> BTreeMap<String, Vec<(String, u32)>> {
+    pools
+        .iter()
+        .map(|p| {
+            (
+                p.node_pool.clone(),
+                p.budgets
+                    .iter()
+                    .map(|b| (b.reason.clone(), b.allowed))
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 /// Why the controller could not be asked, as one line (the error and its causes).
@@ -45,17 +76,23 @@ pub(super) fn pass(answer: &DisruptionAnswer) -> Pass {
                 .iter()
                 .fold(0.0, |total, c| total + c.savings_per_hour),
         ),
+        budgets: BTreeMap::new(),
     }
 }
 
 /// The last disruption pass, or why there is none (`Err`: the controller cannot be asked;
 /// `Ok(None)`: it answered that it has no pass yet).
+/// With it, the NodePools' budgets allowed now (none when the controller does not say).
 pub(super) async fn ask_pass(target: &Target) -> Result<Option<Pass>, String> {
-    match ask::<DisruptionAnswer>(target, paths::DISRUPTION).await {
-        Ok(Ok(answer)) => Ok(Some(pass(&answer))),
-        Ok(Err(_none)) => Ok(None),
-        Err(e) => Err(problem(e)),
+    let mut pass = match ask::<DisruptionAnswer>(target, paths::DISRUPTION).await {
+        Ok(Ok(answer)) => pass(&answer),
+        Ok(Err(_none)) => return Ok(None),
+        Err(e) => return Err(problem(e)),
+    };
+    if let Ok(Ok(pools)) = ask::<Vec<NodePoolAnswer>>(target, paths::NODE_POOLS).await {
+        pass.budgets = budgets(&pools);
     }
+    Ok(Some(pass))
 }
 
 /// `karpenter explain node`'s text for `node`, a line each.
@@ -94,6 +131,7 @@ mod tests {
                         code: "pod-do-not-disrupt".into(),
                         event: "DisruptionBlocked".into(),
                         text: "a pod says do-not-disrupt".into(),
+                        lifts: None,
                     }],
                 },
                 KeptNode {

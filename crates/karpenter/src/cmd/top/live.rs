@@ -135,9 +135,9 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, live: Live) -> anyhow::Resu
         {
             match rx.borrow_and_update().as_ref() {
                 Some(Ok(Some(pass))) => {
-                    explained.verdicts = pass.verdicts.clone();
-                    explained.saving_per_hour = pass.saving_per_hour;
-                    explained.problem = None;
+                    pass.clone().into_explained(&mut explained);
+                    // The NodePool pane shows the budgets from the view.
+                    stale = true;
                 }
                 Some(Ok(None)) => explained.problem = Some("no disruption pass yet".to_owned()),
                 Some(Err(e)) => explained.problem = Some(e.clone()),
@@ -163,6 +163,7 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, live: Live) -> anyhow::Resu
                 &options,
                 chrono::Utc::now(),
             );
+            karpenter_top::view::explain(&mut view, &explained);
             ui.clamp(view.nodes.len());
             stale = false;
         }
