@@ -441,10 +441,10 @@ impl Generator {
             mem += m;
         }
         let pods = plan.pods.len() + DAEMONSETS.len();
-        let factor = if i % 10 == 0 { 4.0 } else { 1.15 };
+        let factor = if i.is_multiple_of(10) { 4.0 } else { 1.15 };
         let it = size_for(&self.catalog, cpu, mem, pods, factor);
         let zone = ZONES[i % ZONES.len()];
-        let capacity_type = if plan.batch || zone == ZONES[2] || i % 2 == 0 {
+        let capacity_type = if plan.batch || zone == ZONES[2] || i.is_multiple_of(2) {
             "on-demand"
         } else {
             "spot"
