@@ -5,11 +5,12 @@
 //! `karpenter-bench scheduling` builds upstream's benchmark input (one NodePool,
 //! `fake.InstanceTypes(N)`, the diverse or preference workload), runs one solve on a fresh
 //! solver and reports throughput, node count, cost and peak memory. `consolidation`,
-//! `interruption` and `ec2` live next to it and share its peak-RSS reading.
+//! `scale`, `interruption` and `ec2` live next to it and share its peak-RSS reading.
 
 mod consolidation;
 mod ec2;
 mod interruption;
+mod scale;
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -40,6 +41,9 @@ enum BenchCommand {
     Scheduling(SchedulingArgs),
     /// One full disruption pass over the diverse workload spread across many nodes.
     Consolidation(consolidation::ConsolidationArgs),
+    /// The controller's index, one provisioning solve and one disruption pass over a large
+    /// generated cluster (nodes, bound and pending pods of Deployments, DaemonSets, PDBs).
+    Scale(scale::ScaleArgs),
     /// The interruption handler, from SQS message body to decision, over generated messages.
     Interruption(interruption::InterruptionArgs),
     /// The EC2 provider against an EC2 endpoint (the emulator): instance-type refresh and
@@ -89,6 +93,7 @@ fn main() -> ExitCode {
     let result = match args.command {
         BenchCommand::Scheduling(a) => scheduling(a),
         BenchCommand::Consolidation(a) => consolidation::run(a, peak_rss_mb),
+        BenchCommand::Scale(a) => scale::run(a, peak_rss_mb),
         BenchCommand::Interruption(a) => interruption::run(a, peak_rss_mb),
         BenchCommand::Ec2(a) => ec2::run(a, peak_rss_mb),
     };

@@ -29,6 +29,9 @@ use crate::solver::type_index::TypeIndex;
 use crate::solver::volumes::VolumeIndex;
 use crate::taints;
 
+/// Existing pods (node index, pod index) by label (key, value).
+type PodsByLabel = FxHashMap<(Sym, Sym), Vec<(u32, u32)>>;
+
 /// Interned well-known keys.
 #[derive(Debug, Clone, Copy)]
 pub struct Keys {
@@ -55,6 +58,10 @@ pub struct Solver<'a> {
     pub(crate) pools: Vec<PoolState<'a>>,
     pub(crate) existing: Vec<ExistingState>,
     pub(crate) existing_pods: Vec<Vec<ExistingPod>>,
+    /// The existing nodes' pods by label (key, value), as (node, pod) indexes in node order:
+    /// built on the first new topology group, so a group counts only the pods that carry its
+    /// selector's required label instead of every pod of the cluster.
+    existing_by_label: Option<PodsByLabel>,
     pub(crate) claims: Vec<Claim>,
     pub(crate) order: BTreeMap<(usize, i64), usize>,
     pub(crate) order_front: i64,
@@ -289,6 +296,7 @@ impl<'a> Solver<'a> {
             pools: Vec::new(),
             existing,
             existing_pods,
+            existing_by_label: None,
             claims: Vec::new(),
             order: BTreeMap::new(),
             order_front: 0,
@@ -328,6 +336,8 @@ impl<'a> Solver<'a> {
             solver.existing.push(e);
             solver.existing_pods.push(p);
         }
+        // Indexes of the node order above, never of the one before.
+        solver.existing_by_label = None;
         solver
     }
 
@@ -564,29 +574,65 @@ impl<'a> Solver<'a> {
         let (gi, new) = self.topology.group(spec);
         if new {
             let mut hits = Vec::new();
+            let existing_pods = &self.existing_pods;
+            let by_label = self.existing_by_label.get_or_insert_with(|| {
+                let mut index = PodsByLabel::default();
+                for (n, pods) in existing_pods.iter().enumerate() {
+                    for (p, pod) in pods.iter().enumerate() {
+                        for &(k, v) in &pod.labels {
+                            index.entry((k, v)).or_default().push((n as u32, p as u32));
+                        }
+                    }
+                }
+                index
+            });
             let g = &self.topology.groups[gi].spec;
-            for (e, pods) in self.existing.iter().zip(&self.existing_pods) {
-                let Some(domain) = e
-                    .requirements
-                    .get(g.key)
-                    .and_then(Requirement::single_value)
-                else {
+            // Nodes in order, then their pods in order: the order of the counts is the same
+            // whether every pod is looked at or only those with the required label.
+            let all: Vec<(u32, u32)>;
+            let candidates: &[(u32, u32)] =
+                match g.selector.as_ref().and_then(|s| s.required_label()) {
+                    Some(label) => by_label.get(&label).map_or(&[], Vec::as_slice),
+                    None => {
+                        all = existing_pods
+                            .iter()
+                            .enumerate()
+                            .flat_map(|(n, pods)| {
+                                (0..pods.len()).map(move |p| (n as u32, p as u32))
+                            })
+                            .collect();
+                        &all
+                    }
+                };
+            let mut node_ok: Option<(u32, Option<Sym>)> = None;
+            for &(n, p) in candidates {
+                let e = &self.existing[n as usize];
+                let domain = match node_ok {
+                    Some((m, d)) if m == n => d,
+                    _ => {
+                        let d = e
+                            .requirements
+                            .get(g.key)
+                            .and_then(Requirement::single_value)
+                            .filter(|_| {
+                                g.kind != GroupKind::Spread
+                                    || g.filter.matches(
+                                        &e.taints,
+                                        &e.requirements,
+                                        &self.strict_keys,
+                                        &self.interner,
+                                    )
+                            });
+                        node_ok = Some((n, d));
+                        d
+                    }
+                };
+                let Some(domain) = domain else {
                     continue;
                 };
-                if g.kind == GroupKind::Spread
-                    && !g.filter.matches(
-                        &e.taints,
-                        &e.requirements,
-                        &self.strict_keys,
-                        &self.interner,
-                    )
-                {
-                    continue;
-                }
-                for p in pods {
-                    if g.selects(p.namespace, &p.labels, &self.interner) {
-                        hits.push((domain, e.taint_set));
-                    }
+                let pod = &existing_pods[n as usize][p as usize];
+                if g.selects(pod.namespace, &pod.labels, &self.interner) {
+                    hits.push((domain, e.taint_set));
                 }
             }
             for (d, ts) in hits {

@@ -90,6 +90,14 @@ impl Selector {
             })
     }
 
+    /// A label every pod it matches carries (a requirement `key In [value]`), if it has one:
+    /// a pod without it cannot match, so callers may look only at the pods that have it.
+    pub fn required_label(&self) -> Option<(Sym, Sym)> {
+        self.reqs
+            .iter()
+            .find_map(|(key, req)| Some((key, req.single_value()?)))
+    }
+
     /// Matches a string label map (namespaces, nodes).
     pub fn matches_map(&self, labels: &BTreeMap<String, String>, interner: &Interner) -> bool {
         self.reqs.iter().all(|(key, req)| {
