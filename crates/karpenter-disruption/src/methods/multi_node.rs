@@ -8,7 +8,8 @@
 //! candidates left (not in a command, not receiving a command's pods), each round simulated
 //! with the earlier commands taken in ([`Pass::commit`]), until a round finds nothing: the
 //! tail of a large scale-down, many independent 2-into-1 moves, is decided in one pass
-//! instead of one pass (and one 15 s validation) per move.
+//! instead of one pass (and one 15 s validation) per move. Rounds after the first command stop
+//! when the pass has spent `pass::FURTHER_WORK`.
 
 use karpenter_api::v1::DisruptionReason;
 
@@ -36,7 +37,7 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
         }
     }
     let mut commands = Vec::new();
-    loop {
+    while pass.may_look_further() {
         let left: Vec<&Candidate> = within
             .iter()
             .filter(|c| pass.taken(c.index).is_none())

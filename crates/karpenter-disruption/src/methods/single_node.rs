@@ -7,7 +7,8 @@
 //! validation, so a cluster with many small moves settles one move per ~25 s. Here the search
 //! goes on over the rest of the candidates within the budget, each simulated with the
 //! commands already decided taken in ([`Pass::commit`]: their candidates gone, their pods
-//! where they move), so every command of the pass holds together with the others.
+//! where they move), so every command of the pass holds together with the others; once the
+//! pass has a command, only within `pass::FURTHER_WORK`.
 
 use std::collections::BTreeMap;
 
@@ -59,6 +60,9 @@ pub fn compute(pass: &mut Pass<'_>) -> Vec<Command> {
     }
     let mut commands = Vec::new();
     for c in &candidates {
+        if !pass.may_look_further() {
+            break;
+        }
         if let Some(why) = pass.taken(c.index) {
             pass.note(c.index, why);
             continue;
