@@ -71,6 +71,11 @@ fn search(pass: &mut Pass<'_>, within: &[&Candidate], first: bool) -> Option<(Co
     // (upstream counts once per search, not per probe).
     let mut rejected: Option<(usize, Vec<balanced::BalancedScore>)> = None;
     while lo <= hi {
+        // A later round stops probing once the pass has spent its further work, keeping the
+        // longest prefix found so far (every probe that succeeded is a valid command).
+        if !first && !pass.may_look_further() {
+            break;
+        }
         let mid = (lo + hi) / 2;
         let batch = &within[..=mid];
         let ok =
