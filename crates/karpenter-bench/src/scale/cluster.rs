@@ -5,7 +5,7 @@
 //! Deployments, and pending pods of the same mix (new Deployments and scale-ups of existing
 //! ones).
 //!
-//! Objects are produced one at a time ([`Generator::objects`]) so the caller can time only what
+//! Objects are produced one at a time ([`Generator::bound_objects`], [`Generator::pending_objects`]) so the caller can time only what
 //! the index does with them and never holds the whole cluster twice. Bound pods go to
 //! consecutive nodes of their pool (so a Deployment's replicas land on distinct hostnames and
 //! evenly over the zones, respecting its spread and anti-affinity); each node is then sized to
@@ -211,7 +211,7 @@ struct NodePlan {
 }
 
 /// The generator: the plan of the cluster (small: indices only); objects come from
-/// [`Generator::objects`].
+/// [`Generator::bound_objects`] and [`Generator::pending_objects`].
 #[derive(Debug)]
 pub struct Generator {
     now: DateTime<Utc>,

@@ -307,7 +307,7 @@ impl Explanations {
 
     /// The NodeClaim created for `claim` (of the last batch) is named `name`: its pods are
     /// told so, and why it was launched is kept for `name` until it terminates
-    /// ([`Self::node_claim_terminated`]; at most [`MAX_LAUNCHES`], the oldest dropped first).
+    /// ([`Self::node_claim_terminated`]; at most `MAX_LAUNCHES`, the oldest dropped first).
     pub fn node_claim_created(&self, name: &str, claim: &NewNodeClaim) {
         let mut record = self.lock();
         for pod in &claim.pods {
