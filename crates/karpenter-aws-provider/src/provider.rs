@@ -162,6 +162,32 @@ pub enum StartError {
     Prices(#[source] karpenter_cloud::CatalogError),
 }
 
+/// The first wait before a start that failed for a passing reason is tried again.
+const START_RETRY_FIRST: std::time::Duration = std::time::Duration::from_secs(1);
+/// The longest wait between two tries of a start.
+const START_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl StartError {
+    /// How long to wait before trying the start again after its `attempt`-th failure (from
+    /// 1): 1 s doubling to 30 s when EC2 may answer next time (throttled, a 5xx, a timeout or
+    /// a dropped connection, each already retried by the SDK); `None` when trying again cannot
+    /// help (access denied, no cluster name, the embedded prices).
+    #[must_use]
+    pub fn retry_after(&self, attempt: u32) -> Option<std::time::Duration> {
+        match self {
+            StartError::Catalog(error) if error.is_retryable() => {
+                let doublings = attempt.saturating_sub(1).min(16);
+                Some(
+                    START_RETRY_FIRST
+                        .saturating_mul(1 << doublings)
+                        .min(START_RETRY_MAX),
+                )
+            }
+            StartError::Catalog(_) | StartError::NoClusterName | StartError::Prices(_) => None,
+        }
+    }
+}
+
 impl<L: NodeClasses> AwsCloud<L> {
     /// Lists the region's instance types (they must be listable: upstream refuses to start
     /// otherwise) and starts from the embedded prices; call [`AwsCloud::refresh_prices`] next.
@@ -1408,5 +1434,39 @@ impl<L: NodeClasses> CloudProvider for AwsCloud<L> {
 
     fn repair_policies(&self) -> Vec<karpenter_cloud::RepairPolicy> {
         crate::repair::policies(self.settings.reboot_for_repair)
+    }
+}
+
+#[cfg(test)]
+mod start_tests {
+    use std::time::Duration;
+
+    use super::StartError;
+    use crate::AwsError;
+
+    fn catalog(code: &str) -> StartError {
+        StartError::Catalog(AwsError::new("ec2:DescribeInstanceTypes", code, "m"))
+    }
+
+    #[test]
+    fn a_start_ec2_may_answer_next_time_is_tried_again_with_doubling_waits_up_to_thirty_seconds() {
+        let waits: Vec<_> = (1..=7)
+            .map(|attempt| catalog("Timeout").retry_after(attempt))
+            .collect();
+        let secs = [1, 2, 4, 8, 16, 30, 30].map(|s| Some(Duration::from_secs(s)));
+        assert_eq!(waits, secs);
+        for code in ["RequestLimitExceeded", "InternalError", "Dispatch"] {
+            assert!(catalog(code).retry_after(1).is_some(), "{code}");
+        }
+        assert_eq!(
+            catalog("Timeout").retry_after(u32::MAX),
+            Some(Duration::from_secs(30))
+        );
+    }
+
+    #[test]
+    fn a_start_denied_or_misconfigured_is_not_tried_again() {
+        assert_eq!(catalog("UnauthorizedOperation").retry_after(1), None);
+        assert_eq!(StartError::NoClusterName.retry_after(1), None);
     }
 }

@@ -129,7 +129,7 @@ pub async fn run_aws(
     clients: karpenter_aws_provider::AwsClients,
     sqs: Option<karpenter_aws_provider::sqs::Client>,
 ) -> Result<(), ControllerError> {
-    use karpenter_aws_provider::{AwsCloud, AwsSettings};
+    use karpenter_aws_provider::AwsSettings;
     let settings = ctx.settings.clone();
     let cache = ClusterCache::new();
     cache.spawn_watchers(
@@ -183,13 +183,12 @@ pub async fn run_aws(
     } else {
         None
     };
-    let mut aws_cloud = AwsCloud::start(
-        clients.clone(),
-        aws_settings,
-        nodeclass::CachedClasses(cache.clone()),
-    )
-    .await
-    .map_err(StartError::from)?;
+    let classes = nodeclass::CachedClasses(cache.clone());
+    let Some(mut aws_cloud) =
+        start_aws_cloud(&clients, &aws_settings, &classes, &ctx.cancel).await?
+    else {
+        return Ok(());
+    };
     if let Some(shifts) = &zonal_shifts {
         aws_cloud = aws_cloud.with_zonal_shifts(shifts.clone());
     }
@@ -291,6 +290,50 @@ pub async fn run_aws(
             }
         });
     run_with(ctx, cache, metrics, cloud, sqs, Some(extra)).await
+}
+
+/// Starts the EC2 provider (it lists the region's instance types). A start that failed for a
+/// passing reason (EC2 throttled, a 5xx, a timeout, after the SDK's own retries) is logged and
+/// tried again with backoff until it succeeds or the controller stops (`None`): a moment of EC2
+/// trouble at start delays it instead of stopping it. Access denied and a missing cluster name
+/// stop the start with their error.
+async fn start_aws_cloud(
+    clients: &karpenter_aws_provider::AwsClients,
+    settings: &karpenter_aws_provider::AwsSettings,
+    classes: &nodeclass::CachedClasses,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Option<karpenter_aws_provider::AwsCloud<nodeclass::CachedClasses>>, StartError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let error = match karpenter_aws_provider::AwsCloud::start(
+            clients.clone(),
+            settings.clone(),
+            classes.clone(),
+        )
+        .await
+        {
+            Ok(cloud) => return Ok(Some(cloud)),
+            Err(error) => error,
+        };
+        let Some(wait) = error.retry_after(attempt) else {
+            return Err(error.into());
+        };
+        let cause = std::error::Error::source(&error)
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        tracing::warn!(
+            attempt,
+            %error,
+            %cause,
+            "starting the EC2 cloud provider failed; trying again in {}s",
+            wait.as_secs()
+        );
+        tokio::select! {
+            () = cancel.cancelled() => return Ok(None),
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
 }
 
 /// Starts every controller on the simulated cloud with `options`.

@@ -338,6 +338,17 @@ async fn spawn_controller(
                 _ = crashed => None,
             }
         });
+        // A controller that stopped on its own says why in the test's output (a binary would
+        // print it as it exits).
+        if let Some(Err(error)) = &outcome {
+            let mut why = error.to_string();
+            let mut source = std::error::Error::source(error);
+            while let Some(cause) = source {
+                why.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            tracing::error!("the controller stopped with an error: {why}");
+        }
         // A crash: every task of this "process" is dropped where it stands.
         runtime.shutdown_background();
         let _ = done_tx.send(outcome);

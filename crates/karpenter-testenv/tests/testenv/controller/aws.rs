@@ -1402,6 +1402,54 @@ async fn with_a_fifth_of_ec2_calls_failing_every_pod_is_placed_nothing_leaks_and
     finish_on_aws(h, &aws, &cloud).await;
 }
 
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK and the AWS emulator: run scripts/test-integration"]
+async fn ec2_failing_while_the_controller_starts_delays_it_and_does_not_stop_it() {
+    let _classes = crate::NODE_CLASSES.write().await;
+    let (aws, _shared) = AwsEnv::shared().await.expect("finding the emulator");
+    let (mut h, cloud, _recorder) = start_on_aws_faulty(
+        "aws-start-faults",
+        &aws,
+        &[],
+        false,
+        Some(serde_json::json!({
+            "rate": 1.0, "seed": 1, "services": ["ec2"], "kinds": ["unavailable"]
+        })),
+        &[],
+    )
+    .await;
+    // Each start lists the instance types (the SDK tries 3 times): two starts' worth of
+    // requests means the first failed start was tried again.
+    let report = wait_for(
+        "the controller's start tried again after EC2 failed it",
+        Duration::from_secs(60),
+        || async {
+            let report = aws.fault_report(&cloud.controller_key).await?;
+            let listed = report["counts"]["ec2:DescribeInstanceTypes"]["requests"]
+                .as_u64()
+                .unwrap_or_default();
+            Ok((listed >= 6).then_some(report))
+        },
+    )
+    .await
+    .expect("the start is tried again");
+    assert!(
+        h.controllers[0].done.try_recv().is_err(),
+        "the controller still runs after its start failed twice: {report}"
+    );
+    aws.inject_faults(&serde_json::json!({"access_key_id": cloud.controller_key, "rate": 0.0}))
+        .await
+        .expect("clearing the faults");
+    create_node_class(&h, &cloud, "al2023@latest").await;
+    wait_class_ready(&h).await;
+    h.node_pool(None, super::only(&["c5.large"])).await;
+    let kubelets = spawn_kubelets(&h);
+    h.create_deployment("web", 1, "1500m").await;
+    h.wait_running(1, Duration::from_secs(120)).await;
+    kubelets.abort();
+    finish_on_aws(h, &aws, &cloud).await;
+}
+
 fn spot_interruption(instance_id: &str, zone: &str) -> String {
     serde_json::json!({
         "version": "0",
