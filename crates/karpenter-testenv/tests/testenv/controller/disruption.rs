@@ -82,14 +82,14 @@ impl Harness {
             .sum()
     }
 
-    async fn patch_pool(&self, patch: serde_json::Value) {
+    pub(super) async fn patch_pool(&self, patch: serde_json::Value) {
         Api::<NodePool>::all(self.client.clone())
             .patch(&self.pool, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .expect("patching the NodePool");
     }
 
-    async fn pdb(&self, app: &str, min_available: i32) {
+    pub(super) async fn pdb(&self, app: &str, min_available: i32) {
         let (selector, _) = self.workload(app, "1");
         Api::<PodDisruptionBudget>::namespaced(self.client.clone(), self.scope.namespace())
             .create(

@@ -1,15 +1,19 @@
 //! `/explain/...` on the real control plane + KWOK, asked the way `karpenter explain
 //! --controller-url` asks (`karpenter_controller::explain::client`): a pod no NodePool can take
 //! is told why per pool, a pod that got a node is told which NodeClaim, and a node kept by a
-//! do-not-disrupt pod says so, in the pass's verdict and in its removal simulation.
+//! do-not-disrupt pod says so, in the pass's verdict and in its removal simulation; nodes
+//! kept by a zero budget and by a PDB are told so, the consolidation command explain shows is
+//! the one the controller carries out, node for node, and a pod held by its NodePool's limit
+//! is told so.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use karpenter_controller::explain::client::{Target, ask, paths};
 use karpenter_controller::explain::model::{
-    NodeAnswer, NodePoolAnswer, NodeVerdict, PodAnswer, PodOutcome, RemovalAnswer,
+    DisruptionAnswer, NodeAnswer, NodePoolAnswer, NodeVerdict, PodAnswer, PodOutcome, RemovalAnswer,
 };
 use karpenter_kwok_provider::KwokOptions;
 use karpenter_testenv::wait_for;
@@ -216,5 +220,260 @@ async fn explain_tells_why_a_pod_fits_nowhere_where_another_went_and_why_its_nod
         .await
         .expect("the controller answers");
     assert!(unknown.is_err(), "{unknown:?}");
+    h.finish().await;
+}
+
+/// The nodes the live pods whose names start with `app` run on.
+async fn node_of(h: &super::Harness, app: &str) -> Vec<String> {
+    h.pods()
+        .await
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            p.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with(app))
+        })
+        .filter_map(|p| p.spec?.node_name)
+        .collect()
+}
+
+#[tokio::test]
+#[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
+async fn explain_names_a_zero_budget_a_pdb_and_a_limit_and_the_consolidation_it_predicts_is_the_one_taken()
+ {
+    let h = start("explain-predicts", &[], KwokOptions::default()).await;
+    // Nothing may be disrupted while the cluster is arranged: a budget of zero nodes.
+    h.node_pool_disrupting(
+        serde_json::json!({
+            "consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s",
+            "budgets": [{"nodes": "0"}]
+        }),
+        only(&["c5.large"]),
+    )
+    .await;
+    let target = Target::Url(
+        format!("http://{}", h.controllers[0].metrics)
+            .parse()
+            .expect("the controller's URL"),
+    );
+    // Two nodes (c5.large holds one 1500m pod), two small pods on them, then the big pods
+    // gone: two under-used nodes, one is enough.
+    h.create_deployment("big", 2, "1500m").await;
+    h.wait_running(2, Duration::from_secs(120)).await;
+    h.create_deployment("small", 2, "100m").await;
+    h.wait_running(4, Duration::from_secs(60)).await;
+    Api::<Deployment>::namespaced(h.client.clone(), h.scope.namespace())
+        .delete("big", &Default::default())
+        .await
+        .expect("deleting the big pods");
+    let claims = h.node_claims().await;
+    assert_eq!(claims.len(), 2, "two NodeClaims for the big pods");
+    let nodes: Vec<String> = claims
+        .iter()
+        .filter_map(|c| c.status.as_ref()?.node_name.clone())
+        .collect();
+
+    // The zero budget: every node is kept for it, and the pool says why.
+    for node in &nodes {
+        let reasons = wait_for(
+            &format!("node {node} kept by the zero budget, the big pods gone"),
+            Duration::from_secs(90),
+            || async {
+                let big_left = node_of(&h, "big-").await.len();
+                let answer: Result<NodeAnswer, _> = ask(&target, &paths::node(node))
+                    .await
+                    .expect("the controller answers");
+                Ok(match answer.map(|a| a.verdict) {
+                    Ok(NodeVerdict::Kept { reasons })
+                        if big_left == 0 && reasons.iter().any(|r| r.code == "BudgetExhausted") =>
+                    {
+                        Some(reasons)
+                    }
+                    _ => None,
+                })
+            },
+        )
+        .await
+        .expect("explain names the zero budget");
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.code == "BudgetExhausted" && r.text.contains(&h.pool)),
+            "the budget's sentence names the pool: {reasons:?}"
+        );
+    }
+    let pool: NodePoolAnswer = ask(&target, &paths::node_pool(&h.pool))
+        .await
+        .expect("the controller answers")
+        .expect("the pool was in the last pass");
+    assert!(
+        pool.budgets.iter().all(|b| b.allowed == 0),
+        "no node may be disrupted, for any reason: {pool:?}"
+    );
+
+    // A PDB allowing no small pod down: a node running one cannot be removed, for that PDB.
+    h.pdb("small", 2).await;
+    let guarded = node_of(&h, "small-").await;
+    let node = guarded.first().cloned().expect("a small pod runs");
+    let removal = wait_for(
+        &format!("node {node}'s removal simulation blocked by the PDB"),
+        Duration::from_secs(60),
+        || async {
+            let answer: Result<RemovalAnswer, _> = ask(&target, &paths::removal(&node))
+                .await
+                .expect("the controller answers");
+            Ok(answer
+                .ok()
+                .filter(|r| r.reasons.iter().any(|r| r.code == "PodDisruptionBudget")))
+        },
+    )
+    .await
+    .expect("explain names the PDB");
+    assert!(!removal.removable, "{removal:?}");
+    assert!(
+        removal
+            .reasons
+            .iter()
+            .any(|r| r.code == "PodDisruptionBudget" && r.text.contains("small")),
+        "the PDB is named: {removal:?}"
+    );
+
+    // The PDB gone and the budget opened: the command explain shows is the one the
+    // controller carries out, node for node.
+    Api::<PodDisruptionBudget>::namespaced(h.client.clone(), h.scope.namespace())
+        .delete("small", &Default::default())
+        .await
+        .expect("deleting the PDB");
+    h.patch_pool(serde_json::json!({"spec": {"disruption": {"budgets": [{"nodes": "100%"}]}}}))
+        .await;
+    let command = wait_for(
+        "a disruption command in the last pass",
+        Duration::from_secs(90),
+        || async {
+            let answer: Result<DisruptionAnswer, _> = ask(&target, paths::DISRUPTION)
+                .await
+                .expect("the controller answers");
+            Ok(answer.ok().and_then(|a| a.commands.into_iter().next()))
+        },
+    )
+    .await
+    .expect("consolidation decides");
+    let removed: BTreeSet<String> = command.nodes.iter().cloned().collect();
+    assert!(
+        !removed.is_empty() && removed.iter().all(|n| nodes.contains(n)),
+        "the command removes some of the test's nodes: {command:?}"
+    );
+    let kept: BTreeSet<String> = nodes
+        .iter()
+        .filter(|n| !removed.contains(*n))
+        .cloned()
+        .collect();
+    let replacements = command.replacements.len();
+    let remaining = wait_for(
+        "the controller removing exactly the nodes explain named",
+        Duration::from_secs(120),
+        || async {
+            let claims = h.node_claims().await;
+            let live: BTreeSet<String> = claims
+                .iter()
+                .filter(|c| c.metadata.deletion_timestamp.is_none())
+                .filter_map(|c| c.status.as_ref()?.node_name.clone())
+                .collect();
+            let launched = claims
+                .iter()
+                .filter(|c| {
+                    c.status
+                        .as_ref()
+                        .and_then(|s| s.node_name.as_ref())
+                        .is_none_or(|n| !nodes.contains(n))
+                })
+                .count();
+            // Gone, not only being deleted: their pods are evicted and placed again first.
+            let names: BTreeSet<String> = claims
+                .iter()
+                .filter_map(|c| c.status.as_ref()?.node_name.clone())
+                .collect();
+            let done = names.is_disjoint(&removed) && kept.is_subset(&live);
+            Ok((done && launched == replacements).then_some(live))
+        },
+    )
+    .await
+    .expect("the nodes named are removed, the others stay");
+    wait_for(
+        "both small pods running again, on the nodes left",
+        Duration::from_secs(90),
+        || async {
+            let pods = h.pods().await;
+            let running = pods
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+                .filter(|p| {
+                    p.spec
+                        .as_ref()
+                        .and_then(|s| s.node_name.as_ref())
+                        .is_some_and(|n| !removed.contains(n))
+                })
+                .count();
+            Ok((running == 2 && pods.len() == 2).then_some(()))
+        },
+    )
+    .await
+    .expect("the evicted pod is placed again");
+    assert!(
+        kept.is_subset(&remaining),
+        "{kept:?} stay ({remaining:?}); {command:?}"
+    );
+
+    // A NodePool limit: no new node may be launched, and a pod that fits no existing node
+    // is told so for the pool.
+    h.patch_pool(serde_json::json!({"spec": {"limits": {"cpu": "1"}}}))
+        .await;
+    h.create_deployment("over", 1, "1800m").await;
+    let over = wait_for("the over-limit pod", Duration::from_secs(30), || async {
+        Ok(h.pods()
+            .await
+            .into_iter()
+            .filter_map(|p| p.metadata.name)
+            .find(|n| n.starts_with("over-")))
+    })
+    .await
+    .expect("the Deployment makes its pod");
+    let namespace = h.scope.namespace().to_owned();
+    let pool_line = format!("nodepool {}", h.pool);
+    let reasons = wait_for(
+        "the over-limit pod's explanation naming the pool's limit",
+        Duration::from_secs(60),
+        || async {
+            let answer: Result<PodAnswer, _> = ask(&target, &paths::pod(&namespace, &over))
+                .await
+                .expect("the controller answers");
+            Ok(match answer.map(|a| a.outcome) {
+                Ok(PodOutcome::Unschedulable { reasons })
+                    if reasons
+                        .iter()
+                        .any(|r| r.place == pool_line && r.reason.contains("limit")) =>
+                {
+                    Some(reasons)
+                }
+                _ => None,
+            })
+        },
+    )
+    .await;
+    let reasons = match reasons {
+        Ok(reasons) => reasons,
+        Err(timeout) => {
+            let last: Result<Result<PodAnswer, _>, _> =
+                ask(&target, &paths::pod(&namespace, &over)).await;
+            panic!("explain names the limit: {timeout:?}; its last answer: {last:?}")
+        }
+    };
+    assert!(
+        h.node_claims().await.len() <= 1 + replacements,
+        "no NodeClaim launched past the limit: {reasons:?}"
+    );
     h.finish().await;
 }
