@@ -225,3 +225,45 @@ fn a_node_waiting_for_consolidate_after_is_told_how_long_remains_and_until_when(
         "{text}"
     );
 }
+
+#[test]
+fn without_the_controller_an_unreachable_cluster_exits_2_naming_what_it_was_listing() {
+    let dir = std::env::temp_dir().join(format!("explain-no-controller-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    // Port 9 (discard) on loopback: nothing answers.
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'http://127.0.0.1:9'}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
+    )
+    .unwrap();
+    let output = karpenter(
+        &[
+            "explain",
+            "node",
+            "n1",
+            "--no-controller",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+        ],
+        None,
+    );
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("listing the cluster's NodePools"), "{err}");
+    let output = karpenter(
+        &["explain", "node", "n1", "--no-controller", "-f", "x.yaml"],
+        None,
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "-f and --no-controller conflict"
+    );
+    assert!(
+        stderr(&output).contains("--no-controller"),
+        "{}",
+        stderr(&output)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -223,6 +223,32 @@ async fn explain_tells_why_a_pod_fits_nowhere_where_another_went_and_why_its_nod
     h.finish().await;
 }
 
+/// `karpenter explain ARGS --no-controller -o json` against the test's cluster: its answer
+/// (recomputed from the listed objects, without the controller), or its exit code and
+/// standard error.
+fn explain_without_controller(
+    h: &super::Harness,
+    args: &[&str],
+) -> Result<serde_json::Value, String> {
+    let out = std::process::Command::new(super::top::karpenter_binary())
+        .arg("explain")
+        .args(args)
+        .args(["--no-controller", "-o", "json", "--kubeconfig"])
+        .arg(h.env.kubeconfig_path())
+        .output()
+        .expect("running karpenter explain");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() {
+        return Err(format!("exit {:?}: {stderr}", out.status.code()));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "not JSON ({e}): {}; {stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
 /// The nodes the live pods whose names start with `app` run on.
 async fn node_of(h: &super::Harness, app: &str) -> Vec<String> {
     h.pods()
@@ -312,6 +338,21 @@ async fn explain_names_a_zero_budget_a_pdb_and_a_limit_and_the_consolidation_it_
         pool.budgets.iter().all(|b| b.allowed == 0),
         "no node may be disrupted, for any reason: {pool:?}"
     );
+    // The same answer without the controller, recomputed from the listed cluster.
+    let recomputed = explain_without_controller(&h, &["node", &nodes[0]])
+        .expect("explain --no-controller answers");
+    let answer: NodeAnswer = serde_json::from_value(recomputed.clone()).expect("a node answer");
+    assert!(
+        matches!(&answer.verdict, NodeVerdict::Kept { reasons } if reasons.iter().any(|r| r.code == "BudgetExhausted")),
+        "recomputed from the cluster, the zero budget keeps the node too: {recomputed}"
+    );
+    let unknown = explain_without_controller(&h, &["node", "no-such-node"]);
+    assert!(
+        unknown.as_ref().is_err_and(
+            |e| e.contains("exit Some(1)") && e.contains("no-such-node is not in the cluster")
+        ),
+        "{unknown:?}"
+    );
 
     // A PDB allowing no small pod down: a node running one cannot be removed, for that PDB.
     h.pdb("small", 2).await;
@@ -338,6 +379,18 @@ async fn explain_names_a_zero_budget_a_pdb_and_a_limit_and_the_consolidation_it_
             .iter()
             .any(|r| r.code == "PodDisruptionBudget" && r.text.contains("small")),
         "the PDB is named: {removal:?}"
+    );
+    let recomputed = explain_without_controller(&h, &["consolidation", "--node", &node])
+        .expect("explain --no-controller answers");
+    let answer: RemovalAnswer =
+        serde_json::from_value(recomputed.clone()).expect("a removal answer");
+    assert!(
+        !answer.removable
+            && answer
+                .reasons
+                .iter()
+                .any(|r| r.code == "PodDisruptionBudget"),
+        "recomputed from the cluster, the PDB keeps the node too: {recomputed}"
     );
 
     // The PDB gone and the budget opened: the command explain shows is the one the
@@ -471,6 +524,13 @@ async fn explain_names_a_zero_budget_a_pdb_and_a_limit_and_the_consolidation_it_
             panic!("explain names the limit: {timeout:?}; its last answer: {last:?}")
         }
     };
+    let recomputed = explain_without_controller(&h, &["pod", &format!("{namespace}/{over}")])
+        .expect("explain --no-controller answers");
+    let answer: PodAnswer = serde_json::from_value(recomputed.clone()).expect("a pod answer");
+    assert!(
+        matches!(&answer.outcome, PodOutcome::Unschedulable { reasons } if reasons.iter().any(|r| r.place == pool_line && r.reason.contains("limit"))),
+        "recomputed from the cluster, the limit holds the pod too: {recomputed}"
+    );
     assert!(
         h.node_claims().await.len() <= 1 + replacements,
         "no NodeClaim launched past the limit: {reasons:?}"

@@ -236,7 +236,7 @@ impl Drop for Tmux {
 
 /// The `karpenter` binary of this build: `scripts/test-integration` builds it beside the test
 /// binary (`target/<profile>/karpenter`; the test binary is in `deps/` below it).
-fn karpenter_binary() -> PathBuf {
+pub(super) fn karpenter_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let bin = exe
         .parent()

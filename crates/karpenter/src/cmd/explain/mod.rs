@@ -10,6 +10,8 @@
 //!   `--service`: the chart's
 //!   `karpenter` Service and its `http-metrics` port), or directly with `--controller-url`. The
 //!   asking is `karpenter_controller::explain::client`'s.
+//! - **the live cluster, without the controller** (`--no-controller`): its objects listed
+//!   through the kubeconfig ([`live`]) and answered as `-f` answers.
 //! - **manifests, offline** (`-f`): loaded as `simulate` loads them, applied to the cluster index
 //!   the controller builds (`karpenter_sim::index`), then one provisioning solve and one
 //!   disruption pass at `--now` ([`offline`], through
@@ -20,6 +22,7 @@
 //! the controller cannot be asked (no kubeconfig, not reachable, an answer that is not one) or
 //! the manifests cannot be read.
 
+mod live;
 mod offline;
 pub mod text;
 
@@ -72,6 +75,16 @@ pub struct Args {
     /// With -f: the region of the instance types and prices (as `simulate --region`).
     #[arg(long, value_name = "R", default_value = karpenter_cloud::options::DEFAULT_REGION, global = true)]
     region: String,
+    /// Answer without the controller: list the live cluster's objects through the kubeconfig
+    /// (`--kubeconfig`, `--context`; read only) and recompute the answers as `-f` does. What
+    /// only the controller knows is not known then: the instance types and prices EC2 described
+    /// to it (the embedded catalog stands in), offerings marked unavailable, why a node was
+    /// launched.
+    #[arg(long, global = true, conflicts_with_all = ["controller_url", "files"])]
+    no_controller: bool,
+    /// Print to standard error how long listing and recomputing took (`-f`, `--no-controller`).
+    #[arg(long, global = true)]
+    timings: bool,
     /// Ask the controller at this URL (e.g. `http://127.0.0.1:8080`, its metrics port) instead
     /// of through the API server's service proxy.
     #[arg(long, value_name = "URL", global = true)]
@@ -159,7 +172,9 @@ impl What {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let path = args.what.path()?;
-    let text = if args.files.is_empty() {
+    let text = if args.no_controller {
+        from_cluster(&args)?
+    } else if args.files.is_empty() {
         from_controller(&args, &path)?
     } else {
         offline::answer(&args)?
@@ -174,6 +189,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
+}
+
+/// The answer recomputed over the live cluster's objects ([`live`]), rendered.
+fn from_cluster(args: &Args) -> anyhow::Result<Result<String, NoAnswer>> {
+    let (manifests, listing) = live::read(&Kubeconfig {
+        path: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    })?;
+    if args.timings {
+        eprintln!(
+            "timing: listed {} objects in {:.2} s",
+            listing.objects,
+            listing.took.as_secs_f64()
+        );
+    }
+    offline::answer_from(
+        args,
+        &manifests,
+        offline::Source::Cluster,
+        chrono::Utc::now(),
+    )
 }
 
 /// The controller's answer, rendered, or why it has none.

@@ -5,7 +5,9 @@
 //! the controller's provisioning solve and disruption pass run once at `--now`
 //! (`karpenter_controller::explain::recompute`), with the controller's default settings.
 //!
-//! A pod, node or NodePool the manifests do not have is no answer (exit 1), said so.
+//! A pod, node or NodePool the manifests do not have is no answer (exit 1), said so. The same
+//! answers over the live cluster's objects ([`super::live`], `--no-controller`) go through
+//! [`answer_from`].
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
@@ -20,6 +22,24 @@ use karpenter_state::Cluster;
 use super::text::{disruption_text, node_pool_text, node_text, pod_text, removal_text};
 use super::{Args, What, render};
 
+/// Where the objects came from, as the answers name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `-f`: manifests.
+    Manifests,
+    /// `--no-controller`: the live cluster, listed.
+    Cluster,
+}
+
+impl Source {
+    fn name(self) -> &'static str {
+        match self {
+            Source::Manifests => "the manifests",
+            Source::Cluster => "the cluster",
+        }
+    }
+}
+
 /// The answer to `args.what` from `args.files`, rendered.
 pub fn answer(args: &Args) -> anyhow::Result<Result<String, NoAnswer>> {
     let now = match &args.now {
@@ -28,29 +48,49 @@ pub fn answer(args: &Args) -> anyhow::Result<Result<String, NoAnswer>> {
             .with_timezone(&Utc),
         None => Utc::now(),
     };
-    karpenter_cloud::regions::check_region(&args.region)?;
     let files = crate::cmd::input::Files {
         files: args.files.clone(),
     };
     let texts = files.read()?;
     let manifests =
         Manifests::load_texts(texts.iter().map(|t| (t.name.as_str(), t.text.as_str())))?;
-    let (cluster, recomputed, notes) = recompute_manifests(&manifests, &args.region, now)?;
+    answer_from(args, &manifests, Source::Manifests, now)
+}
+
+/// The answer to `args.what` recomputed over `manifests` (from `source`) at `now`, rendered.
+pub fn answer_from(
+    args: &Args,
+    manifests: &Manifests,
+    source: Source,
+    now: DateTime<Utc>,
+) -> anyhow::Result<Result<String, NoAnswer>> {
+    karpenter_cloud::regions::check_region(&args.region)?;
+    let started = std::time::Instant::now();
+    let (cluster, recomputed, notes) = recompute_manifests(manifests, &args.region, now)?;
+    if args.timings {
+        eprintln!(
+            "timing: indexed and recomputed in {:.2} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
     for note in &notes {
         eprintln!("note: {note}");
     }
     if matches!(args.what, What::Pod { .. }) {
         // The marks live in the controller's memory only.
         eprintln!(
-            "note: offerings marked unavailable after insufficient capacity are not known offline (every offering is taken as available): ask the controller"
+            "note: offerings marked unavailable after insufficient capacity are known to the controller only (every offering is taken as available): ask the controller"
         );
     }
+    let not_in = |what: &str| NoAnswer {
+        message: format!("{what} is not in {}", source.name()),
+    };
     let explanations = &recomputed.explanations;
     match &args.what {
         What::Pod { pod } => {
             let (namespace, name) = What::pod_key(pod)?;
             let answer = if cluster.pod(namespace, name).is_none() {
-                Err(not_in_manifests(&format!("pod {namespace}/{name}")))
+                Err(not_in(&format!("pod {namespace}/{name}")))
             } else {
                 known(explanations.pod(&format!("{namespace}/{name}")))
             };
@@ -58,7 +98,7 @@ pub fn answer(args: &Args) -> anyhow::Result<Result<String, NoAnswer>> {
         }
         What::Node { node } => {
             let answer = if cluster.node(node).is_none() && cluster.node_claim(node).is_none() {
-                Err(not_in_manifests(&format!("node {node}")))
+                Err(not_in(&format!("node {node}")))
             } else {
                 known(explanations.node(node))
             };
@@ -69,7 +109,7 @@ pub fn answer(args: &Args) -> anyhow::Result<Result<String, NoAnswer>> {
                 .node_pools()
                 .all(|p| p.metadata.name.as_deref() != Some(name))
             {
-                Err(not_in_manifests(&format!("NodePool {name}")))
+                Err(not_in(&format!("NodePool {name}")))
             } else {
                 known(explanations.node_pool(name))
             };
@@ -82,7 +122,7 @@ pub fn answer(args: &Args) -> anyhow::Result<Result<String, NoAnswer>> {
         ),
         What::Disruption { node: Some(node) } => {
             let answer = karpenter_controller::explain::removal(&recomputed.snapshot, node, now)
-                .ok_or_else(|| not_in_manifests(&format!("node {node}")));
+                .ok_or_else(|| not_in(&format!("node {node}")));
             render(answer, args.output, removal_text)
         }
     }
@@ -93,12 +133,6 @@ fn known<T>(answer: Result<T, NotKnown>) -> Result<T, NoAnswer> {
     answer.map_err(|why| NoAnswer {
         message: why.to_string(),
     })
-}
-
-fn not_in_manifests(what: &str) -> NoAnswer {
-    NoAnswer {
-        message: format!("{what} is not in the manifests"),
-    }
 }
 
 /// The index of `manifests` and the answers recomputed over it at `now`, with what was assumed.
