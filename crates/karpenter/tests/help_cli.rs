@@ -111,3 +111,23 @@ fn controller_help_does_not_show_values_from_the_environment() {
     assert!(out.status.success());
     assert!(!stdout(&out).contains("c2VjcmV0LWNhLWJ1bmRsZQ=="));
 }
+
+/// `karpenter crds | head -1`: the reader leaves early; the command ends quietly, no panic.
+#[test]
+fn a_reader_closing_the_pipe_early_is_not_an_error() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_karpenter"))
+        .arg("crds")
+        .current_dir(common::repo_root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the karpenter binary runs");
+    // Closed before anything is read: every CRD is far more than a pipe's buffer.
+    drop(child.stdout.take());
+    let output = child
+        .wait_with_output()
+        .expect("the karpenter binary exits");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

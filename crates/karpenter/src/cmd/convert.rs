@@ -99,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         OutputFormat::Yaml => convert::emit::to_yaml(&conversion)?,
         OutputFormat::Json => convert::emit::to_json(&conversion)?,
     };
-    print!("{text}");
+    crate::cmd::out::print(&text)?;
     eprintln!(
         "{} object(s) written, {} warning(s)",
         conversion.objects.len(),

@@ -23,7 +23,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let path = dir.join(crd.file_name);
             std::fs::write(&path, karpenter_api::crds::render(crd)?)
                 .with_context(|| format!("writing {}", path.display()))?;
-            println!("wrote {}", path.display());
+            crate::cmd::out::println(&format!("wrote {}", path.display()))?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -51,7 +51,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
             return Ok(ExitCode::FAILURE);
         }
-        println!("{} CRDs up to date in {}", crds.len(), dir.display());
+        crate::cmd::out::println(&format!(
+            "{} CRDs up to date in {}",
+            crds.len(),
+            dir.display()
+        ))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = String::new();
@@ -61,6 +65,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         out.push_str(&karpenter_api::crds::render(crd)?);
     }
-    print!("{out}");
+    crate::cmd::out::print(&out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -161,12 +161,12 @@ fn policy(args: PolicyArgs) -> anyhow::Result<ExitCode> {
     let scope = args.scope.scope(None)?;
     let doc = generate::controller_policy(&scope);
     match args.output {
-        PolicyFormat::Json => println!("{doc}"),
+        PolicyFormat::Json => crate::cmd::out::println(&doc.to_string())?,
         PolicyFormat::Terraform => {
-            print!(
-                "{}",
-                karpenter_aws::iam::terraform::policy_document(&doc, &args.terraform_name)
-            );
+            crate::cmd::out::print(&karpenter_aws::iam::terraform::policy_document(
+                &doc,
+                &args.terraform_name,
+            ))?;
         }
     }
     let size = generate::policy_size(&doc);
@@ -186,7 +186,7 @@ fn cloudformation(args: CloudFormationArgs) -> anyhow::Result<ExitCode> {
         Scope::new(name, "us-east-1", None)?;
     }
     let yaml = cloudformation::template_yaml(args.cluster_name.as_deref())?;
-    print!("{yaml}");
+    crate::cmd::out::print(&yaml)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -222,11 +222,10 @@ fn run_audit(args: AuditArgs) -> anyhow::Result<ExitCode> {
     }
     let report = audit::audit(&policy, &scope, &AuditOptions { features });
     match args.output {
-        OutputFormat::Text => print!("{}", report.to_text()),
-        OutputFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&report).context("serializing the report")?
-        ),
+        OutputFormat::Text => crate::cmd::out::print(&report.to_text())?,
+        OutputFormat::Json => crate::cmd::out::println(
+            &serde_json::to_string_pretty(&report).context("serializing the report")?,
+        )?,
     }
     Ok(ExitCode::from(
         u8::try_from(report.exit_code(args.fail_on_over_broad)).unwrap_or(1),

@@ -106,9 +106,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             })?;
         comparison.with_overlays.compare_nodegroup = compare_nodegroup;
         match args.output {
-            Output::Table => print!("{}", karpenter_sim::overlays::comparison_table(&comparison)),
-            Output::Json => println!("{}", serde_json::to_string_pretty(&comparison)?),
-            Output::Yaml => print!("{}", karpenter_api::yaml::to_yaml(&comparison)?),
+            Output::Table => {
+                crate::cmd::out::print(&karpenter_sim::overlays::comparison_table(&comparison))?
+            }
+            Output::Json => crate::cmd::out::println(&serde_json::to_string_pretty(&comparison)?)?,
+            Output::Yaml => crate::cmd::out::print(&karpenter_api::yaml::to_yaml(&comparison)?)?,
         }
         let unschedulable = comparison.with_overlays.unschedulable.len();
         if args.fail_on_unschedulable && unschedulable > 0 {
@@ -120,9 +122,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut plan = karpenter_sim::plan(&mut scenario);
     plan.compare_nodegroup = compare_nodegroup;
     match args.output {
-        Output::Table => print!("{}", karpenter_sim::render::plan_table(&plan)),
-        Output::Json => println!("{}", serde_json::to_string_pretty(&plan)?),
-        Output::Yaml => print!("{}", karpenter_api::yaml::to_yaml(&plan)?),
+        Output::Table => crate::cmd::out::print(&karpenter_sim::render::plan_table(&plan))?,
+        Output::Json => crate::cmd::out::println(&serde_json::to_string_pretty(&plan)?)?,
+        Output::Yaml => crate::cmd::out::print(&karpenter_api::yaml::to_yaml(&plan)?)?,
     }
     if args.fail_on_unschedulable && !plan.unschedulable.is_empty() {
         eprintln!(
@@ -157,9 +159,9 @@ fn run_timeline(
         eprintln!("wrote {}", html.display());
     }
     match output {
-        Output::Table => print!("{}", karpenter_sim::render::timeline_table(&report)),
-        Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Output::Yaml => print!("{}", karpenter_api::yaml::to_yaml(&report)?),
+        Output::Table => crate::cmd::out::print(&karpenter_sim::render::timeline_table(&report))?,
+        Output::Json => crate::cmd::out::println(&serde_json::to_string_pretty(&report)?)?,
+        Output::Yaml => crate::cmd::out::print(&karpenter_api::yaml::to_yaml(&report)?)?,
     }
     Ok(ExitCode::SUCCESS)
 }

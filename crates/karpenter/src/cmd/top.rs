@@ -178,8 +178,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut view = karpenter_top::view(&listed, prices.as_ref(), &options, chrono::Utc::now());
     karpenter_top::view::explain(&mut view, &explained);
     match args.output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&view)?),
-        Output::Text => print!("{}", karpenter_top::render(&view, width)),
+        Output::Json => crate::cmd::out::println(&serde_json::to_string_pretty(&view)?)?,
+        Output::Text => crate::cmd::out::print(&karpenter_top::render(&view, width))?,
     }
     Ok(ExitCode::SUCCESS)
 }

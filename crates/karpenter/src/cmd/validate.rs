@@ -31,7 +31,7 @@ struct Tally {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut tally = Tally::default();
     for input in args.files.read()? {
-        check_file(&input.name, &input.text, &mut tally);
+        check_file(&input.name, &input.text, &mut tally)?;
     }
     eprintln!(
         "{} valid, {} invalid, {} skipped{}",
@@ -51,13 +51,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn check_file(name: &str, text: &str, tally: &mut Tally) {
+fn check_file(name: &str, text: &str, tally: &mut Tally) -> anyhow::Result<()> {
     let docs = match karpenter_api::yaml::parse_documents(text) {
         Ok(docs) => docs,
         Err(err) => {
-            println!("{}: invalid YAML: {}", err.position_in(name), err.message);
+            crate::cmd::out::println(&format!(
+                "{}: invalid YAML: {}",
+                err.position_in(name),
+                err.message
+            ))?;
             tally.unreadable += 1;
-            return;
+            return Ok(());
         }
     };
     let map = SourceMap::new(text);
@@ -79,16 +83,23 @@ fn check_file(name: &str, text: &str, tally: &mut Tally) {
                     tally.invalid += 1;
                     for error in errors {
                         let path = format!("{prefix}{}", error.path);
-                        println!("{}: {described}: {error}", at(index, &path));
+                        crate::cmd::out::println(&format!(
+                            "{}: {described}: {error}",
+                            at(index, &path)
+                        ))?;
                     }
                 }
                 Outcome::Skipped { reason } => {
                     tally.skipped += 1;
-                    println!("{}: skipped: {reason}", at(index, &prefix));
+                    crate::cmd::out::println(&format!(
+                        "{}: skipped: {reason}",
+                        at(index, &prefix)
+                    ))?;
                 }
             }
         }
     }
+    Ok(())
 }
 
 /// The objects of a document with their path prefix: a `List` (or `NodePoolList`, ...) stands

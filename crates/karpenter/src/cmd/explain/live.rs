@@ -20,6 +20,7 @@ use karpenter_api::v1::{EC2NodeClass, NodeClaim, NodePool};
 use karpenter_api::v1alpha1::NodeOverlay;
 use karpenter_sim::Manifests;
 use karpenter_sim::workload::Workload;
+use karpenter_state::slim::{slim_meta, slim_node, slim_pod};
 use kube::api::{Api, ListParams};
 use serde::de::DeserializeOwned;
 
@@ -41,7 +42,7 @@ pub async fn manifests(client: &kube::Client) -> anyhow::Result<(Manifests, List
         node_classes: optional(list::<EC2NodeClass>(client, "EC2NodeClasses").await)?,
         node_overlays: optional(list::<NodeOverlay>(client, "NodeOverlays").await)?,
         node_claims: list::<NodeClaim>(client, "NodeClaims").await?,
-        nodes: list::<Node>(client, "Nodes").await?,
+        nodes: list_slim::<Node>(client, "Nodes", slim_node).await?,
         daemonsets: list::<DaemonSet>(client, "DaemonSets").await?,
         pod_disruption_budgets: list::<PodDisruptionBudget>(client, "PodDisruptionBudgets").await?,
         persistent_volume_claims: list::<PersistentVolumeClaim>(client, "PersistentVolumeClaims")
@@ -51,7 +52,7 @@ pub async fn manifests(client: &kube::Client) -> anyhow::Result<(Manifests, List
         namespaces: list::<Namespace>(client, "Namespaces").await?,
         ..Manifests::default()
     };
-    manifests.workloads = list::<Pod>(client, "Pods")
+    manifests.workloads = list_slim::<Pod>(client, "Pods", slim_pod)
         .await?
         .into_iter()
         .map(|pod| Workload::Pod(Box::new(pod)))
@@ -77,8 +78,9 @@ pub async fn manifests(client: &kube::Client) -> anyhow::Result<(Manifests, List
     ))
 }
 
-/// Every `kind` object of the cluster (all namespaces), page by page.
-async fn list<K>(client: &kube::Client, kind: &str) -> anyhow::Result<Vec<K>>
+/// Every `kind` object of the cluster (all namespaces), page by page, each reduced by `slim`
+/// as it arrives ([`karpenter_state::slim`]: what the controller's index keeps).
+async fn list_slim<K>(client: &kube::Client, kind: &str, slim: fn(&mut K)) -> anyhow::Result<Vec<K>>
 where
     K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
@@ -90,12 +92,25 @@ where
             .list(&params)
             .await
             .map_err(|e| listing_error(kind, e))?;
-        items.extend(page.items);
+        // Only what the index keeps, page by page: what no answer reads (managed fields,
+        // images, env, container statuses, ...) is most of a listed pod's size.
+        items.extend(page.items.into_iter().map(|mut item| {
+            slim(&mut item);
+            item
+        }));
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(token) => params = params.continue_token(&token),
             None => return Ok(items),
         }
     }
+}
+
+/// [`list_slim`] keeping what the index keeps of any object's metadata.
+async fn list<K>(client: &kube::Client, kind: &str) -> anyhow::Result<Vec<K>>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    list_slim(client, kind, |o: &mut K| slim_meta(o.meta_mut())).await
 }
 
 /// Listing `kind` failed: what the user can do about it.

@@ -181,7 +181,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     match text {
         Ok(text) => {
-            print!("{text}");
+            crate::cmd::out::print(&text)?;
             Ok(ExitCode::SUCCESS)
         }
         Err(none) => {
