@@ -23,6 +23,13 @@ use karpenter_state::{Cluster, Object};
 use crate::load::Manifests;
 use crate::workload::expand_all;
 
+/// Applies `object` as the controller's watches do: reduced to what its index keeps
+/// ([`karpenter_state::slim`]) first.
+fn apply(cluster: &mut Cluster, mut object: Object) {
+    karpenter_state::slim::slim(&mut object);
+    cluster.apply(object);
+}
+
 /// The index of `manifests` at `now` (the time written into the conditions it fills in), and
 /// what it assumed.
 pub fn cluster(manifests: &Manifests, now: DateTime<Utc>) -> (Cluster, Vec<String>) {
@@ -34,7 +41,7 @@ pub fn cluster(manifests: &Manifests, now: DateTime<Utc>) -> (Cluster, Vec<Strin
         if assume_ready(&mut pool, now) {
             ready_assumed.push(pool.metadata.name.clone().unwrap_or_default());
         }
-        cluster.apply(Object::NodePool(pool));
+        apply(&mut cluster, Object::NodePool(pool));
     }
     if !ready_assumed.is_empty() {
         notes.push(format!(
@@ -43,25 +50,25 @@ pub fn cluster(manifests: &Manifests, now: DateTime<Utc>) -> (Cluster, Vec<Strin
         ));
     }
     for class in &manifests.node_classes {
-        cluster.apply(Object::EC2NodeClass(class.clone()));
+        apply(&mut cluster, Object::EC2NodeClass(class.clone()));
     }
     for overlay in &manifests.node_overlays {
-        cluster.apply(Object::NodeOverlay(overlay.clone()));
+        apply(&mut cluster, Object::NodeOverlay(overlay.clone()));
     }
     for claim in &manifests.node_claims {
-        cluster.apply(Object::NodeClaim(claim.clone()));
+        apply(&mut cluster, Object::NodeClaim(claim.clone()));
     }
     for node in &manifests.nodes {
-        cluster.apply(Object::Node(node.clone()));
+        apply(&mut cluster, Object::Node(node.clone()));
     }
     for namespace in &manifests.namespaces {
-        cluster.apply(Object::Namespace(namespace.clone()));
+        apply(&mut cluster, Object::Namespace(namespace.clone()));
     }
     for class in &manifests.storage_classes {
-        cluster.apply(Object::StorageClass(class.clone()));
+        apply(&mut cluster, Object::StorageClass(class.clone()));
     }
     for volume in &manifests.persistent_volumes {
-        cluster.apply(Object::PersistentVolume(volume.clone()));
+        apply(&mut cluster, Object::PersistentVolume(volume.clone()));
     }
     let expanded = expand_all(&manifests.workloads);
     for claim in manifests
@@ -69,21 +76,21 @@ pub fn cluster(manifests: &Manifests, now: DateTime<Utc>) -> (Cluster, Vec<Strin
         .iter()
         .chain(&expanded.persistent_volume_claims)
     {
-        cluster.apply(Object::PersistentVolumeClaim(claim.clone()));
+        apply(&mut cluster, Object::PersistentVolumeClaim(claim.clone()));
     }
     for daemonset in &manifests.daemonsets {
-        cluster.apply(Object::DaemonSet(daemonset.clone()));
+        apply(&mut cluster, Object::DaemonSet(daemonset.clone()));
     }
     for pdb in &manifests.pod_disruption_budgets {
-        cluster.apply(Object::PodDisruptionBudget(pdb.clone()));
+        apply(&mut cluster, Object::PodDisruptionBudget(pdb.clone()));
     }
     for pod in expanded.bound.into_values().flatten() {
-        cluster.apply(Object::Pod(pod));
+        apply(&mut cluster, Object::Pod(pod));
     }
     let mut marked = 0;
     for mut pod in expanded.pending {
         marked += usize::from(mark_unschedulable(&mut pod, now));
-        cluster.apply(Object::Pod(pod));
+        apply(&mut cluster, Object::Pod(pod));
     }
     if marked > 0 {
         notes.push(format!(

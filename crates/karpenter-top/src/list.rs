@@ -25,15 +25,39 @@ pub struct Listed {
     pub scheduling: BTreeMap<String, String>,
 }
 
-async fn all<K>(client: &kube::Client, kind: &'static str) -> Result<Vec<K>, ListError>
+/// Objects listed per request: the API server pages a list by this many, so a big cluster is
+/// never one response held whole (10,000 pods are ~80 MB of JSON).
+const PAGE: u32 = 500;
+
+/// Applies `object` to the index, keeping what the controller's index keeps of it
+/// ([`karpenter_state::slim`]): a listed pod is mostly fields nothing shown reads.
+fn apply(cluster: &mut Cluster, mut object: Object) {
+    karpenter_state::slim::slim(&mut object);
+    cluster.apply(object);
+}
+
+/// Hands every `kind` object of the cluster to `each`, page by page.
+async fn each<K>(
+    client: &kube::Client,
+    kind: &'static str,
+    mut each: impl FnMut(K),
+) -> Result<(), ListError>
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    Api::<K>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .map_err(|source| ListError { kind, source })
+    let api = Api::<K>::all(client.clone());
+    let mut params = ListParams::default().limit(PAGE);
+    loop {
+        let page = api
+            .list(&params)
+            .await
+            .map_err(|source| ListError { kind, source })?;
+        page.items.into_iter().for_each(&mut each);
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(()),
+        }
+    }
 }
 
 /// Lists Nodes, NodeClaims, Pods and NodePools. A cluster without Karpenter's CRDs lists no
@@ -42,24 +66,29 @@ pub async fn list(client: &kube::Client) -> Result<Listed, ListError> {
     let mut listed = Listed::default();
     let not_installed =
         |e: &ListError| matches!(&e.source, kube::Error::Api(status) if status.code == 404);
-    for node in all::<Node>(client, "Nodes").await? {
-        listed.cluster.apply(Object::Node(node));
+    let cluster = &mut listed.cluster;
+    each::<Node>(client, "Nodes", |node| {
+        apply(cluster, Object::Node(node));
+    })
+    .await?;
+    match each::<NodeClaim>(client, "NodeClaims", |c| {
+        apply(cluster, Object::NodeClaim(c));
+    })
+    .await
+    {
+        Err(e) if !not_installed(&e) => return Err(e),
+        _ => {}
     }
-    match all::<NodeClaim>(client, "NodeClaims").await {
-        Ok(claims) => claims
-            .into_iter()
-            .for_each(|c| listed.cluster.apply(Object::NodeClaim(c))),
-        Err(e) if not_installed(&e) => {}
-        Err(e) => return Err(e),
+    match each::<NodePool>(client, "NodePools", |p| {
+        apply(cluster, Object::NodePool(p));
+    })
+    .await
+    {
+        Err(e) if !not_installed(&e) => return Err(e),
+        _ => {}
     }
-    match all::<NodePool>(client, "NodePools").await {
-        Ok(pools) => pools
-            .into_iter()
-            .for_each(|p| listed.cluster.apply(Object::NodePool(p))),
-        Err(e) if not_installed(&e) => {}
-        Err(e) => return Err(e),
-    }
-    for pod in all::<Pod>(client, "Pods").await? {
+    let scheduling = &mut listed.scheduling;
+    each::<Pod>(client, "Pods", |pod| {
         let unbound = pod.spec.as_ref().is_none_or(|s| s.node_name.is_none());
         if unbound
             && let Some(message) = pod
@@ -77,9 +106,10 @@ pub async fn list(client: &kube::Client) -> Result<Listed, ListError> {
                 pod.metadata.namespace.as_deref().unwrap_or("default"),
                 pod.metadata.name.as_deref().unwrap_or_default()
             );
-            listed.scheduling.insert(key, message);
+            scheduling.insert(key, message);
         }
-        listed.cluster.apply(Object::Pod(pod));
-    }
+        apply(cluster, Object::Pod(pod));
+    })
+    .await?;
     Ok(listed)
 }
