@@ -2,14 +2,14 @@
 //!
 //! A Kubernetes `Pod` is 2.4 KB before any of its strings, and each of its containers another
 //! 2.3 KB, mostly `None` fields for probes, lifecycle hooks and security contexts. A controller
-//! holds every pod of the cluster, and the pods of one ReplicaSet on one node have the same
-//! spec; holding the spec behind an `Arc` lets the cluster index keep one copy per distinct
-//! spec (`karpenter-state` does the sharing) instead of one per pod. Reading code is unchanged:
+//! holds every pod of the cluster, and the pods of one ReplicaSet have the same spec; holding
+//! the spec behind an `Arc` lets the cluster index keep one copy per distinct spec
+//! (`karpenter-state` does the sharing) instead of one per pod. Reading code is unchanged:
 //! `pod.spec.as_ref()` gives an `Arc<PodSpec>` that reads as a `PodSpec`.
 //!
 //! The one field of a spec that differs between replicas of one ReplicaSet is `nodeName`, so
-//! it lives beside the spec, in [`PodRecord::node_name`]: the spec a record holds always has
-//! `node_name: None`, and the replicas of a ReplicaSet on every node, and its pending ones,
+//! it lives beside the spec, in the record's `node_name` field: the spec a record holds always
+//! has `node_name: None`, and the replicas of a ReplicaSet on every node, and its pending ones,
 //! share one spec. Read the binding with [`PodRecord::node_name()`] and write it to the field;
 //! `spec.node_name` of a record is never read. [`From`] moves `nodeName` out of a `Pod`'s spec
 //! into the field and back into the spec of the `Pod` made from a record.
@@ -58,8 +58,8 @@ pub struct PodRecord {
 }
 
 impl PodRecord {
-    /// The node the pod is bound to, if any ([`PodRecord::node_name`]; the spec's `nodeName`
-    /// is not read).
+    /// The node the pod is bound to, if any (the `node_name` field; the spec's `nodeName` is
+    /// not read).
     pub fn node_name(&self) -> Option<&str> {
         self.node_name.as_deref().filter(|n| !n.is_empty())
     }
@@ -182,7 +182,7 @@ impl PodRecord {
 }
 
 impl From<Pod> for PodRecord {
-    /// Moves `spec.nodeName` into [`PodRecord::node_name`] (an empty name is no binding).
+    /// Moves `spec.nodeName` into the `node_name` field (an empty name is no binding).
     fn from(pod: Pod) -> Self {
         let mut spec = pod.spec;
         let node_name = spec
@@ -199,7 +199,7 @@ impl From<Pod> for PodRecord {
 }
 
 impl From<&PodRecord> for Pod {
-    /// The pod with [`PodRecord::node_name`] back in `spec.nodeName`.
+    /// The pod with the record's `node_name` back in `spec.nodeName`.
     fn from(record: &PodRecord) -> Self {
         let mut spec = record.spec.as_deref().cloned();
         if let Some(node) = record.node_name() {
