@@ -96,9 +96,7 @@ pub fn consolidation_cluster(nodes: usize, pods: usize, seed: u64, now: DateTime
         workload.into_iter().partition(is_anti_affine);
     for (i, mut pod) in first.into_iter().chain(rest).enumerate() {
         let n = i % nodes;
-        if let Some(spec) = pod.spec.as_mut() {
-            Arc::make_mut(spec).node_name = Some(format!("node-{n:05}"));
-        }
+        pod.node_name = Some(format!("node-{n:05}"));
         per_node[n].push(pod);
     }
     let created = now - chrono::Duration::hours(24);

@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::PodSpec;
 use karpenter_api::labels::CAPACITY_RESERVATION_ID;
 use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{
@@ -46,43 +45,21 @@ pub struct Simulator {
     pub runs: usize,
     /// NodePools the solver could not take (pool name, why): they launch no replacements.
     pub unconverted: Vec<(String, String)>,
-    unbinder: Unbinder,
 }
 
-/// Makes pods pending for a simulation. Pods that share a bound spec share its unbound copy,
-/// so moving a ReplicaSet's pods off a node copies its spec once, not once per pod.
-#[derive(Debug, Default)]
-struct Unbinder {
-    /// Bound spec's address -> (the bound spec, kept alive so the address stays its own; the
-    /// unbound copy).
-    specs: HashMap<usize, (Arc<PodSpec>, Arc<PodSpec>)>,
-}
-
-impl Unbinder {
-    /// The pod as if it were pending: unbound, with a uid (shared, not copied, when it already
-    /// is).
-    fn pending(&mut self, pod: &Arc<PodRecord>) -> Arc<PodRecord> {
-        let bound = pod.spec.as_ref().filter(|s| s.node_name.is_some());
-        if pod.metadata.uid.is_some() && bound.is_none() {
-            return Arc::clone(pod);
-        }
-        let mut p = PodRecord::clone(pod);
-        if p.metadata.uid.is_none() {
-            p.metadata.uid = Some(pod.key());
-        }
-        if let Some(bound) = bound {
-            let (_, unbound) = self
-                .specs
-                .entry(Arc::as_ptr(bound) as usize)
-                .or_insert_with(|| {
-                    let mut spec = PodSpec::clone(bound);
-                    spec.node_name = None;
-                    (Arc::clone(bound), Arc::new(spec))
-                });
-            p.spec = Some(Arc::clone(unbound));
-        }
-        Arc::new(p)
+/// The pod as a simulation's pending pod: unbound, with a uid (shared, not copied, when it
+/// already is). Its spec stays the one `Arc` it shares with its replicas: a record's node
+/// name is beside its spec, not in it.
+fn pending(pod: &Arc<PodRecord>) -> Arc<PodRecord> {
+    if pod.metadata.uid.is_some() && pod.node_name.is_none() {
+        return Arc::clone(pod);
     }
+    let mut p = PodRecord::clone(pod);
+    if p.metadata.uid.is_none() {
+        p.metadata.uid = Some(pod.key());
+    }
+    p.node_name = None;
+    Arc::new(p)
 }
 
 /// Upstream `IsUnderConsolidateAfter`: the node's NodePool has a non-zero `consolidateAfter`
@@ -125,12 +102,8 @@ fn existing(snapshot: &Snapshot, node: &NodeState, now: DateTime<Utc>) -> Existi
 
 impl Simulator {
     pub fn new(snapshot: &Snapshot, now: DateTime<Utc>) -> Self {
-        let mut unbinder = Unbinder::default();
-        let mut base_pods: Vec<Arc<PodRecord>> = snapshot
-            .pending_pods
-            .iter()
-            .map(|p| unbinder.pending(p))
-            .collect();
+        let mut base_pods: Vec<Arc<PodRecord>> =
+            snapshot.pending_pods.iter().map(pending).collect();
         for node in snapshot
             .nodes
             .iter()
@@ -140,7 +113,7 @@ impl Simulator {
                 node.pods
                     .iter()
                     .filter(|p| p.is_reschedulable())
-                    .map(|p| unbinder.pending(p)),
+                    .map(pending),
             );
         }
         let mut node_pools = Vec::with_capacity(snapshot.node_pools.len());
@@ -187,7 +160,6 @@ impl Simulator {
                 .collect(),
             runs: 0,
             unconverted,
-            unbinder,
         }
     }
 
@@ -210,7 +182,7 @@ impl Simulator {
                     c.reschedulable
                         .iter()
                         .filter_map(|&i| node.pods.get(i))
-                        .map(|p| self.unbinder.pending(p)),
+                        .map(pending),
                 );
             }
         }
@@ -254,7 +226,7 @@ impl Simulator {
         for c in candidates {
             if let Some(node) = snapshot.nodes.get(c.index) {
                 for pod in c.reschedulable.iter().filter_map(|&i| node.pods.get(i)) {
-                    let pending = self.unbinder.pending(pod);
+                    let pending = pending(pod);
                     moving.insert(pending.uid_or_key(), pending);
                 }
             }
@@ -367,6 +339,7 @@ pub(crate) fn reservation_id(o: &Offering) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::core::v1::PodSpec;
     use karpenter_scheduling::builders::PodBuilder;
 
     use super::*;
@@ -374,21 +347,18 @@ mod tests {
     fn bound(name: &str, spec: &Arc<PodSpec>) -> Arc<PodRecord> {
         let mut pod = PodRecord::from(PodBuilder::new(name).build());
         pod.spec = Some(Arc::clone(spec));
+        pod.node_name = Some("n1".into());
         Arc::new(pod)
     }
 
     #[test]
-    fn pods_sharing_a_bound_spec_become_pending_sharing_one_unbound_copy() {
-        let spec = Arc::new(PodSpec {
-            node_name: Some("n1".into()),
-            ..PodSpec::default()
-        });
+    fn pods_sharing_a_spec_become_pending_still_sharing_it() {
+        let spec = Arc::new(PodSpec::default());
         let (a, b) = (bound("a", &spec), bound("b", &spec));
-        let mut unbinder = Unbinder::default();
-        let (pa, pb) = (unbinder.pending(&a), unbinder.pending(&b));
+        let (pa, pb) = (pending(&a), pending(&b));
         let (sa, sb) = (pa.spec.as_ref().unwrap(), pb.spec.as_ref().unwrap());
-        assert!(Arc::ptr_eq(sa, sb));
-        assert_eq!(sa.node_name, None);
+        assert!(Arc::ptr_eq(sa, sb) && Arc::ptr_eq(sa, &spec));
+        assert_eq!((pa.node_name(), pb.node_name()), (None, None));
         assert_eq!(a.node_name(), Some("n1"), "the bound pod is not changed");
         assert_eq!(pa.metadata.name.as_deref(), Some("a"));
         assert_eq!(pb.metadata.name.as_deref(), Some("b"));
@@ -399,6 +369,6 @@ mod tests {
         let mut pod = PodRecord::from(PodBuilder::new("p").build());
         pod.metadata.uid = Some("u".into());
         let pod = Arc::new(pod);
-        assert!(Arc::ptr_eq(&Unbinder::default().pending(&pod), &pod));
+        assert!(Arc::ptr_eq(&pending(&pod), &pod));
     }
 }

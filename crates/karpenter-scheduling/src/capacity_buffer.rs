@@ -133,6 +133,7 @@ pub fn virtual_pods(buffer: &ResolvedBuffer) -> Vec<PodRecord> {
                 }]),
                 ..PodStatus::default()
             }),
+            node_name: None,
         })
         .collect()
 }

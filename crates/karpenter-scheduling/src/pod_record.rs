@@ -2,13 +2,20 @@
 //!
 //! A Kubernetes `Pod` is 2.4 KB before any of its strings, and each of its containers another
 //! 2.3 KB, mostly `None` fields for probes, lifecycle hooks and security contexts. A controller
-//! holds every pod of the cluster, and the pods of one ReplicaSet on one node have the same
-//! spec; holding the spec behind an `Arc` lets the cluster index keep one copy per distinct
-//! spec (`karpenter-state` does the sharing) instead of one per pod. Reading code is unchanged:
+//! holds every pod of the cluster, and the pods of one ReplicaSet have the same spec; holding
+//! the spec behind an `Arc` lets the cluster index keep one copy per distinct spec
+//! (`karpenter-state` does the sharing) instead of one per pod. Reading code is unchanged:
 //! `pod.spec.as_ref()` gives an `Arc<PodSpec>` that reads as a `PodSpec`.
 //!
-//! The fields mirror `Pod`'s. A `PodRecord` is never written back to the API server; it is
-//! an input to decisions, built from a `Pod` with [`From`].
+//! The one field of a spec that differs between replicas of one ReplicaSet is `nodeName`, so
+//! it lives beside the spec, in the record's `node_name` field: the spec a record holds always
+//! has `node_name: None`, and the replicas of a ReplicaSet on every node, and its pending ones,
+//! share one spec. Read the binding with [`PodRecord::node_name()`] and write it to the field;
+//! `spec.node_name` of a record is never read. [`From`] moves `nodeName` out of a `Pod`'s spec
+//! into the field and back into the spec of the `Pod` made from a record.
+//!
+//! The other fields mirror `Pod`'s. A `PodRecord` is never written back to the API server; it
+//! is an input to decisions, built from a `Pod` with [`From`].
 //!
 //! It is also the one home of what every decision asks of a pod: its key (`namespace/name`,
 //! [`key`] for a bare `ObjectMeta`; its solver output form is `PodRef::of`), and the predicates (terminal,
@@ -36,21 +43,25 @@ pub fn key(meta: &ObjectMeta) -> String {
     )
 }
 
-/// A pod: metadata, a shareable spec and status.
+/// A pod: metadata, a shareable spec, status, and the node it is bound to.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodRecord {
     pub metadata: ObjectMeta,
+    /// The pod's spec without its `nodeName` (always `node_name: None`, so that equal specs of
+    /// pods on different nodes are equal and can be one shared `Arc`).
     pub spec: Option<Arc<PodSpec>>,
     pub status: Option<PodStatus>,
+    /// `spec.nodeName`: the node the pod is bound to, `None` while it is unbound (an empty
+    /// name counts as unbound). Binding or unbinding a record writes this field, never the
+    /// spec.
+    pub node_name: Option<String>,
 }
 
 impl PodRecord {
-    /// The node the pod is bound to, if any.
+    /// The node the pod is bound to, if any (the `node_name` field; the spec's `nodeName` is
+    /// not read).
     pub fn node_name(&self) -> Option<&str> {
-        self.spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .filter(|n| !n.is_empty())
+        self.node_name.as_deref().filter(|n| !n.is_empty())
     }
 
     /// `namespace/name` ([`key`]).
@@ -171,20 +182,32 @@ impl PodRecord {
 }
 
 impl From<Pod> for PodRecord {
+    /// Moves `spec.nodeName` into the `node_name` field (an empty name is no binding).
     fn from(pod: Pod) -> Self {
+        let mut spec = pod.spec;
+        let node_name = spec
+            .as_mut()
+            .and_then(|s| s.node_name.take())
+            .filter(|n| !n.is_empty());
         PodRecord {
             metadata: pod.metadata,
-            spec: pod.spec.map(Arc::new),
+            spec: spec.map(Arc::new),
             status: pod.status,
+            node_name,
         }
     }
 }
 
 impl From<&PodRecord> for Pod {
+    /// The pod with the record's `node_name` back in `spec.nodeName`.
     fn from(record: &PodRecord) -> Self {
+        let mut spec = record.spec.as_deref().cloned();
+        if let Some(node) = record.node_name() {
+            spec.get_or_insert_with(PodSpec::default).node_name = Some(node.to_owned());
+        }
         Pod {
             metadata: record.metadata.clone(),
-            spec: record.spec.as_deref().cloned(),
+            spec,
             status: record.status.clone(),
         }
     }
@@ -213,7 +236,37 @@ mod tests {
         };
         let record = PodRecord::from(pod.clone());
         assert_eq!(record.node_name(), Some("node-a"));
+        assert_eq!(
+            record.spec.as_ref().and_then(|s| s.node_name.clone()),
+            None,
+            "the node name lives beside the spec"
+        );
         assert_eq!(Pod::from(&record), pod);
+    }
+
+    #[test]
+    fn replicas_on_different_nodes_have_equal_specs_and_their_own_node_names() {
+        let on = |node: &str| {
+            PodRecord::from(Pod {
+                spec: Some(PodSpec {
+                    node_name: Some(node.into()),
+                    scheduler_name: Some("default-scheduler".into()),
+                    ..PodSpec::default()
+                }),
+                ..Pod::default()
+            })
+        };
+        let (a, b) = (on("node-a"), on("node-b"));
+        assert_eq!(a.spec, b.spec);
+        assert_ne!(a, b, "records still differ by their binding");
+        assert_eq!(
+            (a.node_name(), b.node_name()),
+            (Some("node-a"), Some("node-b"))
+        );
+        let mut unbound = a.clone();
+        unbound.node_name = None;
+        let pod = Pod::from(&unbound);
+        assert_eq!(pod.spec.and_then(|s| s.node_name), None);
     }
 
     #[test]

@@ -20,8 +20,8 @@
 //! - **What is kept** ([`slim`]): the fields some decision reads; the controller slims every
 //!   object before it is stored, so a large cluster's index stays small.
 //! - **Shared pod specs** ([`spec_pool`]): pods are held as
-//!   [`karpenter_scheduling::PodRecord`]s, and pods with the same controller, node and spec
-//!   share one copy of the spec.
+//!   [`karpenter_scheduling::PodRecord`]s (the node name beside the spec, not in it), and
+//!   pods with the same controller and spec share one copy of the spec on every node.
 //! - **Derived views**: the pods waiting for capacity ([`provisionable::is_provisionable`]),
 //!   each NodePool's usage against its limits ([`Cluster::node_pool_usage`]), the solver
 //!   input ([`Cluster::solve_input`]) and the disruption snapshot

@@ -1,11 +1,12 @@
 //! [`SpecPool`]: one copy of each distinct pod spec the index holds.
 //!
-//! The pods a ReplicaSet (or Job, StatefulSet, ...) makes carry the same spec until the
-//! scheduler binds them, and the same spec again on each node they share. A `PodSpec` with one
-//! container is 3.8 KB before its strings, most of a pod's memory in the index, so the index
-//! keeps one `Arc<PodSpec>` per (controller, node, spec) and hands it to every pod that has
-//! it. Sharing is by equality, never by assumption: a spec is shared only with one it equals,
-//! so no pod reads another's spec. A pod without a controller keeps its own.
+//! The pods a ReplicaSet (or Job, StatefulSet, ...) makes carry the same spec, whether
+//! pending or bound: a [`PodRecord`] keeps the pod's `nodeName` beside its spec, not in it. A
+//! `PodSpec` with one container is 3.8 KB before its strings, most of a pod's memory in the
+//! index, so the index keeps one `Arc<PodSpec>` per (namespace, controller, spec) and hands it
+//! to every pod that has it, on every node. Sharing is by equality, never by assumption: a
+//! spec is shared only with one it equals, so no pod reads another's spec. A pod without a
+//! controller keeps its own.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -14,7 +15,7 @@ use std::sync::{Arc, Weak};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use karpenter_scheduling::PodRecord;
 
-/// Shared pod specs, by the pod's controller and node.
+/// Shared pod specs, by the pod's namespace and controller.
 #[derive(Debug, Default, Clone)]
 pub struct SpecPool {
     specs: HashMap<u64, Weak<PodSpec>>,
@@ -23,28 +24,24 @@ pub struct SpecPool {
 }
 
 impl SpecPool {
-    /// `pod` as a record whose spec is shared with the pods of the same controller on the same
-    /// node that have an equal spec.
+    /// `pod` as a record whose spec is shared with the pods of the same controller (on any
+    /// node, or none) that have an equal spec.
     pub fn record(&mut self, pod: Pod) -> PodRecord {
-        let key = share_key(&pod);
-        let spec = match (pod.spec, key) {
-            (Some(spec), Some(key)) => Some(self.share(key, spec)),
-            (spec, _) => spec.map(Arc::new),
-        };
-        PodRecord {
-            metadata: pod.metadata,
-            spec,
-            status: pod.status,
+        let mut record = PodRecord::from(pod);
+        if let Some(key) = share_key(&record)
+            && let Some(spec) = record.spec.take()
+        {
+            record.spec = Some(self.share(key, spec));
         }
+        record
     }
 
-    fn share(&mut self, key: u64, spec: PodSpec) -> Arc<PodSpec> {
+    fn share(&mut self, key: u64, spec: Arc<PodSpec>) -> Arc<PodSpec> {
         if let Some(shared) = self.specs.get(&key).and_then(Weak::upgrade)
-            && *shared == spec
+            && *shared == *spec
         {
             return shared;
         }
-        let spec = Arc::new(spec);
         self.specs.insert(key, Arc::downgrade(&spec));
         if self.specs.len() > 2 * self.swept_len + 64 {
             self.specs.retain(|_, spec| spec.strong_count() > 0);
@@ -61,8 +58,9 @@ impl SpecPool {
     }
 }
 
-/// The pod's namespace, controller uid and node: pods that share these usually share a spec.
-fn share_key(pod: &Pod) -> Option<u64> {
+/// The pod's namespace and controller uid: pods that share these usually share a spec (the
+/// node is not in the key: a record's spec has no node name).
+fn share_key(pod: &PodRecord) -> Option<u64> {
     let owner = pod
         .metadata
         .owner_references
@@ -72,10 +70,6 @@ fn share_key(pod: &Pod) -> Option<u64> {
     let mut hasher = DefaultHasher::new();
     pod.metadata.namespace.hash(&mut hasher);
     owner.uid.hash(&mut hasher);
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .hash(&mut hasher);
     Some(hasher.finish())
 }
 
@@ -116,38 +110,44 @@ mod tests {
     }
 
     #[test]
-    fn pods_of_one_controller_on_one_node_share_one_spec() {
+    fn pods_of_one_controller_share_one_spec_on_every_node_and_pending() {
         let mut pool = SpecPool::default();
         let a = pool.record(pod("a", Some("rs-1"), Some("n1"), "x"));
         let b = pool.record(pod("b", Some("rs-1"), Some("n1"), "x"));
-        assert!(same(&a, &b));
+        let c = pool.record(pod("c", Some("rs-1"), Some("n2"), "x"));
+        let pending = pool.record(pod("d", Some("rs-1"), None, "x"));
+        for other in [&b, &c, &pending] {
+            assert!(same(&a, other), "{:?}", other.metadata.name);
+        }
         assert_eq!(pool.live(), 1);
+        let nodes = [&a, &b, &c, &pending].map(PodRecord::node_name);
+        assert_eq!(nodes, [Some("n1"), Some("n1"), Some("n2"), None]);
+        assert_eq!(a.spec.as_ref().unwrap().node_name, None);
     }
 
     #[test]
-    fn a_different_spec_node_or_controller_is_not_shared() {
+    fn a_different_spec_or_controller_is_not_shared() {
         let mut pool = SpecPool::default();
         let a = pool.record(pod("a", Some("rs-1"), Some("n1"), "x"));
-        let other_spec = pool.record(pod("b", Some("rs-1"), Some("n1"), "y"));
-        let other_node = pool.record(pod("c", Some("rs-1"), Some("n2"), "x"));
+        let other_spec = pool.record(pod("b", Some("rs-1"), Some("n2"), "y"));
         let other_owner = pool.record(pod("d", Some("rs-2"), Some("n1"), "x"));
         let no_owner = pool.record(pod("e", None, Some("n1"), "x"));
-        for other in [&other_spec, &other_node, &other_owner, &no_owner] {
+        for other in [&other_spec, &other_owner, &no_owner] {
             assert!(!same(&a, other));
         }
         assert_eq!(
             other_spec.spec.as_ref().unwrap().scheduler_name.as_deref(),
             Some("y")
         );
-        assert_eq!(other_node.node_name(), Some("n2"));
+        assert_eq!(other_spec.node_name(), Some("n2"));
     }
 
     #[test]
     fn specs_no_pod_holds_are_swept() {
         let mut pool = SpecPool::default();
         for i in 0..1_000 {
-            let node = format!("n{i}");
-            drop(pool.record(pod("a", Some("rs-1"), Some(&node), "x")));
+            let owner = format!("rs-{i}");
+            drop(pool.record(pod("a", Some(&owner), Some("n1"), "x")));
         }
         assert!(pool.specs.len() <= 2 * pool.swept_len + 64);
         assert!(pool.specs.len() < 200, "{} entries kept", pool.specs.len());

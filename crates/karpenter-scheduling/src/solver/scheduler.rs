@@ -8,7 +8,6 @@
 //! loop ends when the queue is empty or a full cycle made no progress.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
 
 use crate::hash::{FxHashMap, FxHashSet};
 use crate::input::{MinValuesPolicy, SolveInput};
@@ -165,11 +164,11 @@ impl<'a> Solver<'a> {
             };
             for (i, ds) in input.daemonsets.iter().enumerate() {
                 let template = &ds.spec.template;
-                let pod = PodRecord {
+                let pod = PodRecord::from(k8s_openapi::api::core::v1::Pod {
                     metadata: template.metadata.clone().unwrap_or_default(),
-                    spec: template.spec.clone().map(Arc::new),
+                    spec: template.spec.clone(),
                     status: None,
-                };
+                });
                 if let Ok(info) = compiler.compile(i, &pod, crate::input::PreferencePolicy::Ignore)
                 {
                     daemons.push(info);

@@ -310,11 +310,7 @@ impl SimCluster {
             .pods()
             .filter(|p| keys.contains(&pod_record::key(&p.metadata)))
             .map(|p| {
-                let node = p
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.node_name.clone())
-                    .unwrap_or_default();
+                let node = p.node_name().unwrap_or_default().to_owned();
                 let reference = ObjectRef::new(
                     Kind::Pod,
                     Some(p.metadata.namespace.as_deref().unwrap_or("default")),
