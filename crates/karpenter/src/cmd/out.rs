@@ -20,7 +20,7 @@ pub fn print(text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// [`print`] with a newline after `text`.
+/// [`print()`] with a newline after `text`.
 pub fn println(text: &str) -> anyhow::Result<()> {
     print(&format!("{text}\n"))
 }
