@@ -350,7 +350,10 @@ async fn prepare_on_aws(
         &mut cloud,
         &enforceable(&policy, without),
         &recorder,
-        faults.as_ref().map(|_| Duration::from_secs(2)),
+        // Shorter than an injected `timeout` (12 s), so the client abandons it, and longer than
+        // the emulator's slowest honest answer on a loaded 2-core machine (a page of
+        // DescribeInstanceTypes took over 2 s, every attempt, in a full run).
+        faults.as_ref().map(|_| Duration::from_secs(8)),
     )
     .await;
     if let Some(mut spec) = faults {
@@ -1284,7 +1287,7 @@ async fn with_a_fifth_of_ec2_calls_failing_every_pod_is_placed_nothing_leaks_and
         false,
         Some(serde_json::json!({
             "rate": 0.2, "seed": seed, "services": ["ec2"],
-            "kinds": ["throttle", "unavailable", "timeout", "lost"], "timeout_seconds": 4
+            "kinds": ["throttle", "unavailable", "timeout", "lost"], "timeout_seconds": 12
         })),
         &[],
     )

@@ -158,3 +158,38 @@ pub fn read(
         manifests(&client).await
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> kube::Error {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "code": code, "message": "pods is forbidden", "reason": "Forbidden"
+        }))
+        .expect("a Status");
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn a_denied_list_names_the_kind_and_the_access_it_needs() {
+        let message = format!("{:#}", listing_error("Pods", api_error(403)));
+        assert!(
+            message.starts_with("listing the cluster's Pods (no RBAC"),
+            "{message}"
+        );
+        assert!(message.contains("pods is forbidden"), "{message}");
+    }
+
+    #[test]
+    fn an_unserved_optional_kind_is_none_and_an_unserved_required_one_an_error() {
+        let unserved: anyhow::Result<Vec<NodeOverlay>> =
+            Err(listing_error("NodeOverlays", api_error(404)));
+        assert!(optional(unserved).is_ok_and(|v| v.is_empty()));
+        let denied: anyhow::Result<Vec<NodeOverlay>> =
+            Err(listing_error("NodeOverlays", api_error(403)));
+        assert!(optional(denied).is_err());
+        let message = format!("{:#}", listing_error("NodePools", api_error(404)));
+        assert!(message.contains("CRDs installed"), "{message}");
+    }
+}
