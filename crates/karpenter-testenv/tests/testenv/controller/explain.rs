@@ -13,13 +13,45 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use karpenter_controller::explain::client::{Target, ask, paths};
 use karpenter_controller::explain::model::{
-    DisruptionAnswer, NodeAnswer, NodePoolAnswer, NodeVerdict, PodAnswer, PodOutcome, RemovalAnswer,
+    DisruptionAnswer, NodeAnswer, NodePoolAnswer, NodeVerdict, PlaceReason, PodAnswer, PodOutcome,
+    RemovalAnswer,
 };
 use karpenter_kwok_provider::KwokOptions;
 use karpenter_testenv::wait_for;
 use kube::api::{Api, PostParams};
 
 use super::{only, start};
+
+/// Waits until the controller's answer for pod `namespace/pod` is unschedulable with a reason
+/// that is `wanted`: its reasons; on timeout, panics with `what` and the last answer.
+async fn wait_unschedulable(
+    what: &str,
+    target: &Target,
+    namespace: &str,
+    pod: &str,
+    wanted: impl Fn(&PlaceReason) -> bool,
+) -> Vec<PlaceReason> {
+    let found = wait_for(what, Duration::from_secs(60), || async {
+        let answer: Result<PodAnswer, _> = ask(target, &paths::pod(namespace, pod))
+            .await
+            .expect("the controller answers");
+        Ok(match answer.map(|a| a.outcome) {
+            Ok(PodOutcome::Unschedulable { reasons }) if reasons.iter().any(&wanted) => {
+                Some(reasons)
+            }
+            _ => None,
+        })
+    })
+    .await;
+    match found {
+        Ok(reasons) => reasons,
+        Err(timeout) => {
+            let last: Result<Result<PodAnswer, _>, _> =
+                ask(target, &paths::pod(namespace, pod)).await;
+            panic!("{what}: {timeout:?}; its last answer: {last:?}")
+        }
+    }
+}
 
 #[tokio::test]
 #[ignore = "needs the Kubernetes test environment with KWOK: run scripts/test-integration"]
@@ -77,25 +109,14 @@ async fn explain_tells_why_a_pod_fits_nowhere_where_another_went_and_why_its_nod
 
     // The stuck pod: fits nowhere, and the test's pool says why.
     let pool_line = format!("nodepool {}", h.pool);
-    let reasons = wait_for(
+    let reasons = wait_unschedulable(
         "the stuck pod's explanation naming the test's NodePool",
-        Duration::from_secs(60),
-        || async {
-            let answer: Result<PodAnswer, _> = ask(&target, &paths::pod(&namespace, &stuck_pod))
-                .await
-                .expect("the controller answers");
-            Ok(match answer.map(|a| a.outcome) {
-                Ok(PodOutcome::Unschedulable { reasons })
-                    if reasons.iter().any(|r| r.place == pool_line) =>
-                {
-                    Some(reasons)
-                }
-                _ => None,
-            })
-        },
+        &target,
+        &namespace,
+        &stuck_pod,
+        |r| r.place == pool_line,
     )
-    .await
-    .expect("explain names why the pod fits nowhere");
+    .await;
     let line = reasons
         .iter()
         .find(|r| r.place == pool_line)
@@ -496,34 +517,14 @@ async fn explain_names_a_zero_budget_a_pdb_and_a_limit_and_the_consolidation_it_
     .expect("the Deployment makes its pod");
     let namespace = h.scope.namespace().to_owned();
     let pool_line = format!("nodepool {}", h.pool);
-    let reasons = wait_for(
+    let reasons = wait_unschedulable(
         "the over-limit pod's explanation naming the pool's limit",
-        Duration::from_secs(60),
-        || async {
-            let answer: Result<PodAnswer, _> = ask(&target, &paths::pod(&namespace, &over))
-                .await
-                .expect("the controller answers");
-            Ok(match answer.map(|a| a.outcome) {
-                Ok(PodOutcome::Unschedulable { reasons })
-                    if reasons
-                        .iter()
-                        .any(|r| r.place == pool_line && r.reason.contains("limit")) =>
-                {
-                    Some(reasons)
-                }
-                _ => None,
-            })
-        },
+        &target,
+        &namespace,
+        &over,
+        |r| r.place == pool_line && r.reason.contains("limit"),
     )
     .await;
-    let reasons = match reasons {
-        Ok(reasons) => reasons,
-        Err(timeout) => {
-            let last: Result<Result<PodAnswer, _>, _> =
-                ask(&target, &paths::pod(&namespace, &over)).await;
-            panic!("explain names the limit: {timeout:?}; its last answer: {last:?}")
-        }
-    };
     let recomputed = explain_without_controller(&h, &["pod", &format!("{namespace}/{over}")])
         .expect("explain --no-controller answers");
     let answer: PodAnswer = serde_json::from_value(recomputed.clone()).expect("a pod answer");
