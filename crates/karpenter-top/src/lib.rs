@@ -1,11 +1,11 @@
 //! `karpenter top`: the cluster's nodes (requests against allocatable per resource, pods,
 //! instance type, capacity type, price, NodePool, Karpenter's disruption state, readiness and
-//! age), its cost per hour and month, its NodePools (readiness, limits used) and its pending
-//! pods with kube-scheduler's reason, from the same index the controller builds
-//! ([`karpenter_state::Cluster`]).
+//! age), its cost per hour and month, its NodePools (readiness, limits used), its pending
+//! pods with kube-scheduler's reason and Karpenter's events, from the same index the controller
+//! builds ([`karpenter_state::Cluster`]).
 //!
-//! - [`mod@list`]: reads Nodes, NodeClaims, Pods and NodePools through a Kubernetes client (the
-//!   only I/O here; it never writes).
+//! - [`mod@list`]: reads Nodes, NodeClaims, Pods, NodePools and Karpenter's Events through a
+//!   Kubernetes client (the only I/O here; it never writes).
 //! - [`mod@view`]: the pure part: the index, prices and `now` in, a [`view::View`] out.
 //! - [`mod@render`]: a view as a text table of a given width (`--once`, CI logs).
 //! - [`mod@ui`], [`mod@screen`]: the interactive view: the keys' state, and the view drawn

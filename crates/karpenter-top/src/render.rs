@@ -235,6 +235,51 @@ pub(crate) fn pending(view: &View, width: usize) -> Vec<String> {
         .collect()
 }
 
+/// Karpenter's events as a table (a title row, then a row per event, newest first): age (and
+/// `(xN)` when it happened N times), type, reason, object, and the note on one line cut to
+/// `width`. Empty when there are none.
+pub(crate) fn events(view: &View, width: usize) -> Vec<String> {
+    if view.events.is_empty() {
+        return Vec::new();
+    }
+    let mut rows: Vec<[String; 5]> =
+        vec![["AGE", "TYPE", "REASON", "OBJECT", "NOTE"].map(String::from)];
+    rows.extend(view.events.iter().map(|e| {
+        let seen = if e.count > 1 {
+            format!("{} (x{})", age(e.age_seconds), e.count)
+        } else {
+            age(e.age_seconds)
+        };
+        let note = e.note.split_whitespace().collect::<Vec<_>>().join(" ");
+        [
+            seen,
+            e.type_.clone(),
+            e.reason.clone(),
+            e.object.clone(),
+            note,
+        ]
+    }));
+    let mut widths = [0usize; 4];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    rows.iter()
+        .map(|[seen, type_, reason, object, note]| {
+            let prefix = format!(
+                "{seen:<w0$}  {type_:<w1$}  {reason:<w2$}  {object:<w3$}  ",
+                w0 = widths[0],
+                w1 = widths[1],
+                w2 = widths[2],
+                w3 = widths[3],
+            );
+            let room = width.saturating_sub(prefix.chars().count()).max(20);
+            format!("{prefix}{}", cut(note, room)).trim_end().to_owned()
+        })
+        .collect()
+}
+
 /// The view as text, `width` columns wide at most for the cut columns.
 pub fn render(view: &View, width: usize) -> String {
     let mut out = String::new();

@@ -1,8 +1,9 @@
 //! The interactive view drawn with ratatui into a [`Buffer`]: the header (per resource, cost,
 //! pods, the next consolidation's saving), the page of nodes that fits (the selected one
-//! marked `>`), the pane below (NodePools, pending pods, or the selected node's explanation)
-//! and a footer (sort, page, keys, what could not be read). The facts are [`View`]'s and
-//! [`Explained`]'s; the cells are [`mod@crate::render`]'s, so `--once` and the screen say the same.
+//! marked `>`), the pane below (NodePools, pending pods, Karpenter's events, or the selected
+//! node's explanation; a Warning event in yellow) and a footer (sort, page, keys, what could
+//! not be read). The facts are [`View`]'s and [`Explained`]'s; the cells are
+//! [`mod@crate::render`]'s, so `--once` and the screen say the same.
 //! No terminal here: the binary hands a frame's buffer in, tests a fixed-size one.
 
 use ratatui::buffer::Buffer;
@@ -69,10 +70,19 @@ impl Screen<'_> {
                     lines.push("no pending pods".to_owned());
                 }
                 (
-                    format!(
-                        "Pending pods ({}) · Tab: NodePools",
-                        self.view.pending.len()
-                    ),
+                    format!("Pending pods ({}) · Tab: events", self.view.pending.len()),
+                    lines,
+                )
+            }
+            Pane::Events => {
+                let mut lines = render::events(self.view, width);
+                if let Some(problem) = &self.view.events_problem {
+                    lines.insert(0, format!("events cannot be listed: {problem}"));
+                } else if lines.is_empty() {
+                    lines.push("no events from karpenter".to_owned());
+                }
+                (
+                    format!("Events ({}) · Tab: NodePools", self.view.events.len()),
                     lines,
                 )
             }
@@ -250,7 +260,27 @@ impl Widget for &Screen<'_> {
         .render(header, buf);
         self.draw_table(table, buf);
         if h.pane > 0 {
-            Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>())
+            // The events pane's rows follow its title row, one per event.
+            let warning = |i: usize| {
+                self.ui.pane == Pane::Events
+                    && self.view.events_problem.is_none()
+                    && i.checked_sub(1)
+                        .and_then(|e| self.view.events.get(e))
+                        .is_some_and(|e| e.type_ == "Warning")
+            };
+            let lines: Vec<Line> = lines
+                .into_iter()
+                .enumerate()
+                .map(|(i, line)| {
+                    let line = Line::from(line);
+                    if warning(i) {
+                        line.style(Style::new().fg(Color::Yellow))
+                    } else {
+                        line
+                    }
+                })
+                .collect();
+            Paragraph::new(lines)
                 .block(
                     Block::new()
                         .borders(Borders::TOP)

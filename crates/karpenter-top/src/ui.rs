@@ -12,6 +12,8 @@ pub enum Pane {
     NodePools,
     /// Each pending pod and kube-scheduler's reason.
     Pending,
+    /// Karpenter's events, newest first.
+    Events,
     /// The controller's answer for the selected node (`Enter`; `Esc` closes it).
     Explain,
 }
@@ -135,7 +137,8 @@ impl Ui {
             Key::Tab => {
                 self.pane = match self.pane {
                     Pane::NodePools => Pane::Pending,
-                    Pane::Pending | Pane::Explain => Pane::NodePools,
+                    Pane::Pending => Pane::Events,
+                    Pane::Events | Pane::Explain => Pane::NodePools,
                 };
             }
             Key::Enter => {
@@ -220,6 +223,33 @@ mod tests {
         assert_eq!(ui.on_key(Key::Tab, &NODES, 3), Action::Redraw);
         assert_eq!(ui.pane, Pane::Pending);
         assert_eq!(ui.on_key(Key::Quit, &NODES, 3), Action::Quit);
+    }
+
+    #[test]
+    fn tab_cycles_nodepools_pending_pods_and_events_and_leaves_an_explanation_for_the_nodepools() {
+        let mut ui = Ui::default();
+        let mut seen = vec![ui.pane];
+        for _ in 0..3 {
+            assert_eq!(ui.on_key(Key::Tab, &NODES, 3), Action::Redraw);
+            seen.push(ui.pane);
+        }
+        assert_eq!(
+            seen,
+            [
+                Pane::NodePools,
+                Pane::Pending,
+                Pane::Events,
+                Pane::NodePools
+            ]
+        );
+        ui.on_key(Key::Enter, &NODES, 3);
+        assert_eq!(ui.pane, Pane::Explain);
+        ui.on_key(Key::Tab, &NODES, 3);
+        assert_eq!(ui.pane, Pane::NodePools);
+        ui.on_key(Key::Tab, &NODES, 3);
+        ui.on_key(Key::Tab, &NODES, 3);
+        ui.on_key(Key::Escape, &NODES, 3);
+        assert_eq!(ui.pane, Pane::Events, "Esc closes only an explanation");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
+use k8s_openapi::api::events::v1::Event;
 use karpenter_api::labels as l;
 use karpenter_cloud::PriceTable;
 use karpenter_scheduling::pod::pod_requests;
@@ -177,6 +178,25 @@ pub struct PendingRow {
     pub reason: String,
 }
 
+/// One of Karpenter's events (a launch, a disruption, an interruption, a repair, a pod
+/// nominated or failing to schedule, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventRow {
+    /// Seconds since it was last seen ([`last_seen`]).
+    pub age_seconds: i64,
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Upstream's reason (`Nominated`, `DisruptionBlocked`, `SpotInterrupted`, ...).
+    pub reason: String,
+    /// What it is about: `Kind/name`, or `Kind/namespace/name` for a namespaced object.
+    pub object: String,
+    /// How many times it happened (its series' count; 1 without a series).
+    pub count: u32,
+    pub note: String,
+}
+
 /// Pods by state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -198,6 +218,11 @@ pub struct View {
     pub nodes: Vec<NodeRow>,
     pub node_pools: Vec<PoolRow>,
     pub pending: Vec<PendingRow>,
+    /// Karpenter's events, newest first.
+    pub events: Vec<EventRow>,
+    /// Why Karpenter's events could not be listed (the rest of the view stands).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events_problem: Option<String>,
     /// What the controller's next consolidation saves per hour ([`Explained::saving_per_hour`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saving_per_hour: Option<f64>,
@@ -236,6 +261,64 @@ fn matches(labels: &BTreeMap<String, String>, selector: &[(String, Option<String
 
 fn age(created: Option<DateTime<Utc>>, now: DateTime<Utc>) -> i64 {
     created.map_or(0, |c| (now - c).num_seconds().max(0))
+}
+
+fn time(t: &k8s_openapi::jiff::Timestamp) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp(
+        t.as_second(),
+        u32::try_from(t.subsec_nanosecond()).unwrap_or(0),
+    )
+}
+
+/// When `event` was last seen: its series' last observation, else its time, else its
+/// deprecated last timestamp, else its creation.
+pub fn last_seen(event: &Event) -> Option<DateTime<Utc>> {
+    event
+        .series
+        .as_ref()
+        .map(|s| &s.last_observed_time.0)
+        .or(event.event_time.as_ref().map(|t| &t.0))
+        .or(event.deprecated_last_timestamp.as_ref().map(|t| &t.0))
+        .or(event.metadata.creation_timestamp.as_ref().map(|t| &t.0))
+        .and_then(time)
+}
+
+/// `event` as a row at `now`.
+fn event_row(event: &Event, now: DateTime<Utc>) -> EventRow {
+    let regarding = event.regarding.as_ref();
+    let kind = regarding
+        .and_then(|r| r.kind.as_deref())
+        .unwrap_or_default();
+    let name = regarding
+        .and_then(|r| r.name.as_deref())
+        .unwrap_or_default();
+    let object = match regarding.and_then(|r| r.namespace.as_deref()) {
+        Some(namespace) if !namespace.is_empty() => format!("{kind}/{namespace}/{name}"),
+        _ => format!("{kind}/{name}"),
+    };
+    let count = event
+        .series
+        .as_ref()
+        .map(|s| s.count)
+        .or(event.deprecated_count)
+        .and_then(|c| u32::try_from(c).ok())
+        .unwrap_or(1)
+        .max(1);
+    EventRow {
+        age_seconds: age(last_seen(event), now),
+        type_: event.type_.clone().unwrap_or_default(),
+        reason: event.reason.clone().unwrap_or_default(),
+        object,
+        count,
+        note: event.note.clone().unwrap_or_default(),
+    }
+}
+
+/// `events` as rows at `now`, newest first (equal ages in their listed order).
+pub fn events(events: &[Event], now: DateTime<Utc>) -> Vec<EventRow> {
+    let mut rows: Vec<EventRow> = events.iter().map(|e| event_row(e, now)).collect();
+    rows.sort_by_key(|r| r.age_seconds);
+    rows
 }
 
 /// The view of `listed` at `now`.
@@ -430,6 +513,8 @@ pub fn view(listed: &Listed, prices: &dyn Prices, options: &Options, now: DateTi
         nodes,
         node_pools,
         pending,
+        events: events(&listed.events, now),
+        events_problem: listed.events_problem.clone(),
         saving_per_hour: None,
     }
 }
@@ -548,7 +633,68 @@ pub(crate) mod tests {
             "shop/huge".into(),
             "0/2 nodes are available: 2 Insufficient cpu.".into(),
         );
+        listed.events = events_of_karpenter();
         listed
+    }
+
+    /// Karpenter's events of [`listed`], not in order: a pod nominated, a pod failing to
+    /// schedule three times, node-b being disrupted, a spot interruption.
+    pub(crate) fn events_of_karpenter() -> Vec<Event> {
+        let event = |type_: &str,
+                     reason: &str,
+                     regarding: serde_json::Value,
+                     at: &str,
+                     series: Option<(i32, &str)>,
+                     note: &str| {
+            let mut event = serde_json::json!({
+                "metadata": {"name": format!("{reason}.{at}"), "namespace": "default"},
+                "eventTime": at, "reportingController": "karpenter",
+                "reportingInstance": "karpenter-0", "action": reason,
+                "type": type_, "reason": reason, "regarding": regarding, "note": note
+            });
+            if let Some((count, last)) = series {
+                event["series"] = serde_json::json!({"count": count, "lastObservedTime": last});
+            }
+            object::<Event>(event)
+        };
+        let pod =
+            |name: &str| serde_json::json!({"kind": "Pod", "namespace": "shop", "name": name});
+        vec![
+            event(
+                "Warning",
+                "SpotInterrupted",
+                serde_json::json!({"kind": "NodeClaim", "name": "general-b2"}),
+                "2026-11-27T09:55:00.000000Z",
+                None,
+                "Spot interruption warning was triggered",
+            ),
+            event(
+                "Normal",
+                "Nominated",
+                pod("web-1"),
+                "2026-11-27T09:59:30.000000Z",
+                None,
+                "Pod should schedule on: nodeclaim/general-x7",
+            ),
+            event(
+                "Warning",
+                "FailedScheduling",
+                pod("huge"),
+                "2026-11-27T09:58:10.000000Z",
+                Some((3, "2026-11-27T09:59:50.000000Z")),
+                "Failed to schedule pod, incompatible with nodepool \"general\", daemonset \
+                 overhead={\"cpu\":\"0\"}, no instance type satisfied resources \
+                 {\"cpu\":\"64\",\"memory\":\"1Gi\",\"pods\":\"1\"}",
+            ),
+            event(
+                "Normal",
+                "DisruptionTerminating",
+                serde_json::json!({"kind": "Node", "name": "node-b"}),
+                "2026-11-27T09:58:00.000000Z",
+                None,
+                "Disrupting Node: Drifted",
+            ),
+        ]
     }
 
     struct Flat;
@@ -607,6 +753,66 @@ pub(crate) mod tests {
         assert_eq!(view.node_pools.len(), 1);
         assert_eq!(view.node_pools[0].ready, "True");
         assert_eq!(view.node_pools[0].limits[0].0, "cpu");
+    }
+
+    #[test]
+    fn karpenters_events_come_newest_first_with_their_object_and_count() {
+        let view = view(
+            &listed(),
+            &Flat,
+            &Options::default(),
+            at("2026-11-27T10:00:00Z"),
+        );
+        let rows: Vec<(i64, &str, &str, &str, u32)> = view
+            .events
+            .iter()
+            .map(|e| {
+                (
+                    e.age_seconds,
+                    e.type_.as_str(),
+                    e.reason.as_str(),
+                    e.object.as_str(),
+                    e.count,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (10, "Warning", "FailedScheduling", "Pod/shop/huge", 3),
+                (30, "Normal", "Nominated", "Pod/shop/web-1", 1),
+                (120, "Normal", "DisruptionTerminating", "Node/node-b", 1),
+                (300, "Warning", "SpotInterrupted", "NodeClaim/general-b2", 1),
+            ],
+            "a series is as old as its last observation"
+        );
+        assert_eq!(view.events_problem, None);
+        let json = serde_json::to_value(&view).unwrap_or_default();
+        assert_eq!(json["events"][0]["type"], "Warning");
+        assert_eq!(json["events"][0]["count"], 3);
+        assert_eq!(json["events"][1]["object"], "Pod/shop/web-1");
+        assert_eq!(
+            json["events"][1]["note"],
+            "Pod should schedule on: nodeclaim/general-x7"
+        );
+        assert!(json.get("eventsProblem").is_none());
+    }
+
+    #[test]
+    fn events_that_cannot_be_listed_leave_the_rest_of_the_view_and_say_why() {
+        let mut listed = listed();
+        listed.events.clear();
+        listed.events_problem = Some("listing Events: forbidden".into());
+        let view = view(
+            &listed,
+            &Flat,
+            &Options::default(),
+            at("2026-11-27T10:00:00Z"),
+        );
+        assert_eq!(view.nodes.len(), 3);
+        assert!(view.events.is_empty());
+        let json = serde_json::to_value(&view).unwrap_or_default();
+        assert_eq!(json["eventsProblem"], "listing Events: forbidden");
     }
 
     /// [`listed`] with node-a's NodeClaim, `Drifted=True`.

@@ -37,7 +37,7 @@ enum Command {
     Simulate(cmd::simulate::Args),
     /// Why the running controller did what it did: a pod's placement, a node's disruption.
     Explain(cmd::explain::Args),
-    /// The cluster's nodes, cost, NodePools and pending pods, live in the terminal (reads only).
+    /// The cluster's nodes, cost, NodePools, pending pods and Karpenter's events, live (read only).
     Top(cmd::top::Args),
 }
 

@@ -212,10 +212,7 @@ fn the_pending_pane_tells_each_pods_reason_and_a_controller_problem_shows_in_the
         note: "",
     };
     let text = draw(&screen, 200, 14);
-    assert!(
-        text.contains(" Pending pods (1) · Tab: NodePools "),
-        "{text}"
-    );
+    assert!(text.contains(" Pending pods (1) · Tab: events "), "{text}");
     assert!(
         text.contains("shop/huge    2m0s  2 Insufficient cpu"),
         "{text}"
@@ -231,6 +228,7 @@ fn an_empty_pane_says_so_rather_than_vanishing() {
     let mut view = the_view(Sort::Creation);
     view.pending.clear();
     view.node_pools.clear();
+    view.events.clear();
     let mut ui = Ui::default();
     let explained = Explained::default();
     let screen = |ui: &Ui| {
@@ -249,11 +247,86 @@ fn an_empty_pane_says_so_rather_than_vanishing() {
     assert!(screen(&ui).contains("\nno NodePools\n"));
     ui.on_key(Key::Tab, &[], 10);
     let text = screen(&ui);
+    assert!(text.contains(" Pending pods (0) · Tab: events"), "{text}");
+    assert!(text.contains("\nno pending pods\n"), "{text}");
+    ui.on_key(Key::Tab, &[], 10);
+    let text = screen(&ui);
+    assert!(text.contains(" Events (0) · Tab: NodePools"), "{text}");
+    assert!(text.contains("\nno events from karpenter\n"), "{text}");
+}
+
+#[test]
+fn the_events_pane_at_a_fixed_width_is_a_table_of_karpenters_events_newest_first() {
+    let view = the_view(Sort::Creation);
+    let mut ui = Ui::default();
+    ui.on_key(Key::Tab, &[], 10);
+    ui.on_key(Key::Tab, &[], 10);
+    let explained = Explained::default();
+    let screen = Screen {
+        view: &view,
+        ui: &ui,
+        explained: &explained,
+        note: "",
+    };
+    assert_eq!(
+        draw(&screen, 124, 18),
+        "\
+cpu      ████░░░░░░  44%  1.75/4
+memory   ████░░░░░░  38%  3Gi/8Gi
+3 nodes  $0.210/hour | $153.30/month  pods: 1 pending, 3 bound (2 running)
+
+ NODE        CPU              MEMORY           PODS  TYPE      CAPACITY   PRICE      NODEPOOL  STATUS            AGE
+>node-a      ████████░░  75%  █████░░░░░  50%  2/29  c5.large  on-demand  $0.0850/h  general   Ready             2h0m
+ node-b      █░░░░░░░░░  12%  ███░░░░░░░  25%  1/29  m5.large  spot       $0.0400/h  general   Ready,Disrupting  30m0s
+ general-x7  ░░░░░░░░░░   0%  ░░░░░░░░░░   0%  0/0   c5.large  on-demand  $0.0850/h  general   Launching         30s
+ Events (4) · Tab: NodePools ───────────────────────────────────────────────────────────────────────────────────────────────
+AGE       TYPE     REASON                 OBJECT                NOTE
+10s (x3)  Warning  FailedScheduling       Pod/shop/huge         Failed to schedule pod, incompatible with nodepool \"general…
+30s       Normal   Nominated              Pod/shop/web-1        Pod should schedule on: nodeclaim/general-x7
+2m0s      Normal   DisruptionTerminating  Node/node-b           Disrupting Node: Drifted
+5m0s      Warning  SpotInterrupted        NodeClaim/general-b2  Spot interruption warning was triggered
+
+
+
+sort: creation │ page 1/1 │ node 1/3 │ s sort · ↑↓ jk select · PgUp PgDn page · Enter explain · Tab pane · q quit
+"
+    );
+    let mut buf = Buffer::empty(Rect::new(0, 0, 124, 18));
+    screen.render(buf.area, &mut buf);
+    let colour = |row: u16| buf[(0, row)].fg;
+    assert_eq!(
+        [colour(9), colour(10), colour(11), colour(13)],
+        [Color::Reset, Color::Yellow, Color::Reset, Color::Yellow],
+        "the title row plain, the Warning events yellow"
+    );
+}
+
+#[test]
+fn events_that_cannot_be_listed_say_why_in_their_pane() {
+    let mut view = the_view(Sort::Creation);
+    view.events.clear();
+    view.events_problem =
+        Some("listing Events: ApiError: events.events.k8s.io is forbidden".into());
+    let mut ui = Ui::default();
+    ui.on_key(Key::Tab, &[], 10);
+    ui.on_key(Key::Tab, &[], 10);
+    let explained = Explained::default();
+    let screen = Screen {
+        view: &view,
+        ui: &ui,
+        explained: &explained,
+        note: "",
+    };
+    let text = draw(&screen, 124, 14);
+    assert!(text.contains(" Events (0) · Tab: NodePools"), "{text}");
     assert!(
-        text.contains(" Pending pods (0) · Tab: NodePools"),
+        text.contains("\nevents cannot be listed: listing Events: ApiError: events.events.k8s.io is forbidden\n"),
         "{text}"
     );
-    assert!(text.contains("\nno pending pods\n"), "{text}");
+    assert!(
+        text.contains("node-a"),
+        "the nodes are still shown:\n{text}"
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! `karpenter top`: the cluster's nodes, cost, NodePools and pending pods in the terminal, read
-//! through the kubeconfig (it never writes). The work is `karpenter-top`'s; this module reads
+//! `karpenter top`: the cluster's nodes, cost, NodePools, pending pods and Karpenter's events in
+//! the terminal, read through the kubeconfig (it never writes). The work is `karpenter-top`'s; this module reads
 //! arguments, lists, and prints.
 //!
 //! On a terminal it is interactive (`live`: keys to sort, page, select and explain a node;

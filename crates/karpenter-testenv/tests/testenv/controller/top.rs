@@ -2,10 +2,12 @@
 //!
 //! - `--once`, through the same calls the command makes (`karpenter_top::list`, `view`,
 //!   `render`): the controller's nodes with their type, price, capacity type and pods, a node
-//!   Karpenter is disrupting marked so, and a pending pod with kube-scheduler's reason.
+//!   Karpenter is disrupting marked so, and a pending pod with kube-scheduler's reason; and
+//!   Karpenter's events (the pods it nominated), selected on the API server by
+//!   `reportingController`, in `karpenter top --once -o json`.
 //! - The interactive view: the `karpenter` binary in a real terminal (a detached tmux session
-//!   of a fixed size), keys sent and the screen captured: it sorts, pages, switches panes and
-//!   explains the selected node with the controller's answer.
+//!   of a fixed size), keys sent and the screen captured: it sorts, pages, switches panes (the
+//!   events pane among them) and explains the selected node with the controller's answer.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,12 +15,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::events::v1::Event;
 use karpenter_api::v1::NodeClaim;
 use karpenter_kwok_provider::KwokOptions;
 use karpenter_testenv::wait_for;
 use karpenter_top::view::TablePrices;
 use karpenter_top::{Options, view};
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 use super::{only, start};
 
@@ -112,6 +115,93 @@ async fn top_once_lists_the_nodes_prices_and_pods_marks_a_disrupting_node_and_te
     assert!(
         stuck_line.contains("didn't match Pod's node affinity/selector"),
         "the stuck pod's line leads with what keeps it off the nodes:\n{text}"
+    );
+    // Karpenter's events: the API server selects them by reportingController (the
+    // Deployment's and kube-scheduler's events about the same objects stay out), and
+    // `karpenter top -o json` shows the two pods nominated for the NodeClaim launched.
+    let selected = Api::<Event>::all(h.client.clone())
+        .list(&ListParams::default().fields("reportingController=karpenter"))
+        .await
+        .expect("events.k8s.io Events selected by reportingController");
+    assert!(
+        selected
+            .items
+            .iter()
+            .all(|e| e.reporting_controller.as_deref() == Some("karpenter")),
+        "the selector keeps Karpenter's events only"
+    );
+    let in_namespace = Api::<Event>::namespaced(h.client.clone(), &namespace)
+        .list(&ListParams::default())
+        .await
+        .expect("listing the namespace's events");
+    assert!(
+        in_namespace
+            .items
+            .iter()
+            .any(|e| e.reporting_controller.as_deref() != Some("karpenter")),
+        "other controllers' events are there to be left out: {:?}",
+        in_namespace
+            .items
+            .iter()
+            .map(|e| (&e.reporting_controller, &e.reason))
+            .collect::<Vec<_>>()
+    );
+    let claim_name = claim.metadata.name.clone().unwrap_or_default();
+    let nominated = format!("Pod should schedule on: nodeclaim/{claim_name}");
+    let held_pods = format!("Pod/{namespace}/held-");
+    let json = wait_for(
+        "karpenter top -o json showing the two pods nominated for the NodeClaim",
+        Duration::from_secs(60),
+        || async {
+            let out = Command::new(karpenter_binary())
+                .args([
+                    "top",
+                    "--once",
+                    "-o",
+                    "json",
+                    "--no-controller",
+                    "--kubeconfig",
+                ])
+                .arg(h.env.kubeconfig_path())
+                .output()
+                .expect("running karpenter top");
+            assert!(
+                out.status.success(),
+                "karpenter top -o json: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("top's JSON");
+            let nominations = json["events"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|e| {
+                    e["reason"] == "Nominated"
+                        && e["type"] == "Normal"
+                        && e["note"] == nominated.as_str()
+                        && e["object"]
+                            .as_str()
+                            .is_some_and(|o| o.starts_with(&held_pods))
+                })
+                .count();
+            Ok((nominations == 2).then_some(json))
+        },
+    )
+    .await
+    .expect("top shows Karpenter's nominations");
+    let events = json["events"].as_array().cloned().unwrap_or_default();
+    assert!(json.get("eventsProblem").is_none(), "{json}");
+    assert!(
+        events.iter().all(|e| e["reason"] != "ScalingReplicaSet"),
+        "the Deployment controller's events are not Karpenter's"
+    );
+    let ages: Vec<i64> = events
+        .iter()
+        .map(|e| e["ageSeconds"].as_i64().unwrap_or(-1))
+        .collect();
+    assert!(
+        ages.windows(2).all(|w| w[0] <= w[1]) && ages.iter().all(|a| *a >= 0),
+        "newest first: {ages:?}"
     );
     // Delete the NodeClaim: the do-not-disrupt pods hold the drain, and top marks the node.
     Api::<NodeClaim>::all(h.client.clone())
@@ -401,6 +491,34 @@ async fn the_interactive_top_in_a_terminal_sorts_pages_switches_panes_and_explai
     tmux.wait_for("the pending pods pane", Duration::from_secs(20), |screen| {
         screen.contains(" Pending pods (").then_some(())
     })
+    .await;
+    // Tab again: Karpenter's events, newest first; those of this test's nodes and pods lead.
+    let claim_names: Vec<String> = claims
+        .iter()
+        .filter_map(|c| c.metadata.name.clone())
+        .collect();
+    tmux.keys(&["Tab"]);
+    tmux.wait_for(
+        "the events pane with an event of this test's objects",
+        Duration::from_secs(20),
+        |screen| {
+            let pane = screen.split(" Events (").nth(1)?;
+            let ours = pane.lines().any(|l| {
+                l.contains(&format!("/{namespace}/"))
+                    || nodes.iter().any(|n| l.contains(n))
+                    || claim_names.iter().any(|c| l.contains(c.as_str()))
+            });
+            (pane.contains("AGE") && pane.contains("REASON") && ours).then_some(())
+        },
+    )
+    .await;
+    println!("the events pane:\n{}", tmux.capture());
+    tmux.keys(&["Tab"]);
+    tmux.wait_for(
+        "the NodePools pane after the events",
+        Duration::from_secs(20),
+        |screen| screen.contains(" NodePools (").then_some(()),
+    )
     .await;
     tmux.keys(&["q"]);
     tmux.wait_for("top quitting with 0", Duration::from_secs(20), |screen| {
