@@ -97,9 +97,12 @@ fn keep(kept: &mut Vec<Event>, event: Event) {
 async fn events(client: &kube::Client) -> Result<Vec<Event>, ListError> {
     let selector = format!("reportingController={REPORTING_CONTROLLER}");
     let mut kept = Vec::new();
-    let selected = each::<Event>(client, "Events", ListParams::default().fields(&selector), |e| {
-        keep(&mut kept, e)
-    })
+    let selected = each::<Event>(
+        client,
+        "Events",
+        ListParams::default().fields(&selector),
+        |e| keep(&mut kept, e),
+    )
     .await;
     match selected {
         Err(e) if matches!(&e.source, kube::Error::Api(status) if status.code == 400) => {
