@@ -80,6 +80,20 @@ fn timeouts(given: Option<&TimeoutConfig>) -> TimeoutConfig {
         .build()
 }
 
+/// The SDK's default chain (credentials, region, endpoints from the environment) over rustls
+/// (ring); `region` overrides the chain's region.
+pub async fn sdk_config(region: Option<String>) -> SdkConfig {
+    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https();
+    let mut loader = aws_config::defaults(BehaviorVersion::latest()).http_client(http);
+    if let Some(region) = region {
+        loader = loader.region(aws_config::Region::new(region));
+    }
+    loader.load().await
+}
+
 impl AwsClients {
     /// Clients from the SDK's default chain, over rustls (ring).
     pub async fn from_env() -> Result<Self, ClientsError> {
@@ -88,15 +102,7 @@ impl AwsClients {
 
     /// [`AwsClients::from_env`], each client with `interceptors`.
     pub async fn from_env_with(interceptors: &[SharedInterceptor]) -> Result<Self, ClientsError> {
-        use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
-        let http = aws_smithy_http_client::Builder::new()
-            .tls_provider(Provider::Rustls(CryptoMode::Ring))
-            .build_https();
-        let config = aws_config::defaults(BehaviorVersion::latest())
-            .http_client(http)
-            .load()
-            .await;
-        Self::new(&config, interceptors)
+        Self::new(&sdk_config(None).await, interceptors)
     }
 
     /// Clients from `config`, each with `interceptors`.

@@ -143,6 +143,18 @@ impl AwsEnv {
         self.state.as_ref()
     }
 
+    /// The environment a process (e.g. the `karpenter` binary) reaches the emulator with, as
+    /// this identity, through the AWS SDK's default chain.
+    pub fn process_env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_REGION", self.region.clone()),
+            ("AWS_ACCESS_KEY_ID", self.access_key_id.clone()),
+            ("AWS_SECRET_ACCESS_KEY", self.secret_access_key.clone()),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+        ]
+    }
+
     /// The same emulator with another identity (e.g. an IAM user's access key).
     pub fn with_credentials(&self, access_key_id: &str, secret_access_key: &str) -> Self {
         Self {

@@ -129,6 +129,9 @@ pub(crate) fn header(view: &View) -> Vec<String> {
         view.pods.bound,
         view.pods.running
     ));
+    if let Some(pricing) = &view.pricing {
+        lines.push(format!("prices: {pricing}"));
+    }
     lines
 }
 

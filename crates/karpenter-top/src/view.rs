@@ -53,6 +53,11 @@ impl Default for Options {
 /// Prices per hour.
 pub trait Prices {
     fn price(&self, instance_type: &str, zone: &str, capacity_type: &str) -> Option<f64>;
+
+    /// Where the prices come from, as the header tells it (`None`: not told).
+    fn source(&self) -> Option<String> {
+        None
+    }
 }
 
 /// No prices (`--disable-pricing`).
@@ -81,6 +86,14 @@ impl TablePrices {
 }
 
 impl Prices for TablePrices {
+    fn source(&self) -> Option<String> {
+        Some(format!(
+            "embedded catalog (on-demand: {} list prices; spot: on-demand x {:.2})",
+            self.table.region(),
+            1.0 - self.spot_discount
+        ))
+    }
+
     fn price(&self, instance_type: &str, zone: &str, capacity_type: &str) -> Option<f64> {
         match capacity_type {
             "spot" => self.table.observed_spot(instance_type, zone).or_else(|| {
@@ -214,6 +227,9 @@ pub struct View {
     pub totals: Vec<Usage>,
     /// Summed price of the shown nodes with a known price.
     pub cost_per_hour: Option<f64>,
+    /// Where the prices come from ([`Prices::source`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<String>,
     pub pods: PodCounts,
     pub nodes: Vec<NodeRow>,
     pub node_pools: Vec<PoolRow>,
@@ -509,6 +525,7 @@ pub fn view(listed: &Listed, prices: &dyn Prices, options: &Options, now: DateTi
     View {
         totals,
         cost_per_hour,
+        pricing: prices.source(),
         pods: counts,
         nodes,
         node_pools,

@@ -8,15 +8,17 @@
 
 mod controller;
 mod live;
+mod prices;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
 use karpenter_controller::explain::client::{Kubeconfig, Target};
 use karpenter_top::view::TablePrices;
-use karpenter_top::{Explained, Options, Prices, Sort};
+use karpenter_top::{Explained, Options, Sort};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
@@ -52,11 +54,19 @@ pub struct Args {
     /// Node order.
     #[arg(long, value_enum, default_value = "creation")]
     node_sort: NodeSort,
-    /// Show no prices (they come from the embedded catalog: on-demand list prices, spot as
-    /// on-demand x (1 - --spot-discount)).
+    /// Show no prices.
     #[arg(long)]
     disable_pricing: bool,
-    /// Spot price estimate: on-demand x (1 - discount).
+    /// Where prices come from: `auto`, AWS's (the Pricing API's on-demand prices and EC2's spot
+    /// price history) when AWS credentials are found, else the embedded catalog; `aws`, AWS's
+    /// (no credentials is an error); `catalog`, the embedded catalog's list prices only.
+    #[arg(long, value_enum, default_value = "auto")]
+    pricing: prices::Pricing,
+    /// The region whose AWS prices are read (default: the nodes' topology.kubernetes.io/region,
+    /// else the AWS configuration's).
+    #[arg(long)]
+    region: Option<String>,
+    /// Spot price estimate where no spot price is known: on-demand x (1 - discount).
     #[arg(long, value_name = "F", default_value_t = karpenter_cloud::options::DEFAULT_SPOT_DISCOUNT)]
     spot_discount: f64,
     /// Seconds between lists of the cluster (and questions to the controller) on a terminal.
@@ -113,11 +123,8 @@ fn options(args: &Args) -> anyhow::Result<Options> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let options = options(&args)?;
-    let prices: Box<dyn Prices> = if args.disable_pricing {
-        Box::new(())
-    } else {
-        Box::new(TablePrices::embedded(args.spot_discount).context("reading the embedded catalog")?)
-    };
+    let table =
+        TablePrices::embedded(args.spot_discount).context("reading the embedded catalog")?;
     let width = args
         .width
         .or_else(|| std::env::var("COLUMNS").ok()?.parse().ok())
@@ -149,7 +156,42 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             kubeconfig,
         }),
     };
+    let ask_aws = !args.disable_pricing && args.pricing != prices::Pricing::Catalog;
     if live {
+        // The view starts on the catalog's prices; AWS's replace them once read, and are read
+        // again every `prices::REFRESH`.
+        let first: prices::Shared = if args.disable_pricing {
+            Arc::new(())
+        } else {
+            Arc::new(prices::CatalogPrices {
+                table: table.clone(),
+                without_aws: ask_aws.then(|| "reading AWS's prices…".to_owned()),
+            })
+        };
+        let (tx, prices) = tokio::sync::watch::channel(first);
+        if ask_aws {
+            let (client, pricing, region) = (client.clone(), args.pricing, args.region.clone());
+            runtime.spawn(async move {
+                loop {
+                    let region = match &region {
+                        Some(r) => Some(r.clone()),
+                        None => prices::cluster_region(&client).await,
+                    };
+                    let read = prices::read(pricing, region, table.clone())
+                        .await
+                        .unwrap_or_else(|why| {
+                            Arc::new(prices::CatalogPrices {
+                                table: table.clone(),
+                                without_aws: Some(format!("--pricing aws: {why}")),
+                            })
+                        });
+                    if tx.send(read).is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(prices::REFRESH).await;
+                }
+            });
+        }
         live::run(
             &runtime,
             live::Live {
@@ -162,6 +204,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?;
         return Ok(ExitCode::SUCCESS);
     }
+    let prices: prices::Shared = if args.disable_pricing {
+        Arc::new(())
+    } else {
+        let region = match &args.region {
+            Some(r) => Some(r.clone()),
+            None if ask_aws => runtime.block_on(prices::cluster_region(&client)),
+            None => None,
+        };
+        runtime
+            .block_on(prices::read(args.pricing, region, table))
+            .map_err(|why| anyhow!("--pricing aws: {why}"))?
+    };
     let listed = runtime
         .block_on(karpenter_top::list(&client))
         .context("reading the cluster")?;

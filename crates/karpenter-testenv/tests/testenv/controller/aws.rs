@@ -1496,6 +1496,7 @@ async fn a_spot_interruption_of_an_ec2_instance_replaces_it_and_terminates_it() 
     );
     let provider = provider_id(&claim).unwrap_or_default();
     let id = provider.rsplit('/').next().unwrap_or_default().to_owned();
+    top_prices_the_spot_node_from_aws(&h, &aws, &claim).await;
     aws.sqs()
         .send_message()
         .queue_url(
@@ -1550,6 +1551,61 @@ async fn a_spot_interruption_of_an_ec2_instance_replaces_it_and_terminates_it() 
     kubelets.abort();
     assert_inside_the_contract(&recorder, &cloud, aws.region());
     finish_on_aws(h, &aws, &cloud).await;
+}
+
+/// `karpenter top --pricing aws`, with the emulator's credentials, prices the spot node at
+/// EC2's spot price history (the emulator answers 0.00001 for every type and zone, far from
+/// any embedded price) and tells where each price came from; the emulator serves no Pricing
+/// API, so on-demand prices fall back to the embedded catalog, saying why.
+async fn top_prices_the_spot_node_from_aws(h: &Harness, aws: &AwsEnv, claim: &NodeClaim) {
+    let selector = format!("karpenter.sh/nodepool={}", h.pool);
+    let out = std::process::Command::new(super::top::karpenter_binary())
+        .args([
+            "top",
+            "--once",
+            "-o",
+            "json",
+            "--no-controller",
+            "--pricing",
+            "aws",
+            "--node-selector",
+            &selector,
+            "--kubeconfig",
+        ])
+        .arg(h.env.kubeconfig_path())
+        .envs(aws.process_env())
+        .output()
+        .expect("running karpenter top");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "karpenter top --pricing aws: {stderr}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("top's JSON");
+    let rows = json["nodes"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        rows.len(),
+        1,
+        "the pool's one node (or its NodeClaim): {json}"
+    );
+    let row = &rows[0];
+    assert_eq!(
+        row["instanceType"],
+        super::claim_label(claim, "node.kubernetes.io/instance-type"),
+        "{row}"
+    );
+    assert_eq!(row["capacityType"], "spot", "{row}");
+    assert_eq!(
+        row["price"].as_f64(),
+        Some(0.00001),
+        "the spot price history's price: {row}"
+    );
+    let pricing = json["pricing"].as_str().unwrap_or_default();
+    assert!(
+        pricing.starts_with("on-demand: embedded catalog (Pricing API: ")
+            && pricing.contains("; spot: EC2 spot price history ("),
+        "{pricing}"
+    );
 }
 
 /// The `kube-system/kube-dns` Service (made when the control plane has none, as the test

@@ -153,16 +153,17 @@ async fn top_once_lists_the_nodes_prices_and_pods_marks_a_disrupting_node_and_te
         "karpenter top -o json showing the two pods nominated for the NodeClaim",
         Duration::from_secs(60),
         || async {
-            let out = Command::new(karpenter_binary())
-                .args([
-                    "top",
-                    "--once",
-                    "-o",
-                    "json",
-                    "--no-controller",
-                    "--kubeconfig",
-                ])
-                .arg(h.env.kubeconfig_path())
+            let mut top = Command::new(karpenter_binary());
+            top.args([
+                "top",
+                "--once",
+                "-o",
+                "json",
+                "--no-controller",
+                "--kubeconfig",
+            ])
+            .arg(h.env.kubeconfig_path());
+            let out = without_aws(&mut top)
                 .output()
                 .expect("running karpenter top");
             assert!(
@@ -189,6 +190,14 @@ async fn top_once_lists_the_nodes_prices_and_pods_marks_a_disrupting_node_and_te
     )
     .await
     .expect("top shows Karpenter's nominations");
+    // No AWS credentials: `--pricing auto` prices from the embedded catalog and says why.
+    let pricing = json["pricing"].as_str().unwrap_or_default();
+    assert!(
+        pricing.starts_with(
+            "embedded catalog (on-demand: us-east-1 list prices; spot: on-demand x 0.40); not AWS's: no AWS credentials"
+        ),
+        "{pricing}"
+    );
     let events = json["events"].as_array().cloned().unwrap_or_default();
     assert!(json.get("eventsProblem").is_none(), "{json}");
     assert!(
@@ -326,6 +335,31 @@ impl Drop for Tmux {
 
 /// The `karpenter` binary of this build: `scripts/test-integration` builds it beside the test
 /// binary (`target/<profile>/karpenter`; the test binary is in `deps/` below it).
+/// `command` with no AWS credentials to find (none in the environment, no shared files, no
+/// instance metadata), whatever the machine running the tests has.
+pub(super) fn without_aws(command: &mut Command) -> &mut Command {
+    for var in [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_ENDPOINT_URL",
+    ] {
+        command.env_remove(var);
+    }
+    command
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            "/nonexistent/aws-credentials",
+        )
+        .env("AWS_CONFIG_FILE", "/nonexistent/aws-config")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+}
+
 pub(super) fn karpenter_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let bin = exe
@@ -388,7 +422,7 @@ async fn the_interactive_top_in_a_terminal_sorts_pages_switches_panes_and_explai
 
     let socket = std::env::temp_dir().join(format!("karpenter-top-{}.tmux", h.scope.namespace()));
     let command = format!(
-        "{} top --kubeconfig {} --node-selector karpenter.sh/nodepool={} --controller-url http://{} --interval 1; echo top exited $?; sleep 600",
+        "{} top --kubeconfig {} --pricing catalog --node-selector karpenter.sh/nodepool={} --controller-url http://{} --interval 1; echo top exited $?; sleep 600",
         bin.display(),
         h.env.kubeconfig_path().display(),
         h.pool,

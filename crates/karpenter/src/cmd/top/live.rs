@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use karpenter_controller::explain::client::Target;
-use karpenter_top::{Action, Explained, Key, Listed, Options, Prices, Screen, Ui};
+use karpenter_top::{Action, Explained, Key, Listed, Options, Screen, Ui};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use tokio::sync::{mpsc, watch};
 
@@ -21,7 +21,8 @@ const TICK: Duration = Duration::from_millis(200);
 /// What the loop runs with.
 pub(super) struct Live {
     pub client: kube::Client,
-    pub prices: Box<dyn Prices>,
+    /// The latest prices (AWS's replace the catalog's when read).
+    pub prices: watch::Receiver<super::prices::Shared>,
     pub options: Options,
     pub interval: Duration,
     /// Where the controller is asked (`None`: not asked).
@@ -98,7 +99,8 @@ fn spawn_pass_asker(
 }
 
 /// Runs until `q` or Ctrl-C.
-pub(super) fn run(runtime: &tokio::runtime::Runtime, live: Live) -> anyhow::Result<()> {
+pub(super) fn run(runtime: &tokio::runtime::Runtime, mut live: Live) -> anyhow::Result<()> {
+    let mut prices = live.prices.borrow_and_update().clone();
     let mut listed_rx = spawn_lister(runtime, &live);
     let mut pass_rx = live
         .controller
@@ -113,12 +115,16 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, live: Live) -> anyhow::Resu
     let mut note = "listing…".to_owned();
     let mut view = karpenter_top::view(
         &Listed::default(),
-        live.prices.as_ref(),
+        prices.as_ref(),
         &live.options,
         chrono::Utc::now(),
     );
     let mut stale = true;
     loop {
+        if live.prices.has_changed().unwrap_or(false) {
+            prices = live.prices.borrow_and_update().clone();
+            stale = true;
+        }
         if listed_rx.has_changed().unwrap_or(false) {
             match listed_rx.borrow_and_update().clone() {
                 Some(Ok(new)) => {
@@ -159,7 +165,7 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, live: Live) -> anyhow::Resu
             };
             view = karpenter_top::view(
                 listed.as_deref().unwrap_or(&Listed::default()),
-                live.prices.as_ref(),
+                prices.as_ref(),
                 &options,
                 chrono::Utc::now(),
             );
