@@ -88,7 +88,7 @@ pub use drift_detect::drift as detect_drift;
 pub use methods::balanced::{BalancedScore, ConsolidationMove};
 pub use methods::expiration::{Expired, expired};
 pub use methods::repair::{DO_NOT_REPAIR, RepairSettings, UnhealthyThreshold, unhealthy_counts};
-pub use pdb::Pdb;
+pub use pdb::{Pdb, Pdbs};
 pub use queue::{CommandId, Queue, Replacement, Step};
 pub use reason::{Code, Lifts, Reason, Reasons};
 pub use snapshot::{DriftMark, Features, NodeState, ObservedCondition, Snapshot};

@@ -17,7 +17,7 @@ use karpenter_api::v1::NodePool;
 use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::{InstanceType, ResourceList, SolveOptions};
 
-use crate::pdb::Pdb;
+use crate::pdb::Pdbs;
 pub use crate::repair_settings::RepairSettings;
 pub use karpenter_cloud::repair::ObservedCondition;
 
@@ -174,7 +174,7 @@ pub struct Snapshot {
     /// Instance types offered to each NodePool, by NodePool name.
     pub instance_types: karpenter_scheduling::input::PoolInstanceTypes,
     pub nodes: Vec<NodeState>,
-    pub pdbs: Vec<Pdb>,
+    pub pdbs: Pdbs,
     /// Pods waiting for capacity (they are simulated along with the candidates' pods).
     pub pending_pods: Vec<Arc<PodRecord>>,
     pub daemonsets: Vec<DaemonSet>,

@@ -113,6 +113,8 @@ struct Index {
     pending_seconds: f64,
     baseline_memory: Memory,
     memory_after_bound: Memory,
+    /// After the pending pods too (the disruption pass, when run, is before them).
+    memory_after_pending: Memory,
 }
 
 /// What the provisioning batch did.
@@ -129,6 +131,8 @@ struct Provisioning {
     /// consistent).
     unaccounted: usize,
     first_unschedulable: Option<String>,
+    /// After the solver's input is built, before the solve.
+    memory_after_input: Memory,
     memory: Memory,
 }
 
@@ -209,6 +213,7 @@ pub fn run(a: ScaleArgs, peak_rss_mb: fn() -> f64) -> anyhow::Result<ExitCode> {
     };
 
     let (pending_time, pending_count) = index(&mut cluster, generator.pending_objects());
+    let after_pending = memory(peak_rss_mb);
     let provisioning = if a.phase == Phase::Disruption {
         None
     } else {
@@ -227,6 +232,7 @@ pub fn run(a: ScaleArgs, peak_rss_mb: fn() -> f64) -> anyhow::Result<ExitCode> {
             solve_options(&settings),
         );
         let input_seconds = start.elapsed().as_secs_f64();
+        let memory_after_input = memory(peak_rss_mb);
         let start = Instant::now();
         let result = karpenter_scheduling::solve(&input);
         let solve_seconds = start.elapsed().as_secs_f64();
@@ -263,6 +269,7 @@ pub fn run(a: ScaleArgs, peak_rss_mb: fn() -> f64) -> anyhow::Result<ExitCode> {
                 .unschedulable
                 .first()
                 .map(|u| format!("{}: {}", u.pod, u.reason)),
+            memory_after_input,
             memory: memory(peak_rss_mb),
         })
     };
@@ -273,6 +280,7 @@ pub fn run(a: ScaleArgs, peak_rss_mb: fn() -> f64) -> anyhow::Result<ExitCode> {
         pending_seconds: pending_time.as_secs_f64(),
         baseline_memory: baseline,
         memory_after_bound: after_bound,
+        memory_after_pending: after_pending,
     };
     if !a.json {
         print_table(

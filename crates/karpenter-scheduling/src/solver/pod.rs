@@ -3,6 +3,9 @@
 //! spread constraints and host ports.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::hash::FxHashMap;
 
 use k8s_openapi::api::core::v1::{
     NodeSelectorRequirement, NodeSelectorTerm, PodAffinityTerm, PodSpec, Toleration,
@@ -41,14 +44,12 @@ pub struct Spread {
     pub honor_taints: bool,
 }
 
-/// A compiled pod.
-#[derive(Debug, Clone)]
-pub struct PodInfo {
-    pub index: usize,
-    pub pod_ref: PodRef,
-    pub namespace: Sym,
-    pub labels: Labels,
-    pub created: i128,
+/// What a pod's spec compiles to in its namespace with its labels: requests, node selector
+/// and affinity, tolerations, pod (anti-)affinity, spread constraints, host ports. The pods of
+/// one controller (equal spec, namespace and labels) share one ([`ShapeCache`]): at 50,000
+/// pods that is most of the solver's memory per pod, and most of its compile time.
+#[derive(Debug, Clone, Default)]
+pub struct PodShape {
     pub requests: Res,
     pub node_selector: Requirements,
     /// Required node-affinity terms (OR).
@@ -60,6 +61,18 @@ pub struct PodInfo {
     pub affinity_terms: Vec<AffinityTerm>,
     pub spreads: Vec<Spread>,
     pub host_ports: Vec<HostPort>,
+}
+
+/// A compiled pod: what is its own, and its [`PodShape`] (shared), whose fields read through
+/// [`Deref`](std::ops::Deref) as the pod's (`info.tolerations`).
+#[derive(Debug, Clone)]
+pub struct PodInfo {
+    pub index: usize,
+    pub pod_ref: PodRef,
+    pub namespace: Sym,
+    pub labels: Labels,
+    pub created: i128,
+    pub shape: Arc<PodShape>,
     /// PVC names (namespace-local) the pod mounts.
     pub claims: Vec<String>,
     /// Requirement alternatives from volume topology (empty: none).
@@ -73,6 +86,24 @@ pub struct PodInfo {
     /// `status.phase` is `Pending` (counted by the effective-zone gauge).
     pub pending: bool,
 }
+
+impl std::ops::Deref for PodInfo {
+    type Target = PodShape;
+
+    fn deref(&self) -> &PodShape {
+        &self.shape
+    }
+}
+
+/// The shapes compiled so far, by the spec (its `Arc`'s address, the `Arc` kept so the address
+/// is never reused while cached), namespace, labels and preference policy.
+#[derive(Debug, Default)]
+pub struct ShapeCache {
+    shapes: FxHashMap<ShapeKey, (Arc<PodSpec>, Arc<PodShape>)>,
+}
+
+/// The spec's address, the namespace, the labels, and whether preferences are respected.
+type ShapeKey = (usize, Sym, Labels, bool);
 
 /// The pod cannot be scheduled as written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -89,6 +120,7 @@ pub struct Compiler<'a> {
     pub interner: &'a mut Interner,
     pub dims: &'a mut Dims,
     pub namespaces: &'a BTreeMap<String, BTreeMap<String, String>>,
+    pub shapes: &'a mut ShapeCache,
 }
 
 /// Kubernetes `PodRequests`: containers summed, restartable init containers (sidecars) added,
@@ -321,35 +353,104 @@ impl Compiler<'_> {
             .creation_timestamp
             .as_ref()
             .map_or(0, |t| t.0.as_nanosecond());
-        let requests = self.dims.res(&pod_requests(pod.spec.as_deref())?);
         let owned_by_daemonset = meta
             .owner_references
             .iter()
             .flatten()
             .any(|o| o.kind == "DaemonSet");
-        let mut info = PodInfo {
+        let mut claims = Vec::new();
+        for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+            if let Some(pvc) = v.persistent_volume_claim.as_ref() {
+                claims.push(pvc.claim_name.clone());
+            } else if let Some(eph) = v.ephemeral.as_ref()
+                && eph.volume_claim_template.is_some()
+            {
+                // Generic ephemeral volumes are named <pod>-<volume>.
+                claims.push(format!("{}-{}", pod_ref.name, v.name));
+            }
+        }
+        let shape = self.shape_of(pod, namespace, &labels, policy)?;
+        Ok(PodInfo {
             index,
             pod_ref,
             namespace,
             labels,
             created,
-            requests,
-            node_selector: Requirements::new(),
-            required_terms: Vec::new(),
-            preferred_terms: Vec::new(),
-            tolerations: Vec::new(),
-            affinity_terms: Vec::new(),
-            spreads: Vec::new(),
-            host_ports: Vec::new(),
-            claims: Vec::new(),
+            shape,
+            claims,
             volume_alternatives: Vec::new(),
             owned_by_daemonset,
             relocating: false,
             planned: None,
             pending: pod.phase() == "Pending",
-        };
+        })
+    }
+
+    /// What an existing node's pod contributes to the node: its namespace, labels, shape, and
+    /// whether a DaemonSet owns it (no [`PodRef`] or claims: those are for pods to place).
+    pub fn existing(
+        &mut self,
+        pod: &PodRecord,
+    ) -> Result<(Sym, Labels, Arc<PodShape>, bool), PodError> {
+        let meta = &pod.metadata;
+        let namespace = self.interner.intern(
+            meta.namespace
+                .as_deref()
+                .unwrap_or(crate::pod_record::DEFAULT_NAMESPACE),
+        );
+        let labels = intern_labels(meta.labels.as_ref(), self.interner);
+        let shape = self.shape_of(pod, namespace, &labels, PreferencePolicy::Ignore)?;
+        let owned_by_daemonset = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.kind == "DaemonSet");
+        Ok((namespace, labels, shape, owned_by_daemonset))
+    }
+
+    /// The pod's shape: the cached one of an equal spec, namespace, labels and policy, else
+    /// compiled and cached.
+    fn shape_of(
+        &mut self,
+        pod: &PodRecord,
+        namespace: Sym,
+        labels: &Labels,
+        policy: PreferencePolicy,
+    ) -> Result<Arc<PodShape>, PodError> {
         let Some(spec) = pod.spec.as_ref() else {
-            return Ok(info);
+            return Ok(Arc::new(PodShape {
+                requests: self.dims.res(&ResourceList::new()),
+                ..PodShape::default()
+            }));
+        };
+        let respect = policy == PreferencePolicy::Respect;
+        let key = (
+            Arc::as_ptr(spec) as usize,
+            namespace,
+            labels.clone(),
+            respect,
+        );
+        if let Some((_, shape)) = self.shapes.shapes.get(&key) {
+            return Ok(Arc::clone(shape));
+        }
+        let shape = Arc::new(self.shape(spec, namespace, labels, policy)?);
+        self.shapes
+            .shapes
+            .insert(key, (Arc::clone(spec), Arc::clone(&shape)));
+        Ok(shape)
+    }
+
+    /// Compiles `spec` for a pod in `namespace` with `labels`.
+    fn shape(
+        &mut self,
+        spec: &PodSpec,
+        namespace: Sym,
+        labels: &Labels,
+        policy: PreferencePolicy,
+    ) -> Result<PodShape, PodError> {
+        let mut info = PodShape {
+            requests: self.dims.res(&pod_requests(Some(spec))?),
+            ..PodShape::default()
         };
         if let Some(sel) = spec.node_selector.as_ref() {
             info.node_selector = Requirements::from_labels(sel.iter(), self.interner);
@@ -430,7 +531,7 @@ impl Compiler<'_> {
                 .flatten()
                 .filter_map(|k| {
                     let key = self.interner.intern(k);
-                    label_value(&info.labels, key).map(|v| (key, v))
+                    label_value(labels, key).map(|v| (key, v))
                 })
                 .collect();
             let selector = match tsc.label_selector.as_ref() {
@@ -465,17 +566,6 @@ impl Compiler<'_> {
                 }
             }
         }
-        for v in spec.volumes.iter().flatten() {
-            if let Some(pvc) = v.persistent_volume_claim.as_ref() {
-                info.claims.push(pvc.claim_name.clone());
-            } else if let Some(eph) = v.ephemeral.as_ref()
-                && eph.volume_claim_template.is_some()
-            {
-                // Generic ephemeral volumes are named <pod>-<volume>.
-                info.claims
-                    .push(format!("{}-{}", info.pod_ref.name, v.name));
-            }
-        }
         Ok(info)
     }
 }
@@ -493,9 +583,73 @@ impl PodInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn spec(value: serde_json::Value) -> PodSpec {
         serde_json::from_value(value).expect("a pod spec")
+    }
+
+    fn record(name: &str, hash: &str, spec: &Arc<PodSpec>) -> PodRecord {
+        PodRecord {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("shop".into()),
+                labels: Some(BTreeMap::from([
+                    ("app".to_owned(), "web".to_owned()),
+                    ("pod-template-hash".to_owned(), hash.to_owned()),
+                ])),
+                ..ObjectMeta::default()
+            },
+            spec: Some(Arc::clone(spec)),
+            ..PodRecord::default()
+        }
+    }
+
+    #[test]
+    fn pods_of_one_spec_namespace_and_labels_share_one_shape_and_other_labels_get_their_own() {
+        let spec = Arc::new(spec(serde_json::json!({
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}],
+            "topologySpreadConstraints": [{
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+                "matchLabelKeys": ["pod-template-hash"]
+            }]
+        })));
+        let (mut interner, mut dims, mut shapes) =
+            (Interner::new(), Dims::default(), ShapeCache::default());
+        let namespaces = BTreeMap::new();
+        let mut compiler = Compiler {
+            interner: &mut interner,
+            dims: &mut dims,
+            namespaces: &namespaces,
+            shapes: &mut shapes,
+        };
+        let mut compile = |name: &str, hash: &str| {
+            compiler
+                .compile(0, &record(name, hash, &spec), PreferencePolicy::Respect)
+                .expect("compiles")
+        };
+        let (a, b, c) = (compile("a", "v1"), compile("b", "v1"), compile("c", "v2"));
+        assert!(
+            Arc::ptr_eq(&a.shape, &b.shape),
+            "same spec, labels: one shape"
+        );
+        assert!(
+            !Arc::ptr_eq(&a.shape, &c.shape),
+            "matchLabelKeys reads the labels: another hash is another shape"
+        );
+        assert_ne!(
+            format!("{:?}", a.spreads[0].selector),
+            format!("{:?}", c.spreads[0].selector),
+            "each spread selects its own revision's pods"
+        );
+        assert_eq!(
+            (a.pod_ref.name.as_str(), c.pod_ref.name.as_str()),
+            ("a", "c")
+        );
+        assert_eq!(a.cpu(), 1000);
     }
 
     #[test]

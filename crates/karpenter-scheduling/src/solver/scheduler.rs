@@ -18,7 +18,7 @@ use crate::requirement::Requirement;
 use crate::requirements::Requirements;
 use crate::solver::daemons::{daemon_compatible, overhead_groups};
 use crate::solver::dims::{self, Dims};
-use crate::solver::pod::{Compiler, PodInfo};
+use crate::solver::pod::{Compiler, PodInfo, ShapeCache};
 use crate::solver::preferences::{self, Relaxation};
 use crate::solver::reservations::Reservations;
 use crate::solver::selector::label_value;
@@ -52,6 +52,8 @@ pub struct Solver<'a> {
     pub(crate) well_known: FxHashSet<Sym>,
     pub(crate) strict_keys: FxHashSet<Sym>,
     pub(crate) pods: Vec<PodInfo>,
+    /// The pods' compiled shapes, shared by pods of one controller.
+    pub(crate) shapes: ShapeCache,
     pub(crate) pod_errors: Vec<(PodRef, String)>,
     pub(crate) daemons: Vec<PodInfo>,
     pub(crate) pools: Vec<PoolState<'a>>,
@@ -156,11 +158,13 @@ impl<'a> Solver<'a> {
         let pods = Vec::with_capacity(input.pods.len());
         let pod_errors = Vec::new();
         let mut daemons = Vec::new();
+        let mut shapes = ShapeCache::default();
         {
             let mut compiler = Compiler {
                 interner: &mut interner,
                 dims: &mut dims,
                 namespaces: &namespaces,
+                shapes: &mut shapes,
             };
             for (i, ds) in input.daemonsets.iter().enumerate() {
                 let template = &ds.spec.template;
@@ -223,20 +227,21 @@ impl<'a> Solver<'a> {
                     interner: &mut interner,
                     dims: &mut dims,
                     namespaces: &namespaces,
-                };
-                let Ok(info) = compiler.compile(0, p, crate::input::PreferencePolicy::Ignore)
-                else {
-                    continue;
+                    shapes: &mut shapes,
                 };
                 if !p.is_active() {
                     continue;
                 }
-                dims::sub(&mut remaining, &info.requests);
-                host_ports.extend(info.host_ports.iter().cloned());
-                if info.owned_by_daemonset {
-                    dims::add(&mut ds_used, &info.requests);
+                let Ok((namespace, labels, shape, owned_by_daemonset)) = compiler.existing(p)
+                else {
+                    continue;
+                };
+                dims::sub(&mut remaining, &shape.requests);
+                host_ports.extend(shape.host_ports.iter().cloned());
+                if owned_by_daemonset {
+                    dims::add(&mut ds_used, &shape.requests);
                 }
-                for t in info.affinity_terms.iter().filter(|t| t.anti && t.required) {
+                for t in shape.affinity_terms.iter().filter(|t| t.anti && t.required) {
                     inverse_specs.push((
                         GroupSpec {
                             kind: GroupKind::AntiAffinity,
@@ -251,10 +256,7 @@ impl<'a> Solver<'a> {
                         t.key,
                     ));
                 }
-                metas.push(ExistingPod {
-                    namespace: info.namespace,
-                    labels: info.labels,
-                });
+                metas.push(ExistingPod { namespace, labels });
             }
             let empty = FxHashSet::default();
             let mut ds_needed = dims::Res::new();
@@ -283,6 +285,7 @@ impl<'a> Solver<'a> {
             existing_pods.push(metas);
         }
         let mut solver = Solver {
+            shapes,
             input,
             interner,
             dims,
@@ -365,6 +368,7 @@ impl<'a> Solver<'a> {
             interner: &mut self.interner,
             dims: &mut self.dims,
             namespaces: &self.namespaces,
+            shapes: &mut self.shapes,
         };
         for pod in pods {
             let index = self.pods.len();

@@ -45,7 +45,7 @@ pub fn snapshot(scenario: &Scenario, nodes: Vec<NodeState>, pending: Vec<Pod>) -
             .collect::<std::collections::BTreeMap<_, _>>()
             .into(),
         nodes,
-        pdbs: Vec::new(),
+        pdbs: Default::default(),
         pending_pods: pending.into_iter().map(|p| Arc::new(p.into())).collect(),
         daemonsets: scenario.daemonsets.clone(),
         features: Default::default(),
