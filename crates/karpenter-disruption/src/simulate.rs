@@ -38,6 +38,8 @@ pub enum Outcome {
 #[derive(Debug)]
 pub struct Simulator {
     input: SolveInput,
+    /// What each simulation compiled of the cluster, for the next (the same nodes' pods).
+    cache: karpenter_scheduling::SolveCache,
     /// Pods waiting (pending pods and pods of nodes being deleted).
     base_pods: Vec<Arc<PodRecord>>,
     initialized: BTreeMap<String, bool>,
@@ -152,6 +154,7 @@ impl Simulator {
         };
         Simulator {
             input,
+            cache: Default::default(),
             base_pods,
             initialized: snapshot
                 .nodes
@@ -199,7 +202,7 @@ impl Simulator {
         if consolidation {
             self.input.relocating = watched.clone();
         }
-        let result = karpenter_scheduling::solve(&self.input);
+        let result = karpenter_scheduling::solve_cached(&self.input, &mut self.cache);
         self.runs += 1;
         self.input.pods = Vec::new();
         self.input.relocating.clear();

@@ -68,7 +68,7 @@ pub mod template;
 
 // The solver's public modules under their old names: `karpenter_scheduling::pod::pod_requests`,
 // `karpenter_scheduling::scheduler::Solver`.
-pub use solver::{pod, scheduler, solve};
+pub use solver::{SolveCache, pod, scheduler, solve, solve_cached};
 /// Builders for test objects (pods, instance types); with the `test-support` feature.
 #[cfg(feature = "test-support")]
 pub mod builders;

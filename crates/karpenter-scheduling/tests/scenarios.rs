@@ -23,8 +23,8 @@ use karpenter_scheduling::builders::{PodBuilder, match_labels};
 use karpenter_scheduling::fixtures::fake_instance_types;
 use karpenter_scheduling::{
     ExistingNode, InstanceType, MinValuesPolicy, NodePool, Offering, Operator, Overhead,
-    PreferencePolicy, Quantity, RequirementSpec, ResourceList, SolveInput, SolveOptions,
-    SolveResult, solve,
+    PreferencePolicy, Quantity, RequirementSpec, ResourceList, SolveCache, SolveInput,
+    SolveOptions, SolveResult, solve, solve_cached,
 };
 use serde::Deserialize;
 
@@ -1116,7 +1116,17 @@ fn run_file(path: &Path) -> Result<(), String> {
     let scenario: Scenario = serde_saphyr::from_str(&text).map_err(|e| format!("parse: {e}"))?;
     let (input, expect, pods) = build_input(scenario);
     let result = solve(&input);
-    let errs = check(&input, &result, &expect, &pods);
+    let mut errs = check(&input, &result, &expect, &pods);
+    // The same input through a cache a first solve filled (a disruption pass's simulations):
+    // interned strings, dimensions, shapes and existing pods reused give the same answer.
+    let mut cache = SolveCache::default();
+    for round in ["filling", "filled"] {
+        if solve_cached(&input, &mut cache) != result {
+            errs.push(format!(
+                "a solve through a {round} cache answers differently"
+            ));
+        }
+    }
     if errs.is_empty() {
         Ok(())
     } else {

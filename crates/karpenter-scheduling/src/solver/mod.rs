@@ -36,4 +36,4 @@ pub(crate) mod topology;
 pub(crate) mod type_index;
 pub(crate) mod volumes;
 
-pub use scheduler::solve;
+pub use scheduler::{SolveCache, solve, solve_cached};
