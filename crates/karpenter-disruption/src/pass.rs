@@ -139,6 +139,34 @@ mod tests {
     }
 
     #[test]
+    fn a_commit_reuses_its_commands_simulation_and_solves_only_for_one_not_simulated_since() {
+        let snapshot = Snapshot {
+            nodes: vec![
+                managed("a", "general"),
+                managed("b", "general"),
+                managed("c", "general"),
+            ],
+            ..Default::default()
+        };
+        let candidate = |i| crate::candidate::build(&snapshot, i, now()).expect("a candidate");
+        let (a, b, c) = (candidate(0), candidate(1), candidate(2));
+        let mut pass = pass_over(&snapshot);
+        pass.sim.simulate(&snapshot, &[&b, &a], true);
+        pass.sim.simulate(&snapshot, &[&c], true);
+        assert_eq!(pass.sim.runs, 2);
+        pass.commit(&[&a, &b]);
+        assert_eq!(
+            pass.sim.runs, 2,
+            "the command's simulation, in any order, is reused"
+        );
+        pass.commit(&[&c]);
+        assert_eq!(
+            pass.sim.runs, 3,
+            "c's simulation predates the first commit: it is simulated again"
+        );
+    }
+
+    #[test]
     fn a_pass_looks_further_after_its_first_command_only_within_the_work_allowed_for_its_size() {
         let nodes = |n: usize| Snapshot {
             nodes: (0..n)

@@ -43,6 +43,9 @@ pub struct Simulator {
     /// Pods waiting (pending pods and pods of nodes being deleted).
     base_pods: Vec<Arc<PodRecord>>,
     initialized: BTreeMap<String, bool>,
+    /// The consolidation simulations since the last commit, by their candidates' indexes
+    /// (sorted): a command's commit reuses its simulation instead of solving again.
+    consolidations: HashMap<Vec<usize>, SolveResult>,
     /// Number of solver runs so far.
     pub runs: usize,
     /// NodePools the solver could not take (pool name, why): they launch no replacements.
@@ -155,6 +158,7 @@ impl Simulator {
         Simulator {
             input,
             cache: Default::default(),
+            consolidations: HashMap::new(),
             base_pods,
             initialized: snapshot
                 .nodes
@@ -209,6 +213,9 @@ impl Simulator {
         for (i, node) in removed.into_iter().rev() {
             self.input.existing_nodes.insert(i, node);
         }
+        if consolidation {
+            self.consolidations.insert(indexes, result.clone());
+        }
         (self.classify(&watched, &result), result)
     }
 
@@ -224,7 +231,15 @@ impl Simulator {
     /// topology for the rest of the pass. Validation re-simulates each command against the
     /// cluster as it is by then.
     pub fn commit(&mut self, snapshot: &Snapshot, candidates: &[&Candidate]) -> BTreeSet<usize> {
-        let (_, result) = self.simulate(snapshot, candidates, true);
+        let mut indexes: Vec<usize> = candidates.iter().map(|c| c.index).collect();
+        indexes.sort_unstable();
+        indexes.dedup();
+        // The command's own simulation, unless it was not simulated since the last commit.
+        let result = match self.consolidations.remove(&indexes) {
+            Some(result) => result,
+            None => self.simulate(snapshot, candidates, true).1,
+        };
+        self.consolidations.clear();
         let mut moving: HashMap<String, Arc<PodRecord>> = HashMap::new();
         for c in candidates {
             if let Some(node) = snapshot.nodes.get(c.index) {
