@@ -17,6 +17,7 @@ pub mod explained;
 pub mod list;
 pub mod render;
 pub mod screen;
+pub mod seen;
 pub mod ui;
 pub mod view;
 

@@ -33,7 +33,7 @@ pub struct Listed {
     pub cluster: Cluster,
     pub scheduling: BTreeMap<String, String>,
     /// Karpenter's events (`events.k8s.io/v1`, `reportingController: karpenter`), newest first
-    /// ([`crate::view::last_seen`]), at most [`EVENTS_KEPT`].
+    /// ([`crate::seen::last_seen`]), at most [`EVENTS_KEPT`].
     pub events: Vec<Event>,
     /// Why the events could not be listed (e.g. RBAC); the rest of the list stands.
     pub events_problem: Option<String>,
@@ -77,7 +77,7 @@ where
 
 /// Keeps the newest [`EVENTS_KEPT`] of `events`, newest first.
 fn keep_newest(events: &mut Vec<Event>) {
-    events.sort_by_key(|e| std::cmp::Reverse(crate::view::last_seen(e)));
+    events.sort_by_key(|e| std::cmp::Reverse(crate::seen::last_seen(e)));
     events.truncate(EVENTS_KEPT);
 }
 

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::explained::Explained;
 use crate::list::Listed;
+use crate::seen::last_seen;
 
 /// How the nodes are ordered.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -277,26 +278,6 @@ fn matches(labels: &BTreeMap<String, String>, selector: &[(String, Option<String
 
 fn age(created: Option<DateTime<Utc>>, now: DateTime<Utc>) -> i64 {
     created.map_or(0, |c| (now - c).num_seconds().max(0))
-}
-
-fn time(t: &k8s_openapi::jiff::Timestamp) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp(
-        t.as_second(),
-        u32::try_from(t.subsec_nanosecond()).unwrap_or(0),
-    )
-}
-
-/// When `event` was last seen: its series' last observation, else its time, else its
-/// deprecated last timestamp, else its creation.
-pub fn last_seen(event: &Event) -> Option<DateTime<Utc>> {
-    event
-        .series
-        .as_ref()
-        .map(|s| &s.last_observed_time.0)
-        .or(event.event_time.as_ref().map(|t| &t.0))
-        .or(event.deprecated_last_timestamp.as_ref().map(|t| &t.0))
-        .or(event.metadata.creation_timestamp.as_ref().map(|t| &t.0))
-        .and_then(time)
 }
 
 /// `event` as a row at `now`.
