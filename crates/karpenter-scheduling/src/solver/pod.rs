@@ -10,6 +10,7 @@ use crate::hash::FxHashMap;
 use k8s_openapi::api::core::v1::{
     NodeSelectorRequirement, NodeSelectorTerm, PodAffinityTerm, PodSpec, Toleration,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::input::{Operator, PreferencePolicy};
 use crate::intern::{Interner, Sym};
@@ -112,6 +113,15 @@ pub enum PodError {
     Resources(String),
     #[error("{0}")]
     Validation(String),
+}
+
+/// Any owner reference names a DaemonSet (the solver's rule for DaemonSet pods: their
+/// requests count as daemon overhead).
+fn owned_by_daemonset(meta: &ObjectMeta) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.kind == "DaemonSet")
 }
 
 /// Shared compile state.
@@ -353,11 +363,7 @@ impl Compiler<'_> {
             .creation_timestamp
             .as_ref()
             .map_or(0, |t| t.0.as_nanosecond());
-        let owned_by_daemonset = meta
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|o| o.kind == "DaemonSet");
+        let owned_by_daemonset = owned_by_daemonset(meta);
         let mut claims = Vec::new();
         for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
             if let Some(pvc) = v.persistent_volume_claim.as_ref() {
@@ -400,11 +406,7 @@ impl Compiler<'_> {
         );
         let labels = intern_labels(meta.labels.as_ref(), self.interner);
         let shape = self.shape_of(pod, namespace, &labels, PreferencePolicy::Ignore)?;
-        let owned_by_daemonset = meta
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|o| o.kind == "DaemonSet");
+        let owned_by_daemonset = owned_by_daemonset(meta);
         Ok((namespace, labels, shape, owned_by_daemonset))
     }
 
@@ -583,7 +585,6 @@ impl PodInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn spec(value: serde_json::Value) -> PodSpec {
         serde_json::from_value(value).expect("a pod spec")
