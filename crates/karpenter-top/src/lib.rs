@@ -6,6 +6,7 @@
 //!
 //! - [`mod@list`]: reads Nodes, NodeClaims, Pods, NodePools and Karpenter's Events through a
 //!   Kubernetes client (the only I/O here; it never writes).
+//! - [`mod@watch`]: the live view's [`Listed`], kept current by watches after one list.
 //! - [`mod@view`]: the pure part: the index, prices and `now` in, a [`view::View`] out.
 //! - [`mod@render`]: a view as a text table of a given width (`--once`, CI logs).
 //! - [`mod@ui`], [`mod@screen`]: the interactive view: the keys' state, and the view drawn
@@ -20,10 +21,12 @@ pub mod screen;
 pub mod seen;
 pub mod ui;
 pub mod view;
+pub mod watch;
 
 pub use explained::Explained;
-pub use list::{ListError, Listed, list};
+pub use list::{Kept, ListError, Listed, list};
 pub use render::render;
 pub use screen::Screen;
 pub use ui::{Action, Key, Pane, Ui};
 pub use view::{Options, Prices, Sort, View, view};
+pub use watch::{Status, Watch};

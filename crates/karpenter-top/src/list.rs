@@ -1,13 +1,15 @@
 //! Reading the cluster: one list of each kind the view reads, fed to a fresh index, and
-//! Karpenter's newest events.
+//! Karpenter's newest events; and how one change (a watch event, a relist) updates what was
+//! listed ([`Listed::apply`], [`Listed::delete`], [`Listed::reset`] and their events' twins),
+//! so a list followed by changes keeps the same [`Listed`] a fresh list of the end state gives.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 use karpenter_api::v1::{NodeClaim, NodePool};
-use karpenter_state::Cluster;
-use karpenter_state::object::Object;
+use karpenter_state::object::{Kind, Object, ObjectRef};
+use karpenter_state::{Cluster, slim};
 use kube::api::{Api, ListParams};
 
 /// A list call failed (RBAC, the API server unreachable, a CRD not installed).
@@ -17,6 +19,13 @@ pub struct ListError {
     pub kind: &'static str,
     #[source]
     pub source: kube::Error,
+}
+
+impl ListError {
+    /// The kind's CRD is not installed (404): it counts as empty.
+    pub fn not_installed(&self) -> bool {
+        matches!(&self.source, kube::Error::Api(status) if status.code == 404)
+    }
 }
 
 /// The events `top` keeps, at most: the newest of Karpenter's.
@@ -43,15 +52,128 @@ pub struct Listed {
 /// never one response held whole (10,000 pods are ~80 MB of JSON).
 const PAGE: u32 = 500;
 
-/// Applies `object` to the index, keeping what the controller's index keeps of it
-/// ([`karpenter_state::slim`]): a listed pod is mostly fields nothing shown reads.
-fn apply(cluster: &mut Cluster, mut object: Object) {
-    karpenter_state::slim::slim(&mut object);
-    cluster.apply(object);
+/// An object as the view keeps it: slimmed the way the controller's index keeps it
+/// ([`karpenter_state::slim`]: a listed pod is mostly fields nothing shown reads), with what
+/// slimming drops that the view shows: an unbound pod's `PodScheduled` message.
+#[derive(Debug, Clone)]
+pub struct Kept {
+    object: Object,
+    scheduling: Option<String>,
+}
+
+impl Kept {
+    pub fn new(mut object: Object) -> Self {
+        let scheduling = match &object {
+            Object::Pod(pod) => pending_message(pod),
+            _ => None,
+        };
+        slim::slim(&mut object);
+        Kept { object, scheduling }
+    }
+}
+
+/// An unbound pod's `PodScheduled: False` message (kube-scheduler's reason).
+fn pending_message(pod: &Pod) -> Option<String> {
+    if pod.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
+        return None;
+    }
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "PodScheduled" && c.status == "False")?
+        .message
+        .clone()
+}
+
+/// The [`Listed::scheduling`] key of a pod: `namespace/name`.
+fn pod_key(namespace: Option<&str>, name: &str) -> String {
+    format!("{}/{name}", namespace.unwrap_or("default"))
+}
+
+/// An event's identity: `namespace/name`.
+fn event_key(event: &Event) -> (Option<&str>, Option<&str>) {
+    (
+        event.metadata.namespace.as_deref(),
+        event.metadata.name.as_deref(),
+    )
+}
+
+impl Listed {
+    /// Creates or replaces an object ([`Cluster::apply`]); a pod's pending message follows
+    /// it (gone once the pod is bound or scheduled).
+    pub fn apply(&mut self, kept: Kept) {
+        let Kept { object, scheduling } = kept;
+        if let Object::Pod(pod) = &object {
+            let key = pod_key(
+                pod.metadata.namespace.as_deref(),
+                pod.metadata.name.as_deref().unwrap_or_default(),
+            );
+            match scheduling {
+                Some(message) => self.scheduling.insert(key, message),
+                None => self.scheduling.remove(&key),
+            };
+        }
+        self.cluster.apply(object);
+    }
+
+    /// Removes an object ([`Cluster::delete`]), and a pod's pending message.
+    pub fn delete(&mut self, reference: &ObjectRef) {
+        if reference.kind == Kind::Pod {
+            self.scheduling
+                .remove(&pod_key(reference.namespace.as_deref(), &reference.name));
+        }
+        self.cluster.delete(reference);
+    }
+
+    /// Every object of `kind` becomes `objects` (a relist, [`Cluster::reset`]: what was
+    /// deleted while a watch was down goes).
+    pub fn reset(&mut self, kind: Kind, objects: Vec<Kept>) {
+        if kind == Kind::Pod {
+            self.scheduling.clear();
+        }
+        let mut reset = Vec::with_capacity(objects.len());
+        for Kept { object, scheduling } in objects {
+            if let (Object::Pod(pod), Some(message)) = (&object, scheduling) {
+                let key = pod_key(
+                    pod.metadata.namespace.as_deref(),
+                    pod.metadata.name.as_deref().unwrap_or_default(),
+                );
+                self.scheduling.insert(key, message);
+            }
+            reset.push(object);
+        }
+        self.cluster.reset(kind, reset);
+    }
+
+    /// Adds or replaces one of Karpenter's events (by namespace and name), keeping the newest
+    /// [`EVENTS_KEPT`].
+    pub fn apply_event(&mut self, event: Event) {
+        let key = event_key(&event);
+        match self.events.iter().position(|e| event_key(e) == key) {
+            Some(i) => self.events[i] = event,
+            None => self.events.push(event),
+        }
+        keep_newest(&mut self.events);
+    }
+
+    /// Removes an event (by namespace and name).
+    pub fn delete_event(&mut self, event: &Event) {
+        let key = event_key(event);
+        self.events.retain(|e| event_key(e) != key);
+    }
+
+    /// Karpenter's events become `events` (a relist), the newest [`EVENTS_KEPT`] kept.
+    pub fn reset_events(&mut self, mut events: Vec<Event>) {
+        keep_newest(&mut events);
+        self.events = events;
+        self.events_problem = None;
+    }
 }
 
 /// Hands every `kind` object `params` selects to `each`, page by page.
-async fn each<K>(
+pub(crate) async fn each<K>(
     client: &kube::Client,
     kind: &'static str,
     params: ListParams,
@@ -83,7 +205,7 @@ fn keep_newest(events: &mut Vec<Event>) {
 
 /// Adds `event` to `kept`, trimming to the newest once twice as many are held, so a cluster's
 /// thousands of events are never all kept.
-fn keep(kept: &mut Vec<Event>, event: Event) {
+pub(crate) fn keep(kept: &mut Vec<Event>, event: Event) {
     kept.push(event);
     if kept.len() >= 2 * EVENTS_KEPT {
         keep_newest(kept);
@@ -125,51 +247,28 @@ async fn events(client: &kube::Client) -> Result<Vec<Event>, ListError> {
 /// empty); events that cannot be listed are told in [`Listed::events_problem`].
 pub async fn list(client: &kube::Client) -> Result<Listed, ListError> {
     let mut listed = Listed::default();
-    let not_installed =
-        |e: &ListError| matches!(&e.source, kube::Error::Api(status) if status.code == 404);
-    let cluster = &mut listed.cluster;
     each::<Node>(client, "Nodes", ListParams::default(), |node| {
-        apply(cluster, Object::Node(node));
+        listed.apply(Kept::new(Object::Node(node)));
     })
     .await?;
     match each::<NodeClaim>(client, "NodeClaims", ListParams::default(), |c| {
-        apply(cluster, Object::NodeClaim(c));
+        listed.apply(Kept::new(Object::NodeClaim(c)));
     })
     .await
     {
-        Err(e) if !not_installed(&e) => return Err(e),
+        Err(e) if !e.not_installed() => return Err(e),
         _ => {}
     }
     match each::<NodePool>(client, "NodePools", ListParams::default(), |p| {
-        apply(cluster, Object::NodePool(p));
+        listed.apply(Kept::new(Object::NodePool(p)));
     })
     .await
     {
-        Err(e) if !not_installed(&e) => return Err(e),
+        Err(e) if !e.not_installed() => return Err(e),
         _ => {}
     }
-    let scheduling = &mut listed.scheduling;
     each::<Pod>(client, "Pods", ListParams::default(), |pod| {
-        let unbound = pod.spec.as_ref().is_none_or(|s| s.node_name.is_none());
-        if unbound
-            && let Some(message) = pod
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .and_then(|c| {
-                    c.iter()
-                        .find(|c| c.type_ == "PodScheduled" && c.status == "False")
-                })
-                .and_then(|c| c.message.clone())
-        {
-            let key = format!(
-                "{}/{}",
-                pod.metadata.namespace.as_deref().unwrap_or("default"),
-                pod.metadata.name.as_deref().unwrap_or_default()
-            );
-            scheduling.insert(key, message);
-        }
-        apply(cluster, Object::Pod(pod));
+        listed.apply(Kept::new(Object::Pod(pod)));
     })
     .await?;
     match events(client).await {

@@ -3,7 +3,7 @@
 //! arguments, lists, and prints.
 //!
 //! On a terminal it is interactive (`live`: keys to sort, page, select and explain a node;
-//! it lists again every `--interval`); `--once`, or standard output that is not a terminal,
+//! it lists once, then watches, and updates the view at most every `--interval`); `--once`, or standard output that is not a terminal,
 //! prints once (scripts, CI logs). Exit 0; 2 when the cluster cannot be read.
 
 mod controller;
@@ -69,7 +69,8 @@ pub struct Args {
     /// Spot price estimate where no spot price is known: on-demand x (1 - discount).
     #[arg(long, value_name = "F", default_value_t = karpenter_cloud::options::DEFAULT_SPOT_DISCOUNT)]
     spot_discount: f64,
-    /// Seconds between lists of the cluster (and questions to the controller) on a terminal.
+    /// On a terminal: the least seconds between two updates of the view from the cluster's
+    /// watches, and between questions to the controller.
     #[arg(long, default_value_t = 2)]
     interval: u64,
     /// The kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).

@@ -1,15 +1,16 @@
 //! `karpenter top` on a terminal: the alternate screen in raw mode, `karpenter_top::Screen`
-//! drawn by ratatui, keys read with crossterm. Listing the cluster and asking the controller run
-//! as tasks on the runtime and hand their latest answer over a watch channel; this loop owns
-//! the terminal, redraws on a new answer, a key or a resize, and restores the terminal on quit,
-//! on an error and on a panic (ratatui's hook).
+//! drawn by ratatui, keys read with crossterm. The cluster is listed once and then watched
+//! ([`karpenter_top::Watch`]: its watchers run as tasks on the runtime and keep one
+//! [`Listed`]); asking the controller runs as a task too and hands its latest answer over a
+//! watch channel. This loop owns the terminal, rebuilds the view from the watched [`Listed`] at
+//! most every `--interval` when something changed, redraws on a new view, a key or a resize,
+//! and restores the terminal on quit, on an error and on a panic (ratatui's hook).
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use karpenter_controller::explain::client::Target;
-use karpenter_top::{Action, Explained, Key, Listed, Options, Screen, Ui};
+use karpenter_top::{Action, Explained, Key, Listed, Options, Screen, Status, Ui, Watch};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use tokio::sync::{mpsc, watch};
 
@@ -29,8 +30,8 @@ pub(super) struct Live {
     pub controller: Option<Target>,
 }
 
-/// The last list, or why the last list failed (the list before it stays shown).
-type Latest = Option<Result<Arc<Listed>, String>>;
+/// With nothing changed, the view is still rebuilt this often: its ages move on.
+const IDLE_REFRESH: Duration = Duration::from_secs(10);
 
 /// Leaves raw mode and the alternate screen when dropped, also on an early return.
 struct Restore;
@@ -63,22 +64,26 @@ fn key(event: &event::KeyEvent) -> Option<Key> {
     })
 }
 
-fn spawn_lister(runtime: &tokio::runtime::Runtime, live: &Live) -> watch::Receiver<Latest> {
-    let (tx, rx) = watch::channel(None);
-    let (client, interval) = (live.client.clone(), live.interval);
-    runtime.spawn(async move {
-        loop {
-            let listed = karpenter_top::list(&client)
-                .await
-                .map(Arc::new)
-                .map_err(|e| format!("{:#}", anyhow::Error::from(e)));
-            if tx.send(Some(listed)).is_err() {
-                return;
-            }
-            tokio::time::sleep(interval).await;
-        }
-    });
-    rx
+/// Starts the watchers of the cluster on the runtime.
+fn spawn_watchers(runtime: &tokio::runtime::Runtime, live: &Live) -> Watch {
+    let watch = Watch::new();
+    for watcher in watch.watchers(&live.client) {
+        runtime.spawn(watcher);
+    }
+    watch
+}
+
+/// The note under the header: a kind that cannot be watched (its objects stay as last seen),
+/// else when the view was last updated.
+fn note(status: &Status) -> String {
+    match status.problems.values().next() {
+        Some(problem) => format!("listing failed, showing the last list: {problem}"),
+        None if status.synced() => format!(
+            "watching, updated {}",
+            chrono::Utc::now().format("%H:%M:%S UTC")
+        ),
+        None => "listing…".to_owned(),
+    }
 }
 
 fn spawn_pass_asker(
@@ -101,7 +106,11 @@ fn spawn_pass_asker(
 /// Runs until `q` or Ctrl-C.
 pub(super) fn run(runtime: &tokio::runtime::Runtime, mut live: Live) -> anyhow::Result<()> {
     let mut prices = live.prices.borrow_and_update().clone();
-    let mut listed_rx = spawn_lister(runtime, &live);
+    let watch = spawn_watchers(runtime, &live);
+    let mut status_rx = watch.subscribe();
+    let mut synced = false;
+    // When the view was last rebuilt from the watched list.
+    let mut built: Option<Instant> = None;
     let mut pass_rx = live
         .controller
         .clone()
@@ -111,7 +120,6 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, mut live: Live) -> anyhow::
     let _restore = Restore;
     let mut ui = Ui::new(live.options.sort);
     let mut explained = Explained::default();
-    let mut listed: Option<Arc<Listed>> = None;
     let mut note = "listing…".to_owned();
     let mut view = karpenter_top::view(
         &Listed::default(),
@@ -125,15 +133,14 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, mut live: Live) -> anyhow::
             prices = live.prices.borrow_and_update().clone();
             stale = true;
         }
-        if listed_rx.has_changed().unwrap_or(false) {
-            match listed_rx.borrow_and_update().clone() {
-                Some(Ok(new)) => {
-                    listed = Some(new);
-                    note = format!("listed {}", chrono::Utc::now().format("%H:%M:%S UTC"));
-                }
-                Some(Err(e)) => note = format!("listing failed, showing the last list: {e}"),
-                None => {}
-            }
+        // Changes are taken at most every interval (a rollout is thousands of pod events a
+        // second); the first whole picture at once.
+        let due = built.is_none_or(|b| b.elapsed() >= live.interval);
+        let changed = status_rx.has_changed().unwrap_or(false);
+        if (changed && (due || !synced)) || built.is_some_and(|b| b.elapsed() >= IDLE_REFRESH) {
+            let status = status_rx.borrow_and_update().clone();
+            synced = status.synced();
+            note = self::note(&status);
             stale = true;
         }
         if let Some(rx) = pass_rx.as_mut()
@@ -163,12 +170,13 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, mut live: Live) -> anyhow::
                 sort: ui.sort,
                 ..live.options.clone()
             };
-            view = karpenter_top::view(
-                listed.as_deref().unwrap_or(&Listed::default()),
-                prices.as_ref(),
-                &options,
-                chrono::Utc::now(),
-            );
+            let now = chrono::Utc::now();
+            view = if synced {
+                built = Some(Instant::now());
+                watch.read(|listed| karpenter_top::view(listed, prices.as_ref(), &options, now))
+            } else {
+                karpenter_top::view(&Listed::default(), prices.as_ref(), &options, now)
+            };
             karpenter_top::view::explain(&mut view, &explained);
             ui.clamp(view.nodes.len());
             stale = false;
