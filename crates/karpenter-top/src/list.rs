@@ -279,3 +279,195 @@ pub async fn list(client: &kube::Client) -> Result<Listed, ListError> {
     }
     Ok(listed)
 }
+
+#[cfg(test)]
+mod tests {
+    //! A list followed by any sequence of watch changes (applies, deletes, relists) must keep
+    //! what a fresh list of the end state gives: the live view (watched) and `--once` (listed)
+    //! show the same cluster.
+
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::view::tests::{Flat, at, object};
+    use crate::view::{Options, view};
+
+    /// The objects changes are drawn from: a few of each kind, in a few versions.
+    fn node(i: u8, v: u8) -> Object {
+        let taints = if v == 1 {
+            serde_json::json!([{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}])
+        } else {
+            serde_json::json!([])
+        };
+        Object::Node(object(serde_json::json!({
+            "metadata": {"name": format!("node-{i}"), "creationTimestamp": "2026-11-27T08:00:00Z",
+                "labels": {"node.kubernetes.io/instance-type": if v == 2 { "m5.large" } else { "c5.large" },
+                    "karpenter.sh/capacity-type": if v == 2 { "spot" } else { "on-demand" },
+                    "karpenter.sh/nodepool": format!("pool-{}", i % 2)}},
+            "spec": {"providerID": format!("aws:///us-east-1a/i-{i}"), "taints": taints},
+            "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "29"},
+                "conditions": [{"type": "Ready", "status": if v == 0 { "True" } else { "False" }}]}
+        })))
+    }
+
+    fn claim(i: u8, v: u8) -> Object {
+        let node = (v == 1).then(|| format!("node-{i}"));
+        Object::NodeClaim(object(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": format!("claim-{i}"), "creationTimestamp": "2026-11-27T09:00:00Z",
+                "labels": {"karpenter.sh/nodepool": format!("pool-{}", i % 2),
+                    "node.kubernetes.io/instance-type": "c5.large",
+                    "karpenter.sh/capacity-type": "on-demand"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                "requirements": []},
+            "status": {"providerID": format!("aws:///us-east-1a/i-{i}"), "nodeName": node}
+        })))
+    }
+
+    fn pool(i: u8, v: u8) -> Object {
+        Object::NodePool(object(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "metadata": {"name": format!("pool-{i}")},
+            "spec": {"limits": {"cpu": format!("{}", 10 * (u32::from(v) + 1))}, "template": {"spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                "requirements": []}}}
+        })))
+    }
+
+    /// Pod `i`, bound to a node (version < 4) or pending with kube-scheduler's reason
+    /// (version 4) or without one (5).
+    fn pod(i: u8, v: u8) -> Object {
+        let node = (v < 4).then(|| format!("node-{v}"));
+        let mut conditions = serde_json::json!([]);
+        if v == 4 {
+            conditions = serde_json::json!([{"type": "PodScheduled", "status": "False",
+                "message": format!("0/4 nodes are available (pod {i})")}]);
+        }
+        Object::Pod(object(serde_json::json!({
+            "metadata": {"name": format!("pod-{i}"), "namespace": "shop", "uid": format!("uid-{i}"),
+                "creationTimestamp": "2026-11-27T09:58:00Z"},
+            "spec": {"nodeName": node, "containers": [{"name": "c",
+                "resources": {"requests": {"cpu": format!("{}m", 100 * (u32::from(i) + 1)), "memory": "1Gi"}}}]},
+            "status": {"phase": if v < 4 { "Running" } else { "Pending" }, "conditions": conditions}
+        })))
+    }
+
+    fn event(i: u8, v: u8) -> Event {
+        object(serde_json::json!({
+            "metadata": {"name": format!("event-{i}"), "namespace": "default"},
+            "eventTime": format!("2026-11-27T09:5{v}:0{i}.000000Z"),
+            "reportingController": "karpenter", "reportingInstance": "karpenter-0",
+            "action": "Nominated", "type": "Normal", "reason": "Nominated",
+            "regarding": {"kind": "Pod", "namespace": "shop", "name": format!("pod-{i}")},
+            "note": format!("version {v}")
+        }))
+    }
+
+    const KINDS: [Kind; 4] = [Kind::Node, Kind::NodeClaim, Kind::NodePool, Kind::Pod];
+
+    fn build(kind: Kind, i: u8, v: u8) -> Object {
+        match kind {
+            Kind::Node => node(i, v % 3),
+            Kind::NodeClaim => claim(i, v % 2),
+            Kind::NodePool => pool(i, v % 2),
+            _ => pod(i, v % 6),
+        }
+    }
+
+    /// One change a watch can deliver.
+    #[derive(Debug, Clone)]
+    enum Change {
+        Apply(usize, u8, u8),
+        Delete(usize, u8),
+        /// A relist of a kind: these objects, every other one of the kind gone.
+        Reset(usize, Vec<(u8, u8)>),
+        ApplyEvent(u8, u8),
+        DeleteEvent(u8),
+        ResetEvents(Vec<(u8, u8)>),
+    }
+
+    fn change() -> impl Strategy<Value = Change> {
+        let pair = (0u8..4, 0u8..6);
+        prop_oneof![
+            4 => (0usize..4, 0u8..4, 0u8..6).prop_map(|(k, i, v)| Change::Apply(k, i, v)),
+            2 => (0usize..4, 0u8..4).prop_map(|(k, i)| Change::Delete(k, i)),
+            1 => (0usize..4, prop::collection::vec(pair.clone(), 0..4))
+                .prop_map(|(k, objects)| Change::Reset(k, objects)),
+            2 => pair.clone().prop_map(|(i, v)| Change::ApplyEvent(i, v)),
+            1 => (0u8..4).prop_map(Change::DeleteEvent),
+            1 => prop::collection::vec(pair, 0..4).prop_map(Change::ResetEvents),
+        ]
+    }
+
+    /// What a list of the end state gives: each object the changes left, applied once.
+    fn fresh(objects: &BTreeMap<(Kind, u8), u8>, events: &BTreeMap<u8, u8>) -> Listed {
+        let mut listed = Listed::default();
+        for (&(kind, i), &v) in objects {
+            listed.apply(Kept::new(build(kind, i, v)));
+        }
+        listed.reset_events(events.iter().map(|(&i, &v)| event(i, v)).collect());
+        listed
+    }
+
+    fn shown(listed: &Listed) -> serde_json::Value {
+        let view = view(
+            listed,
+            &Flat,
+            &Options::default(),
+            at("2026-11-27T10:00:00Z"),
+        );
+        serde_json::json!({"view": view, "scheduling": listed.scheduling})
+    }
+
+    proptest! {
+        #[test]
+        fn a_list_followed_by_watch_changes_shows_what_a_fresh_list_of_the_end_state_shows(
+            start in prop::collection::vec((0usize..4, 0u8..4, 0u8..6), 0..12),
+            changes in prop::collection::vec(change(), 0..40),
+        ) {
+            let mut objects: BTreeMap<(Kind, u8), u8> = BTreeMap::new();
+            let mut events: BTreeMap<u8, u8> = BTreeMap::new();
+            for &(k, i, v) in &start {
+                objects.insert((KINDS[k], i), v);
+            }
+            let mut watched = fresh(&objects, &events);
+            for change in changes {
+                match change {
+                    Change::Apply(k, i, v) => {
+                        objects.insert((KINDS[k], i), v);
+                        watched.apply(Kept::new(build(KINDS[k], i, v)));
+                    }
+                    Change::Delete(k, i) => {
+                        let Some(v) = objects.remove(&(KINDS[k], i)) else { continue };
+                        watched.delete(&build(KINDS[k], i, v).reference());
+                    }
+                    Change::Reset(k, listed) => {
+                        objects.retain(|(kind, _), _| *kind != KINDS[k]);
+                        let kept: BTreeMap<u8, u8> = listed.into_iter().collect();
+                        let mut relist = Vec::new();
+                        for (&i, &v) in &kept {
+                            objects.insert((KINDS[k], i), v);
+                            relist.push(Kept::new(build(KINDS[k], i, v)));
+                        }
+                        watched.reset(KINDS[k], relist);
+                    }
+                    Change::ApplyEvent(i, v) => {
+                        events.insert(i, v);
+                        watched.apply_event(event(i, v));
+                    }
+                    Change::DeleteEvent(i) => {
+                        let Some(v) = events.remove(&i) else { continue };
+                        watched.delete_event(&event(i, v));
+                    }
+                    Change::ResetEvents(listed) => {
+                        events = listed.into_iter().collect();
+                        watched.reset_events(events.iter().map(|(&i, &v)| event(i, v)).collect());
+                    }
+                }
+            }
+            prop_assert_eq!(shown(&watched), shown(&fresh(&objects, &events)));
+        }
+    }
+}

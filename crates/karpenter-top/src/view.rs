@@ -550,7 +550,7 @@ pub(crate) mod tests {
             .unwrap_or_default()
     }
 
-    fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+    pub(crate) fn object<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
         serde_json::from_value(value).expect("a test object")
     }
 
@@ -695,7 +695,7 @@ pub(crate) mod tests {
         ]
     }
 
-    struct Flat;
+    pub(crate) struct Flat;
 
     impl Prices for Flat {
         fn price(&self, it: &str, _: &str, ct: &str) -> Option<f64> {
