@@ -6,8 +6,9 @@
 //!   Karpenter's events (the pods it nominated), selected on the API server by
 //!   `reportingController`, in `karpenter top --once -o json`.
 //! - The interactive view: the `karpenter` binary in a real terminal (a detached tmux session
-//!   of a fixed size), keys sent and the screen captured: it sorts, pages, switches panes (the
-//!   events pane among them) and explains the selected node with the controller's answer.
+//!   of a fixed size), keys sent and the screen captured: a change made while it runs (a label
+//!   put on a node) reaches the screen through its watches, and it sorts, pages, switches panes
+//!   (the events pane among them) and explains the selected node with the controller's answer.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,13 +16,14 @@ use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event;
 use karpenter_api::v1::NodeClaim;
 use karpenter_kwok_provider::KwokOptions;
 use karpenter_testenv::wait_for;
 use karpenter_top::view::TablePrices;
 use karpenter_top::{Options, view};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 
 use super::{only, start};
 
@@ -422,7 +424,7 @@ async fn the_interactive_top_in_a_terminal_sorts_pages_switches_panes_and_explai
 
     let socket = std::env::temp_dir().join(format!("karpenter-top-{}.tmux", h.scope.namespace()));
     let command = format!(
-        "{} top --kubeconfig {} --pricing catalog --node-selector karpenter.sh/nodepool={} --controller-url http://{} --interval 1; echo top exited $?; sleep 600",
+        "{} top --kubeconfig {} --pricing catalog --node-selector karpenter.sh/nodepool={} --controller-url http://{} --interval 1 --extra-labels top-watch; echo top exited $?; sleep 600",
         bin.display(),
         h.env.kubeconfig_path().display(),
         h.pool,
@@ -449,6 +451,30 @@ async fn the_interactive_top_in_a_terminal_sorts_pages_switches_panes_and_explai
         .await;
     assert!(rows[0] < rows[1], "oldest first: the small node leads");
     println!("the screen, oldest first:\n{}", tmux.capture());
+
+    // A change made while top runs reaches the screen through its watches (it lists once): a
+    // label put on the small node shows in that node's `--extra-labels` column.
+    Api::<Node>::all(h.client.clone())
+        .patch(
+            &small,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"labels": {"top-watch": "seen-live"}}})),
+        )
+        .await
+        .expect("labelling the small node");
+    tmux.wait_for(
+        "the new label in the small node's row, from the watch",
+        Duration::from_secs(30),
+        |screen| {
+            let rows = rows_of(screen, &nodes)?;
+            let line = |i: usize| screen.lines().nth(rows[i]).unwrap_or_default();
+            (line(0).contains("seen-live")
+                && !line(1).contains("seen-live")
+                && screen.contains("watching, updated"))
+            .then_some(())
+        },
+    )
+    .await;
 
     // `s` twice: creation -> name -> usage; the big node (3 of ~4 cpu) now leads.
     tmux.keys(&["s", "s"]);

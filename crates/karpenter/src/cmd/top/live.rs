@@ -64,20 +64,25 @@ fn key(event: &event::KeyEvent) -> Option<Key> {
     })
 }
 
-/// Starts the watchers of the cluster on the runtime.
-fn spawn_watchers(runtime: &tokio::runtime::Runtime, live: &Live) -> Watch {
+/// Starts the watchers of the cluster on the runtime; the receiver tells their changes (taken
+/// before they start: a watcher stops once no one receives).
+fn spawn_watchers(
+    runtime: &tokio::runtime::Runtime,
+    live: &Live,
+) -> (Watch, watch::Receiver<Status>) {
     let watch = Watch::new();
+    let status = watch.subscribe();
     for watcher in watch.watchers(&live.client) {
         runtime.spawn(watcher);
     }
-    watch
+    (watch, status)
 }
 
 /// The note under the header: a kind that cannot be watched (its objects stay as last seen),
 /// else when the view was last updated.
 fn note(status: &Status) -> String {
     match status.problems.values().next() {
-        Some(problem) => format!("listing failed, showing the last list: {problem}"),
+        Some(problem) => format!("{problem}; showing what was last seen"),
         None if status.synced() => format!(
             "watching, updated {}",
             chrono::Utc::now().format("%H:%M:%S UTC")
@@ -106,8 +111,7 @@ fn spawn_pass_asker(
 /// Runs until `q` or Ctrl-C.
 pub(super) fn run(runtime: &tokio::runtime::Runtime, mut live: Live) -> anyhow::Result<()> {
     let mut prices = live.prices.borrow_and_update().clone();
-    let watch = spawn_watchers(runtime, &live);
-    let mut status_rx = watch.subscribe();
+    let (watch, mut status_rx) = spawn_watchers(runtime, &live);
     let mut synced = false;
     // When the view was last rebuilt from the watched list.
     let mut built: Option<Instant> = None;
@@ -128,6 +132,10 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, mut live: Live) -> anyhow::
         chrono::Utc::now(),
     );
     let mut stale = true;
+    // The screen is drawn again only when something on it changed (a new view, a key, a
+    // resize, an answer): an idle top costs next to nothing.
+    let mut redraw = true;
+    let mut page_rows = 0;
     loop {
         if live.prices.has_changed().unwrap_or(false) {
             prices = live.prices.borrow_and_update().clone();
@@ -156,6 +164,7 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, mut live: Live) -> anyhow::
                 Some(Err(e)) => explained.problem = Some(e.clone()),
                 None => {}
             }
+            redraw = true;
         }
         if let Some(rx) = pass_rx.as_ref()
             && rx.has_changed().is_err()
@@ -164,6 +173,7 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, mut live: Live) -> anyhow::
         }
         while let Ok(answer) = node_rx.try_recv() {
             explained.node = Some(answer);
+            redraw = true;
         }
         if stale {
             let options = Options {
@@ -180,25 +190,34 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, mut live: Live) -> anyhow::
             karpenter_top::view::explain(&mut view, &explained);
             ui.clamp(view.nodes.len());
             stale = false;
+            redraw = true;
         }
-        let screen = Screen {
-            view: &view,
-            ui: &ui,
-            explained: &explained,
-            note: &note,
-        };
-        let frame = terminal
-            .draw(|f| f.render_widget(&screen, f.area()))
-            .context("drawing")?;
-        let page_rows = screen.page_rows(frame.area.height);
+        if redraw {
+            let screen = Screen {
+                view: &view,
+                ui: &ui,
+                explained: &explained,
+                note: &note,
+            };
+            let frame = terminal
+                .draw(|f| f.render_widget(&screen, f.area()))
+                .context("drawing")?;
+            page_rows = screen.page_rows(frame.area.height);
+            redraw = false;
+        }
         if !event::poll(TICK).context("reading the terminal")? {
             continue;
         }
         let pressed = match event::read().context("reading the terminal")? {
             Event::Key(k) => key(&k),
+            Event::Resize(..) => {
+                redraw = true;
+                None
+            }
             _ => None,
         };
         let Some(pressed) = pressed else { continue };
+        redraw = true;
         let sort = ui.sort;
         let names: Vec<&str> = view.nodes.iter().map(|n| n.name.as_str()).collect();
         match ui.on_key(pressed, &names, page_rows) {
