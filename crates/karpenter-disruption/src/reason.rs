@@ -67,6 +67,9 @@ pub enum Code {
     UninitializedDestination,
     /// Rescheduling needs more than the one new node consolidation may launch.
     MultipleReplacements,
+    /// **karpenter-rs**: the pods fit on other nodes only as packed by the plan; placed the
+    /// way kube-scheduler spreads them (`LeastAllocated`), one would need a new node.
+    SpreadNeedsNewNode,
     /// No replacement is cheaper than what it replaces.
     NotCheaper,
     /// Spot-to-spot consolidation is disabled (feature gate `SpotToSpotConsolidation`).
@@ -108,7 +111,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in declaration order.
-    pub const ALL: [Code; 44] = [
+    pub const ALL: [Code; 45] = [
         Code::Unmanaged,
         Code::NoNodePoolLabel,
         Code::NodePoolNotFound,
@@ -135,6 +138,7 @@ impl Code {
         Code::Unschedulable,
         Code::UninitializedDestination,
         Code::MultipleReplacements,
+        Code::SpreadNeedsNewNode,
         Code::NotCheaper,
         Code::SpotToSpotDisabled,
         Code::SpotToSpotTooFewOptions,
@@ -184,6 +188,7 @@ impl Code {
             Code::Unschedulable => "Unschedulable",
             Code::UninitializedDestination => "UninitializedDestination",
             Code::MultipleReplacements => "MultipleReplacements",
+            Code::SpreadNeedsNewNode => "SpreadNeedsNewNode",
             Code::NotCheaper => "NotCheaper",
             Code::SpotToSpotDisabled => "SpotToSpotDisabled",
             Code::SpotToSpotTooFewOptions => "SpotToSpotTooFewOptions",
@@ -234,6 +239,7 @@ impl Code {
             | Code::Unschedulable
             | Code::UninitializedDestination
             | Code::MultipleReplacements
+            | Code::SpreadNeedsNewNode
             | Code::NotCheaper
             | Code::SpotToSpotDisabled
             | Code::SpotToSpotTooFewOptions
@@ -480,7 +486,7 @@ mod tests {
     }
 
     /// The published names. Changing one breaks dashboards and alerts: add, never rename.
-    const STABLE: [(Code, &str); 44] = [
+    const STABLE: [(Code, &str); 45] = [
         (Code::Unmanaged, "Unmanaged"),
         (Code::NoNodePoolLabel, "NoNodePoolLabel"),
         (Code::NodePoolNotFound, "NodePoolNotFound"),
@@ -507,6 +513,7 @@ mod tests {
         (Code::Unschedulable, "Unschedulable"),
         (Code::UninitializedDestination, "UninitializedDestination"),
         (Code::MultipleReplacements, "MultipleReplacements"),
+        (Code::SpreadNeedsNewNode, "SpreadNeedsNewNode"),
         (Code::NotCheaper, "NotCheaper"),
         (Code::SpotToSpotDisabled, "SpotToSpotDisabled"),
         (Code::SpotToSpotTooFewOptions, "SpotToSpotTooFewOptions"),

@@ -219,6 +219,55 @@ impl Simulator {
         (self.classify(&watched, &result), result)
     }
 
+    /// Whether removing `candidates`, whose pods all fit on existing nodes as simulated, still
+    /// needs no new node when each pod goes where kube-scheduler's default scoring sends it
+    /// (the most free share of cpu and memory first, [`SolveOptions::spread_over_existing`])
+    /// rather than where the plan packs it: the evicted pods are placed by kube-scheduler, and
+    /// a pod it strands makes the provisioner launch a node right after the consolidation.
+    /// The reason names the pod that would be stranded.
+    pub fn spread_strands(
+        &mut self,
+        snapshot: &Snapshot,
+        candidates: &[&Candidate],
+    ) -> Option<Reason> {
+        let mut indexes: Vec<usize> = candidates.iter().map(|c| c.index).collect();
+        indexes.sort_unstable();
+        indexes.dedup();
+        // The planned simulation stays the one a commit reuses.
+        let planned = self.consolidations.remove(&indexes);
+        self.input.options.spread_over_existing = true;
+        let (outcome, result) = self.simulate(snapshot, candidates, true);
+        self.input.options.spread_over_existing = false;
+        match planned {
+            Some(planned) => self.consolidations.insert(indexes, planned),
+            None => self.consolidations.remove(&indexes),
+        };
+        match outcome {
+            Outcome::Fits => None,
+            Outcome::Unschedulable(why) => Some(Reason::new(
+                Code::SpreadNeedsNewNode,
+                format!(
+                    "the pods fit only as packed by the plan: spread the way kube-scheduler spreads them, {}",
+                    why.text
+                ),
+            )),
+            Outcome::NeedsNew(_) => {
+                let pod = result
+                    .new_node_claims
+                    .iter()
+                    .flat_map(|c| c.pods.iter())
+                    .next()
+                    .map_or_else(String::new, |p| format!("pod {p} "));
+                Some(Reason::new(
+                    Code::SpreadNeedsNewNode,
+                    format!(
+                        "the pods fit only as packed by the plan: spread the way kube-scheduler spreads them, {pod}would need a new node"
+                    ),
+                ))
+            }
+        }
+    }
+
     /// Makes a decided command part of every later simulation of this pass, so that one pass
     /// can decide several commands that hold together: the candidates leave (their nodes are
     /// deleting and empty), the pods they move onto existing nodes are bound there, and the

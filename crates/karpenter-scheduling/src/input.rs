@@ -238,6 +238,12 @@ pub struct SolveOptions {
     pub pin_anti_affinity_domains: bool,
     /// See [`ReservedOfferingMode`].
     pub reserved_offering_mode: ReservedOfferingMode,
+    /// **karpenter-rs** (not upstream): each pod goes to the existing node kube-scheduler's
+    /// default scoring would pick (`NodeResourcesFit` `LeastAllocated`: the most free cpu and
+    /// memory, as a share of allocatable, averaged) among those that take it, instead of the
+    /// first in node order. Consolidation checks with it that a command's pods still fit
+    /// when kube-scheduler spreads them, not only packed as planned. Off: upstream's order.
+    pub spread_over_existing: bool,
 }
 
 impl Default for SolveOptions {
@@ -249,6 +255,7 @@ impl Default for SolveOptions {
             extra_well_known_labels: Vec::new(),
             pin_anti_affinity_domains: true,
             reserved_offering_mode: ReservedOfferingMode::Strict,
+            spread_over_existing: false,
         }
     }
 }

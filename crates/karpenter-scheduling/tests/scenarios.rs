@@ -592,6 +592,8 @@ struct ScenarioOptions {
     pin_anti_affinity_domains: Option<bool>,
     /// `Strict`: a disruption simulation's handling of reserved offerings.
     reserved_offering_mode: Option<karpenter_scheduling::ReservedOfferingMode>,
+    /// `true`: existing nodes ranked as kube-scheduler's `LeastAllocated` ranks them.
+    spread_over_existing: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -775,6 +777,9 @@ fn build_input(s: Scenario) -> (SolveInput, Expect, Vec<Pod>) {
     }
     if let Some(pin) = s.options.pin_anti_affinity_domains {
         input.options.pin_anti_affinity_domains = pin;
+    }
+    if let Some(spread) = s.options.spread_over_existing {
+        input.options.spread_over_existing = spread;
     }
     if !s.node_overlays.is_empty() {
         // Overlays apply per NodePool: every pool gets its own copy of the default types.

@@ -91,7 +91,12 @@ pub fn compute(
     let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
     let mut replacements = match outcome {
         Outcome::Unschedulable(why) => return Err(why),
-        Outcome::Fits => Vec::new(),
+        Outcome::Fits => {
+            if let Some(why) = pass.sim.spread_strands(snapshot, candidates) {
+                return Err(why);
+            }
+            Vec::new()
+        }
         Outcome::NeedsNew(claims) if claims.len() > 1 => {
             return Err(Reason::new(
                 Code::MultipleReplacements,

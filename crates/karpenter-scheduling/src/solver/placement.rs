@@ -122,16 +122,49 @@ impl Solver<'_> {
         Ok(out)
     }
 
+    /// The existing nodes as kube-scheduler's `LeastAllocated` scoring ranks them for the next
+    /// pod: the highest mean free share of cpu and memory first (a resource a node does not
+    /// have counts as fully used), ties in node order.
+    fn least_allocated_order(&self) -> Vec<usize> {
+        let dims: Vec<usize> = ["cpu", "memory"]
+            .iter()
+            .filter_map(|r| self.dims.lookup(r))
+            .collect();
+        let free = |ni: usize| -> f64 {
+            let node = &self.existing[ni];
+            let share = |d: usize| {
+                let allocatable = dims::get(&node.allocatable, d);
+                if allocatable <= 0 {
+                    return 0.0;
+                }
+                dims::get(&node.remaining, d).max(0) as f64 / allocatable as f64
+            };
+            dims.iter().map(|&d| share(d)).sum::<f64>() / dims.len().max(1) as f64
+        };
+        let mut order: Vec<(usize, f64)> =
+            (0..self.existing.len()).map(|ni| (ni, free(ni))).collect();
+        order.sort_by(|a, b| b.1.total_cmp(&a.1));
+        order.into_iter().map(|(ni, _)| ni).collect()
+    }
+
     /// Tries existing nodes in order; places the pod on the first that accepts it.
     pub(crate) fn add_to_existing(&mut self, pi: usize, a: &Attempt) -> bool {
         let pod = &self.pods[pi];
         let mut chosen = None;
-        // The node an earlier batch planned the pod on first, then every node in order.
+        // The node an earlier batch planned the pod on first, then every node in order; or,
+        // spreading like kube-scheduler, the nodes with the most free share first.
+        let spread = self.input.options.spread_over_existing;
         let planned = pod.planned.filter(|&ni| ni < self.existing.len());
-        let order = planned
+        let spread_order = if spread {
+            self.least_allocated_order()
+        } else {
+            Vec::new()
+        };
+        let in_order = planned
             .into_iter()
-            .chain((0..self.existing.len()).filter(|&ni| Some(ni) != planned));
-        for ni in order {
+            .chain((0..self.existing.len()).filter(|&ni| Some(ni) != planned))
+            .filter(|_| !spread);
+        for ni in spread_order.into_iter().chain(in_order) {
             let node = &self.existing[ni];
             if node.deleting
                 || (pod.relocating && node.refuses_relocated_pods)

@@ -272,6 +272,7 @@ impl<'a> Solver<'a> {
                 .collect();
             let taint_set = topology.taint_set(&taints);
             let mut remaining = dims.res_known(&node.allocatable);
+            let allocatable = remaining.clone();
             let mut host_ports = Vec::new();
             let mut ds_used = dims::Res::new();
             let mut metas = Vec::new();
@@ -343,6 +344,7 @@ impl<'a> Solver<'a> {
                 taints,
                 taint_set,
                 remaining,
+                allocatable,
                 host_ports,
                 initialized: node.initialized,
                 deleting: node.deleting,

@@ -44,6 +44,9 @@ pub struct ExistingState {
     pub taints: Vec<Taint>,
     pub taint_set: usize,
     pub remaining: Res,
+    /// Allocatable (before any pod): the share of it still free scores a node for
+    /// [`crate::SolveOptions::spread_over_existing`].
+    pub allocatable: Res,
     pub host_ports: Vec<HostPort>,
     pub initialized: bool,
     pub deleting: bool,
