@@ -34,6 +34,18 @@ pub enum Outcome {
     Unschedulable(Reason),
 }
 
+/// A delete's pods placed the way kube-scheduler spreads them ([`Simulator::spread`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Spread {
+    /// They still fit on existing nodes.
+    Holds,
+    /// Some would be stranded: new nodes of this cheapest price per hour take them (`pod` is
+    /// one of them).
+    Launches { price: f64, pod: String },
+    /// Some would fit nowhere.
+    Unschedulable(Reason),
+}
+
 /// Reusable solver input for one snapshot.
 #[derive(Debug)]
 pub struct Simulator {
@@ -219,17 +231,12 @@ impl Simulator {
         (self.classify(&watched, &result), result)
     }
 
-    /// Whether removing `candidates`, whose pods all fit on existing nodes as simulated, still
-    /// needs no new node when each pod goes where kube-scheduler's default scoring sends it
-    /// (the most free share of cpu and memory first, [`SolveOptions::spread_over_existing`])
-    /// rather than where the plan packs it: the evicted pods are placed by kube-scheduler, and
-    /// a pod it strands makes the provisioner launch a node right after the consolidation.
-    /// The reason names the pod that would be stranded.
-    pub fn spread_strands(
-        &mut self,
-        snapshot: &Snapshot,
-        candidates: &[&Candidate],
-    ) -> Option<Reason> {
+    /// What removing `candidates`, whose pods all fit on existing nodes as simulated, needs
+    /// when each pod goes where kube-scheduler's default scoring sends it (the most free share
+    /// of cpu and memory first, [`SolveOptions::spread_over_existing`]) rather than where the
+    /// plan packs it: kube-scheduler places the evicted pods, and a pod it strands makes the
+    /// provisioner launch a node right after the consolidation.
+    pub fn spread(&mut self, snapshot: &Snapshot, candidates: &[&Candidate]) -> Spread {
         let mut indexes: Vec<usize> = candidates.iter().map(|c| c.index).collect();
         indexes.sort_unstable();
         indexes.dedup();
@@ -243,28 +250,17 @@ impl Simulator {
             None => self.consolidations.remove(&indexes),
         };
         match outcome {
-            Outcome::Fits => None,
-            Outcome::Unschedulable(why) => Some(Reason::new(
-                Code::SpreadNeedsNewNode,
-                format!(
-                    "the pods fit only as packed by the plan: spread the way kube-scheduler spreads them, {}",
-                    why.text
-                ),
-            )),
-            Outcome::NeedsNew(_) => {
-                let pod = result
+            Outcome::Fits => Spread::Holds,
+            Outcome::Unschedulable(why) => Spread::Unschedulable(why),
+            Outcome::NeedsNew(claims) => Spread::Launches {
+                price: claims.iter().map(NewNodeClaim::cheapest_price).sum(),
+                pod: result
                     .new_node_claims
                     .iter()
                     .flat_map(|c| c.pods.iter())
                     .next()
-                    .map_or_else(String::new, |p| format!("pod {p} "));
-                Some(Reason::new(
-                    Code::SpreadNeedsNewNode,
-                    format!(
-                        "the pods fit only as packed by the plan: spread the way kube-scheduler spreads them, {pod}would need a new node"
-                    ),
-                ))
-            }
+                    .map_or_else(String::new, |p| p.to_string()),
+            },
         }
     }
 

@@ -12,7 +12,11 @@ use crate::methods::replacement;
 use crate::pass::Pass;
 use crate::pool;
 use crate::reason::{Code, Reason};
-use crate::simulate::Outcome;
+use crate::simulate::{Outcome, Spread};
+
+/// How a refused delete's reason begins.
+const PACKED: &str =
+    "the pods fit only as packed by the plan: spread the way kube-scheduler spreads them";
 
 /// Why the candidate cannot be consolidated, if it cannot.
 pub fn ineligible(pass: &Pass<'_>, c: &Candidate) -> Option<Reason> {
@@ -88,12 +92,30 @@ pub fn compute(
     let multi = method == Method::MultiNodeConsolidation;
     let (outcome, _) = pass.sim.simulate(snapshot, candidates, true);
     let total: f64 = candidates.iter().map(|c| c.price).sum();
+    let mut spread = Spread::Holds;
     let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
     let mut replacements = match outcome {
         Outcome::Unschedulable(why) => return Err(why),
         Outcome::Fits => {
-            if let Some(why) = pass.sim.spread_strands(snapshot, candidates) {
-                return Err(why);
+            spread = pass.sim.spread(snapshot, candidates);
+            match &spread {
+                Spread::Holds => {}
+                Spread::Unschedulable(why) => {
+                    return Err(Reason::new(
+                        Code::SpreadNeedsNewNode,
+                        format!("{PACKED}, {}", why.text),
+                    ));
+                }
+                // The launch kube-scheduler's placement would cause eats the saving.
+                Spread::Launches { price, pod } if *price >= total => {
+                    return Err(Reason::new(
+                        Code::SpreadNeedsNewNode,
+                        format!(
+                            "{PACKED}, pod {pod} would need a new node ({price:.4}/h), as much as the delete saves ({total:.4}/h)"
+                        ),
+                    ));
+                }
+                Spread::Launches { .. } => {}
             }
             Vec::new()
         }
@@ -124,10 +146,17 @@ pub fn compute(
     let cost: f64 = replacements.iter().map(|r| r.cheapest_price()).sum();
     let savings = total - cost;
     let explanation = match replacements.first() {
-        None => format!(
-            "delete {}: their pods fit on other nodes, saving {savings:.4}/h",
-            names.join(", ")
-        ),
+        None => match &spread {
+            Spread::Launches { price, pod } => format!(
+                "delete {}: their pods fit on other nodes, saving {savings:.4}/h (placed as kube-scheduler spreads them, pod {pod} may need a new node of {price:.4}/h: still {:.4}/h saved)",
+                names.join(", "),
+                savings - price
+            ),
+            _ => format!(
+                "delete {}: their pods fit on other nodes, saving {savings:.4}/h",
+                names.join(", ")
+            ),
+        },
         Some(r) => format!(
             "replace {} ({total:.4}/h) with one {} node ({} options from {} {:.4}/h), saving {savings:.4}/h",
             names.join(", "),

@@ -122,29 +122,38 @@ impl Solver<'_> {
         Ok(out)
     }
 
-    /// The existing nodes as kube-scheduler's `LeastAllocated` scoring ranks them for the next
-    /// pod: the highest mean free share of cpu and memory first (a resource a node does not
-    /// have counts as fully used), ties in node order.
-    fn least_allocated_order(&self) -> Vec<usize> {
+    /// The mean free share of cpu and memory of existing node `ni` (kube-scheduler's
+    /// `LeastAllocated` score over 1; a resource the node does not have counts as used).
+    fn free_share(&self, ni: usize) -> f64 {
+        let node = &self.existing[ni];
         let dims: Vec<usize> = ["cpu", "memory"]
             .iter()
             .filter_map(|r| self.dims.lookup(r))
             .collect();
-        let free = |ni: usize| -> f64 {
-            let node = &self.existing[ni];
-            let share = |d: usize| {
-                let allocatable = dims::get(&node.allocatable, d);
-                if allocatable <= 0 {
-                    return 0.0;
-                }
-                dims::get(&node.remaining, d).max(0) as f64 / allocatable as f64
-            };
-            dims.iter().map(|&d| share(d)).sum::<f64>() / dims.len().max(1) as f64
+        let share = |d: usize| {
+            let allocatable = dims::get(&node.allocatable, d);
+            if allocatable <= 0 {
+                return 0.0;
+            }
+            dims::get(&node.remaining, d).max(0) as f64 / allocatable as f64
         };
-        let mut order: Vec<(usize, f64)> =
-            (0..self.existing.len()).map(|ni| (ni, free(ni))).collect();
-        order.sort_by(|a, b| b.1.total_cmp(&a.1));
-        order.into_iter().map(|(ni, _)| ni).collect()
+        dims.iter().map(|&d| share(d)).sum::<f64>() / dims.len().max(1) as f64
+    }
+
+    /// The existing nodes as kube-scheduler's `LeastAllocated` scoring ranks them for the next
+    /// pod: the highest free share first, ties in node order. The rank is built once per solve
+    /// and kept as pods land ([`SpreadRank::update`]).
+    fn least_allocated_order(&mut self) -> Vec<usize> {
+        if self.spread_rank.is_none() {
+            let scores: Vec<f64> = (0..self.existing.len())
+                .map(|ni| self.free_share(ni))
+                .collect();
+            self.spread_rank = Some(SpreadRank::new(scores));
+        }
+        self.spread_rank
+            .as_ref()
+            .map(SpreadRank::order)
+            .unwrap_or_default()
     }
 
     /// Tries existing nodes in order; places the pod on the first that accepts it.
@@ -160,6 +169,7 @@ impl Solver<'_> {
         } else {
             Vec::new()
         };
+        let pod = &self.pods[pi];
         let in_order = planned
             .into_iter()
             .chain((0..self.existing.len()).filter(|&ni| Some(ni) != planned))
@@ -216,6 +226,14 @@ impl Solver<'_> {
         let pod = &self.pods[pi];
         let node = &mut self.existing[ni];
         dims::sub(&mut node.remaining, &pod.requests);
+        if self.spread_rank.is_some() {
+            let score = self.free_share(ni);
+            if let Some(rank) = self.spread_rank.as_mut() {
+                rank.update(ni, score);
+            }
+        }
+        let pod = &self.pods[pi];
+        let node = &mut self.existing[ni];
         node.host_ports.extend(pod.host_ports.iter().cloned());
         let view = PodView {
             namespace: pod.namespace,
@@ -919,5 +937,41 @@ impl Solver<'_> {
             &self.interner,
         )?;
         Ok(update)
+    }
+}
+
+/// Existing nodes ranked by free share, highest first, ties in node order; a node's key moves
+/// when a pod lands on it, so a spread solve ranks each pod's nodes without sorting them all.
+#[derive(Debug, Clone)]
+pub(crate) struct SpreadRank {
+    scores: Vec<f64>,
+    rank: std::collections::BTreeSet<(std::cmp::Reverse<u64>, usize)>,
+}
+
+impl SpreadRank {
+    /// A score in [0, 1] as a key ordered like the score (non-negative floats' bits are).
+    fn key(score: f64) -> std::cmp::Reverse<u64> {
+        std::cmp::Reverse(score.max(0.0).to_bits())
+    }
+
+    fn new(scores: Vec<f64>) -> Self {
+        let rank = scores
+            .iter()
+            .enumerate()
+            .map(|(ni, &s)| (Self::key(s), ni))
+            .collect();
+        SpreadRank { scores, rank }
+    }
+
+    fn order(&self) -> Vec<usize> {
+        self.rank.iter().map(|&(_, ni)| ni).collect()
+    }
+
+    fn update(&mut self, ni: usize, score: f64) {
+        if let Some(old) = self.scores.get_mut(ni) {
+            self.rank.remove(&(Self::key(*old), ni));
+            *old = score;
+            self.rank.insert((Self::key(score), ni));
+        }
     }
 }

@@ -58,6 +58,9 @@ pub struct Solver<'a> {
     pub(crate) shapes: ShapeCache,
     pub(crate) pod_errors: Vec<(PodRef, String)>,
     pub(crate) daemons: Vec<PodInfo>,
+    /// The existing nodes ranked by free share, kept as pods land
+    /// ([`crate::SolveOptions::spread_over_existing`]; built at its first use).
+    pub(crate) spread_rank: Option<crate::solver::placement::SpreadRank>,
     pub(crate) pools: Vec<PoolState<'a>>,
     pub(crate) existing: Vec<ExistingState>,
     pub(crate) existing_pods: Vec<Vec<ExistingPod>>,
@@ -353,6 +356,7 @@ impl<'a> Solver<'a> {
             existing_pods.push(metas);
         }
         let mut solver = Solver {
+            spread_rank: None,
             shapes,
             input,
             interner,
