@@ -58,8 +58,11 @@ pub struct Simulator {
     /// The consolidation simulations since the last commit, by their candidates' indexes
     /// (sorted): a command's commit reuses its simulation instead of solving again.
     consolidations: HashMap<Vec<usize>, SolveResult>,
-    /// Number of solver runs so far.
+    /// Number of solver runs so far, but for [`Simulator::spread`]'s (the pass's work budget
+    /// counts searching, not checking what a search found).
     pub runs: usize,
+    /// Number of [`Simulator::spread`] checks so far.
+    pub spread_checks: usize,
     /// NodePools the solver could not take (pool name, why): they launch no replacements.
     pub unconverted: Vec<(String, String)>,
 }
@@ -178,6 +181,7 @@ impl Simulator {
                 .map(|n| (n.name.clone(), n.initialized))
                 .collect(),
             runs: 0,
+            spread_checks: 0,
             unconverted,
         }
     }
@@ -245,6 +249,8 @@ impl Simulator {
         self.input.options.spread_over_existing = true;
         let (outcome, result) = self.simulate(snapshot, candidates, true);
         self.input.options.spread_over_existing = false;
+        self.runs -= 1;
+        self.spread_checks += 1;
         match planned {
             Some(planned) => self.consolidations.insert(indexes, planned),
             None => self.consolidations.remove(&indexes),

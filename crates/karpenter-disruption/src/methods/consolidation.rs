@@ -88,37 +88,60 @@ pub fn compute(
     candidates: &[&Candidate],
     method: Method,
 ) -> Result<Command, Reason> {
+    let command = compute_unchecked(pass, candidates, method)?;
+    check_spread(pass, candidates, command)
+}
+
+/// A delete `command` of `candidates` (from [`compute_unchecked`]) kept only when kube-scheduler
+/// placing the pods ([`crate::simulate::Simulator::spread`]) would not launch a node costing
+/// as much as the delete saves; a replacement passes unchecked.
+pub fn check_spread(
+    pass: &mut Pass<'_>,
+    candidates: &[&Candidate],
+    mut command: Command,
+) -> Result<Command, Reason> {
+    if !command.replacements.is_empty() {
+        return Ok(command);
+    }
+    let total = command.savings_per_hour;
+    match pass.sim.spread(pass.snapshot, candidates) {
+        Spread::Holds => Ok(command),
+        Spread::Unschedulable(why) => Err(Reason::new(
+            Code::SpreadNeedsNewNode,
+            format!("{PACKED}, {}", why.text),
+        )),
+        // The launch kube-scheduler's placement would cause eats the saving.
+        Spread::Launches { price, pod } if price >= total => Err(Reason::new(
+            Code::SpreadNeedsNewNode,
+            format!(
+                "{PACKED}, pod {pod} would need a new node ({price:.4}/h), as much as the delete saves ({total:.4}/h)"
+            ),
+        )),
+        Spread::Launches { price, pod } => {
+            command.explanation.push_str(&format!(
+                " (placed as kube-scheduler spreads them, pod {pod} may need a new node of {price:.4}/h: still {:.4}/h saved)",
+                total - price
+            ));
+            Ok(command)
+        }
+    }
+}
+
+/// [`compute`] without [`check_spread`]: multi-node consolidation's search probes many
+/// prefixes and checks only the one it keeps.
+pub fn compute_unchecked(
+    pass: &mut Pass<'_>,
+    candidates: &[&Candidate],
+    method: Method,
+) -> Result<Command, Reason> {
     let snapshot = pass.snapshot;
     let multi = method == Method::MultiNodeConsolidation;
     let (outcome, _) = pass.sim.simulate(snapshot, candidates, true);
     let total: f64 = candidates.iter().map(|c| c.price).sum();
-    let mut spread = Spread::Holds;
     let names: Vec<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
     let mut replacements = match outcome {
         Outcome::Unschedulable(why) => return Err(why),
-        Outcome::Fits => {
-            spread = pass.sim.spread(snapshot, candidates);
-            match &spread {
-                Spread::Holds => {}
-                Spread::Unschedulable(why) => {
-                    return Err(Reason::new(
-                        Code::SpreadNeedsNewNode,
-                        format!("{PACKED}, {}", why.text),
-                    ));
-                }
-                // The launch kube-scheduler's placement would cause eats the saving.
-                Spread::Launches { price, pod } if *price >= total => {
-                    return Err(Reason::new(
-                        Code::SpreadNeedsNewNode,
-                        format!(
-                            "{PACKED}, pod {pod} would need a new node ({price:.4}/h), as much as the delete saves ({total:.4}/h)"
-                        ),
-                    ));
-                }
-                Spread::Launches { .. } => {}
-            }
-            Vec::new()
-        }
+        Outcome::Fits => Vec::new(),
         Outcome::NeedsNew(claims) if claims.len() > 1 => {
             return Err(Reason::new(
                 Code::MultipleReplacements,
@@ -146,17 +169,10 @@ pub fn compute(
     let cost: f64 = replacements.iter().map(|r| r.cheapest_price()).sum();
     let savings = total - cost;
     let explanation = match replacements.first() {
-        None => match &spread {
-            Spread::Launches { price, pod } => format!(
-                "delete {}: their pods fit on other nodes, saving {savings:.4}/h (placed as kube-scheduler spreads them, pod {pod} may need a new node of {price:.4}/h: still {:.4}/h saved)",
-                names.join(", "),
-                savings - price
-            ),
-            _ => format!(
-                "delete {}: their pods fit on other nodes, saving {savings:.4}/h",
-                names.join(", ")
-            ),
-        },
+        None => format!(
+            "delete {}: their pods fit on other nodes, saving {savings:.4}/h",
+            names.join(", ")
+        ),
         Some(r) => format!(
             "replace {} ({total:.4}/h) with one {} node ({} options from {} {:.4}/h), saving {savings:.4}/h",
             names.join(", "),

@@ -70,33 +70,28 @@ fn search(pass: &mut Pass<'_>, within: &[&Candidate], first: bool) -> Option<(Co
     // The smallest Balanced-rejected batch, counted as a rejected move when nothing is found
     // (upstream counts once per search, not per probe).
     let mut rejected: Option<(usize, Vec<balanced::BalancedScore>)> = None;
-    while lo <= hi {
-        // A later round stops probing once the pass has spent its further work, keeping the
-        // longest prefix found so far (every probe that succeeded is a valid command).
-        if !first && !pass.may_look_further() {
+    // Probes are not checked against kube-scheduler's spreading (a second solve each); the
+    // prefix kept is, and when it fails the search goes on below it.
+    loop {
+        search_between(pass, within, first, lo, hi, &mut best, &mut rejected);
+        let Some((command, n)) = best.take() else {
             break;
-        }
-        let mid = (lo + hi) / 2;
-        let batch = &within[..=mid];
-        let ok =
-            consolidation::compute(pass, batch, Method::MultiNodeConsolidation).and_then(|cmd| {
-                let cost: f64 = cmd.replacements.iter().map(|r| r.cheapest_price()).sum();
-                let scores = balanced::evaluate(pass, batch, cost);
-                if !scores.iter().all(balanced::BalancedScore::approved) {
-                    rejected = Some((batch.len(), scores.clone()));
-                }
-                balanced::verdict(scores).map(|balanced| Command { balanced, ..cmd })
-            });
-        match ok {
-            Ok(cmd) => {
-                best = Some((cmd, batch.len()));
-                lo = mid + 1;
+        };
+        match consolidation::check_spread(pass, &within[..n], command) {
+            Ok(command) => {
+                best = Some((command, n));
+                break;
             }
-            Err(_) => {
-                if mid == 0 {
+            Err(why) => {
+                // A prefix of n - 1 candidates is searched next (index n - 2), if any is left.
+                for c in &within[..n] {
+                    pass.note(c.index, why.clone());
+                }
+                if n < 3 {
                     break;
                 }
-                hi = mid - 1;
+                lo = 1;
+                hi = n - 2;
             }
         }
     }
@@ -107,4 +102,47 @@ fn search(pass: &mut Pass<'_>, within: &[&Candidate], first: bool) -> Option<(Co
     };
     pass.moves.extend(moves);
     best
+}
+
+/// The binary search between prefix indexes `lo` and `hi` (a prefix of index `mid` has
+/// `mid + 1` candidates): the longest that consolidates goes to `best`.
+fn search_between(
+    pass: &mut Pass<'_>,
+    within: &[&Candidate],
+    first: bool,
+    mut lo: usize,
+    mut hi: usize,
+    best: &mut Option<(Command, usize)>,
+    rejected: &mut Option<(usize, Vec<balanced::BalancedScore>)>,
+) {
+    while lo <= hi {
+        // A later round stops probing once the pass has spent its further work, keeping the
+        // longest prefix found so far (every probe that succeeded is a valid command).
+        if !first && !pass.may_look_further() {
+            break;
+        }
+        let mid = (lo + hi) / 2;
+        let batch = &within[..=mid];
+        let ok = consolidation::compute_unchecked(pass, batch, Method::MultiNodeConsolidation)
+            .and_then(|cmd| {
+                let cost: f64 = cmd.replacements.iter().map(|r| r.cheapest_price()).sum();
+                let scores = balanced::evaluate(pass, batch, cost);
+                if !scores.iter().all(balanced::BalancedScore::approved) {
+                    *rejected = Some((batch.len(), scores.clone()));
+                }
+                balanced::verdict(scores).map(|balanced| Command { balanced, ..cmd })
+            });
+        match ok {
+            Ok(cmd) => {
+                *best = Some((cmd, batch.len()));
+                lo = mid + 1;
+            }
+            Err(_) => {
+                if mid == 0 {
+                    break;
+                }
+                hi = mid - 1;
+            }
+        }
+    }
 }
