@@ -31,6 +31,7 @@ pub(crate) mod reservations;
 pub(crate) mod result;
 pub mod scheduler;
 pub(crate) mod selector;
+pub(crate) mod spread;
 pub(crate) mod state;
 pub(crate) mod topology;
 pub(crate) mod type_index;

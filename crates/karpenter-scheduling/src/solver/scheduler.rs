@@ -60,7 +60,7 @@ pub struct Solver<'a> {
     pub(crate) daemons: Vec<PodInfo>,
     /// The existing nodes ranked by free share, kept as pods land
     /// ([`crate::SolveOptions::spread_over_existing`]; built at its first use).
-    pub(crate) spread_rank: Option<crate::solver::placement::SpreadRank>,
+    pub(crate) spread_rank: Option<crate::solver::spread::SpreadRank>,
     pub(crate) pools: Vec<PoolState<'a>>,
     pub(crate) existing: Vec<ExistingState>,
     pub(crate) existing_pods: Vec<Vec<ExistingPod>>,
