@@ -327,20 +327,21 @@ impl LaunchTemplates {
             .send();
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| AwsError::from_sdk("ec2:DescribeLaunchTemplates", &e))?;
-            names.extend(
-                page.launch_templates()
-                    .iter()
-                    .filter_map(|t| t.launch_template_name().map(str::to_owned)),
-            );
+            names.extend(page.launch_templates().iter().filter_map(|t| {
+                t.launch_template_name()
+                    .map(|n| (n.to_owned(), t.launch_template_id().map(str::to_owned)))
+            }));
         }
-        for name in &names {
-            if let Err(error) = clients
-                .ec2
-                .delete_launch_template()
-                .launch_template_name(name)
-                .send()
-                .await
-            {
+        for (name, id) in &names {
+            // By id when described with one: an id names one template even where a name was
+            // reused (the AWS emulator kept a second template of one name that a delete by
+            // name could no longer reach, and the finalizer retried it forever).
+            let request = clients.ec2.delete_launch_template();
+            let request = match id {
+                Some(id) => request.launch_template_id(id),
+                None => request.launch_template_name(name),
+            };
+            if let Err(error) = request.send().await {
                 let error = AwsError::from_sdk("ec2:DeleteLaunchTemplate", &error);
                 if !error.code.contains("NotFound") {
                     return Err(error);
