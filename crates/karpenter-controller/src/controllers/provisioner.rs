@@ -302,7 +302,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         for pod in &dra {
             self.ctx
                 .events
-                .warn_pod(pod, "FailedScheduling", DRA_NOT_SUPPORTED)
+                .pod_failed_to_schedule(pod, DRA_NOT_SUPPORTED)
                 .await;
         }
         // Virtual pods (pod key -> buffer key): never bound, no events, no pod metrics.
@@ -433,10 +433,28 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
         }
         let until = chrono::Utc::now()
             + chrono::Duration::from_std(nomination_window(&self.ctx.settings)).unwrap_or_default();
+        // Upstream's `NominatePodEvent` names the NodeClaim and the Node a pod is nominated to.
+        let targets: HashMap<String, String> = if result.existing_placements.is_empty() {
+            HashMap::new()
+        } else {
+            self.ctx
+                .cache
+                .lock()
+                .state_nodes()
+                .iter()
+                .map(|n| (n.name().to_owned(), nomination_target(n)))
+                .collect()
+        };
         for placement in &result.existing_placements {
             plans.insert(placement.pod.uid.clone(), placement.node.clone());
             self.ctx.cache.lock().nominate(&placement.node, until);
             outcome.nominated += 1;
+            if let (Some(pod), Some(target)) = (
+                pods_by_key.get(&placement.pod.to_string()),
+                targets.get(&placement.node),
+            ) {
+                self.ctx.events.nominated_pod(pod, target).await;
+            }
         }
         // The next batch keeps this one's plan for the pods still pending then.
         self.ctx.cache.lock().set_plans(plans);
@@ -462,10 +480,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
                         .map(|(pool, why)| format!("nodepool {pool}: {why}")),
                 );
                 let message = format!("Failed to schedule pod, {}", lines.join("; "));
-                self.ctx
-                    .events
-                    .warn_pod(pod, "FailedScheduling", &message)
-                    .await;
+                self.ctx.events.pod_failed_to_schedule(pod, &message).await;
             }
         }
         Ok(outcome)
@@ -556,11 +571,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             if let Some(p) = pods_by_key.get(&pod.to_string()) {
                 self.ctx
                     .events
-                    .normal_pod(
-                        p,
-                        "Nominated",
-                        &format!("Pod should schedule on: nodeclaim/{name}"),
-                    )
+                    .nominated_pod(p, &format!("nodeclaim/{name}"))
                     .await;
             }
         }
@@ -587,6 +598,20 @@ pub fn batch_pods(
 /// [`Explanations::batch_decided`]: crate::explain::Explanations::batch_decided
 pub fn dra_ignored(dra: &[Arc<PodRecord>]) -> Vec<(String, &'static str)> {
     dra.iter().map(|p| (p.key(), DRA_NOT_SUPPORTED)).collect()
+}
+
+/// What a `Nominated` event names for an existing node: `nodeclaim/C, node/N` as upstream
+/// writes it, either part left out when the node has none.
+fn nomination_target(node: &karpenter_state::StateNode<'_>) -> String {
+    let claim = node
+        .node_claim
+        .and_then(|c| c.metadata.name.as_deref())
+        .map(|c| format!("nodeclaim/{c}"));
+    let node = node
+        .node
+        .and_then(|n| n.metadata.name.as_deref())
+        .map(|n| format!("node/{n}"));
+    claim.into_iter().chain(node).collect::<Vec<_>>().join(", ")
 }
 
 /// Records that `claim`'s pods were placed on the NodeClaim `name`.

@@ -6,7 +6,9 @@
 //! full the event is dropped and counted in the log. A failure to publish is logged, never
 //! fatal: events are for people. A repeat of a recent event becomes a count on the first one
 //! ([`super::event_series`]), as kube's `Recorder` and client-go do, remembering a digest of
-//! each recent event rather than the whole object.
+//! each recent event rather than the whole object. Before an event is queued,
+//! [`super::event_gate`] drops what upstream's recorder drops: a repeat within its dedupe
+//! timeout, and a `Nominated` event beyond 5 per second.
 
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use k8s_openapi::api::events::v1::{Event, EventSeries};
@@ -16,8 +18,11 @@ use karpenter_api::v1::{NodeClaim, NodePool};
 use karpenter_scheduling::PodRecord;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, Resource};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
+use super::event_gate::{Gate, Policy};
 use super::event_series::{self, Series, Write};
 
 /// Events waiting for the writer task, at most.
@@ -43,6 +48,10 @@ struct Pending {
 #[derive(Clone)]
 pub struct Events {
     queue: mpsc::Sender<Pending>,
+    /// Upstream's dedupe and rate limits, shared by every clone.
+    gate: Arc<Mutex<Gate>>,
+    /// Events dropped because the queue was full, since the start.
+    dropped: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Events {
@@ -163,7 +172,11 @@ impl Events {
                 }
             }
         });
-        Events { queue }
+        Events {
+            queue,
+            gate: Arc::default(),
+            dropped: Arc::default(),
+        }
     }
 
     async fn publish(
@@ -173,6 +186,29 @@ impl Events {
         reason: &str,
         note: &str,
     ) {
+        self.publish_under(&Policy::always(), regarding, type_, reason, note)
+            .await;
+    }
+
+    /// Publishes unless `policy` skips it (see [`super::event_gate`]).
+    async fn publish_under(
+        &self,
+        policy: &Policy,
+        regarding: ObjectReference,
+        type_: &'static str,
+        reason: &str,
+        note: &str,
+    ) {
+        if *policy != Policy::always() {
+            // A poisoned gate still answers: its maps are whole after any panic elsewhere.
+            let mut gate = match self.gate.lock() {
+                Ok(gate) => gate,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            if !gate.admit(reason, policy, std::time::Instant::now()) {
+                return;
+            }
+        }
         let mut note = note.to_owned();
         if note.len() > 1000 {
             let mut cut = 1000;
@@ -189,11 +225,42 @@ impl Events {
             note,
         };
         if let Err(mpsc::error::TrySendError::Full(_)) = self.queue.try_send(event) {
-            tracing::warn!(
-                reason,
-                "event queue full ({QUEUE} waiting); an event was dropped"
-            );
+            // Logged at the first drop and at each power of ten, not per event: a full queue
+            // is a storm, and a line per dropped event was a second one.
+            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if is_power_of_ten(dropped) {
+                tracing::warn!(
+                    reason,
+                    dropped,
+                    "event queue full ({QUEUE} waiting); events dropped since the start"
+                );
+            }
         }
+    }
+
+    /// A pod's `Nominated` event for `target` (`nodeclaim/NAME`, `node/NAME`), under upstream's
+    /// limits: once per pod per 2 minutes, 5 per second overall.
+    pub async fn nominated_pod(&self, pod: &PodRecord, target: &str) {
+        self.publish_under(
+            &Policy::pod_nomination(&pod.uid_or_key()),
+            pod_ref(pod),
+            NORMAL,
+            "Nominated",
+            &format!("Pod should schedule on: {target}"),
+        )
+        .await;
+    }
+
+    /// A pod's `FailedScheduling` event: written once per pod and message per 5 minutes.
+    pub async fn pod_failed_to_schedule(&self, pod: &PodRecord, message: &str) {
+        self.publish_under(
+            &Policy::pod_failed_to_schedule(&pod.uid_or_key(), message),
+            pod_ref(pod),
+            WARNING,
+            "FailedScheduling",
+            message,
+        )
+        .await;
     }
 
     pub async fn warn_pod(&self, pod: &PodRecord, reason: &str, note: &str) {
@@ -245,6 +312,14 @@ impl Events {
     }
 }
 
+/// 1, 10, 100, ...
+fn is_power_of_ten(mut n: u64) -> bool {
+    while n >= 10 && n.is_multiple_of(10) {
+        n /= 10;
+    }
+    n == 1
+}
+
 /// The reference an event about `pod` names (as kube's `Resource::object_ref` makes it).
 fn pod_ref(pod: &PodRecord) -> ObjectReference {
     use k8s_openapi::Resource as _;
@@ -261,7 +336,13 @@ fn pod_ref(pod: &PodRecord) -> ObjectReference {
 
 #[cfg(test)]
 mod tests {
-    use super::action;
+    use super::{action, is_power_of_ten};
+
+    #[test]
+    fn drops_are_logged_at_one_and_each_power_of_ten() {
+        let logged: Vec<u64> = (1..=20_000).filter(|n| is_power_of_ten(*n)).collect();
+        assert_eq!(logged, vec![1, 10, 100, 1_000, 10_000]);
+    }
 
     #[test]
     fn an_event_with_a_new_note_gets_a_new_action_and_a_repeat_the_same() {

@@ -2,6 +2,7 @@
 //! written by one task, repeats folded into series by [`event_series`]) and [`metrics`]
 //! (upstream's metric names).
 
+pub mod event_gate;
 pub mod event_series;
 pub mod events;
 pub mod metrics;
