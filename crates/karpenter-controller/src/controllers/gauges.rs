@@ -41,6 +41,7 @@ use crate::cluster::index::ClusterCache;
 use crate::reconcile::context::PodTimes;
 use crate::reconcile::{Action, Busy, Reconciler, Retry, Scan, Shape};
 use crate::report::metrics::{ControllerMetrics, Labels, NodeSeriesLabels};
+use crate::report::pod_state::{Interner, PodStateLabels};
 
 /// How often the gauges are rebuilt (upstream's `metrics.node` and `metrics.pod` interval).
 pub const INTERVAL: Duration = Duration::from_secs(5);
@@ -358,25 +359,28 @@ fn owner(pod: &PodRecord) -> String {
 }
 
 /// A pod's `karpenter_pods_state` labels; `node` is the Node it is bound to, if the index has it.
-fn pod_labels(pod: &PodRecord, node: Option<&Node>) -> Labels {
-    let node_name = pod.node_name().unwrap_or_default().to_owned();
-    let node_label = |key: &str| text(node.and_then(|n| n.metadata.labels.as_ref()?.get(key)));
+fn pod_labels(pod: &PodRecord, node: Option<&Node>, values: &mut Interner) -> PodStateLabels {
+    let node_name = pod.node_name().unwrap_or_default();
+    let node_label = |key: &str| -> &str {
+        node.and_then(|n| n.metadata.labels.as_ref()?.get(key))
+            .map_or("", String::as_str)
+    };
     let nodepool = node_label(labels::NODEPOOL);
-    vec![
-        ("name", text(pod.metadata.name.as_ref())),
-        ("namespace", text(pod.metadata.namespace.as_ref())),
-        ("owner", owner(pod)),
-        ("scheduled", (!node_name.is_empty()).to_string()),
-        ("node", node_name),
-        ("zone", node_label(labels::ZONE)),
-        ("arch", node_label(labels::ARCH)),
-        ("capacity_type", node_label(labels::CAPACITY_TYPE)),
-        ("instance_type", node_label(labels::INSTANCE_TYPE)),
-        ("managed", (!nodepool.is_empty()).to_string()),
-        ("nodepool", nodepool),
-        ("phase", pod.phase().to_owned()),
-        ("ready", ready_since(pod).is_some().to_string()),
-    ]
+    PodStateLabels {
+        name: values.get(pod.metadata.name.as_deref().unwrap_or_default()),
+        namespace: values.get(pod.metadata.namespace.as_deref().unwrap_or_default()),
+        owner: values.get(&owner(pod)),
+        scheduled: !node_name.is_empty(),
+        node: values.get(node_name),
+        zone: values.get(node_label(labels::ZONE)),
+        arch: values.get(node_label(labels::ARCH)),
+        capacity_type: values.get(node_label(labels::CAPACITY_TYPE)),
+        instance_type: values.get(node_label(labels::INSTANCE_TYPE)),
+        managed: !nodepool.is_empty(),
+        nodepool: values.get(nodepool),
+        phase: values.get(pod.phase()),
+        ready: ready_since(pod).is_some(),
+    }
 }
 
 /// A resource list of the Node's status (`capacity` or `allocatable`).
@@ -492,9 +496,10 @@ pub struct StateMetrics {
     done: HashSet<String>,
     node_series: HashMap<NodeGauge, HashSet<NodeSeriesLabels>>,
     /// Each pod's `karpenter_pods_state` labels, by `namespace/name` (unique among the labels,
-    /// which carry both), so a pass compares rather than rebuilds: one copy besides the
-    /// family's, not two.
-    pod_series: HashMap<String, Labels>,
+    /// which carry both), so a pass compares rather than rebuilds; their values shared with
+    /// the family's copy through `values`.
+    pod_series: HashMap<String, PodStateLabels>,
+    values: Interner,
     /// When the provisioner saw and decided about pending pods.
     pub(crate) pod_times: PodTimes,
     /// Pods (by `namespace/name`) seen Pending, and seen Pending unbound (upstream's
@@ -517,6 +522,7 @@ impl StateMetrics {
             done: HashSet::new(),
             node_series: HashMap::new(),
             pod_series: HashMap::new(),
+            values: Interner::default(),
             pod_times: PodTimes::default(),
             seen_pending: HashSet::new(),
             seen_unbound: HashSet::new(),
@@ -756,7 +762,7 @@ impl StateMetrics {
         let mut present = HashSet::new();
         for pod in cluster.pods() {
             let node = pod.node_name().and_then(|n| cluster.node(n));
-            let labels = pod_labels(pod, node);
+            let labels = pod_labels(pod, node, &mut self.values);
             let name = pod.key();
             match self.pod_series.get_mut(&name) {
                 Some(old) if *old == labels => {}
@@ -784,6 +790,7 @@ impl StateMetrics {
             }
             keep
         });
+        self.values.forget_unused();
         self.pending.retain(|k| seen.contains(k));
         self.done.retain(|k| seen.contains(k));
         startups
@@ -999,6 +1006,7 @@ mod tests {
     #[test]
     fn a_pods_state_names_its_owner_node_and_the_nodes_labels() {
         let n = node("n1", Some("general"));
+        let mut values = Interner::default();
         let labels = pod_labels(
             &ready(
                 pod("web-x", Some("n1"), "Running", false, "1"),
@@ -1006,7 +1014,10 @@ mod tests {
             )
             .into(),
             Some(&n),
-        );
+            &mut values,
+        )
+        .pairs()
+        .map(|(k, v)| (k, v.to_owned()));
         for want in [
             ("name", "web-x"),
             ("namespace", "shop"),
@@ -1027,10 +1038,15 @@ mod tests {
                 "{want:?} in {labels:?}"
             );
         }
-        let pending = pod_labels(&pod("p", None, "Pending", false, "1").into(), None);
-        assert!(pending.contains(&("scheduled", "false".to_owned())));
-        assert!(pending.contains(&("managed", "false".to_owned())));
-        assert!(pending.contains(&("ready", "false".to_owned())));
+        let pending = pod_labels(
+            &pod("p", None, "Pending", false, "1").into(),
+            None,
+            &mut values,
+        );
+        let pending = pending.pairs();
+        assert!(pending.contains(&("scheduled", "false")));
+        assert!(pending.contains(&("managed", "false")));
+        assert!(pending.contains(&("ready", "false")));
     }
 
     #[test]
@@ -1268,6 +1284,44 @@ mod tests {
             !text.contains("karpenter_nodes_total_pod_requests{"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn pods_on_one_node_share_its_label_values_and_gone_values_are_forgotten() {
+        let (registry, mut state, cache) = watching_node_n1();
+        cache.apply(Object::Pod(pod("web-a", Some("n1"), "Running", false, "1")));
+        cache.apply(Object::Pod(pod("web-b", Some("n1"), "Running", false, "1")));
+        state.update(&cache);
+        let a = state.pod_series["shop/web-a"].clone();
+        let b = state.pod_series["shop/web-b"].clone();
+        for (x, y) in [
+            (&a.namespace, &b.namespace),
+            (&a.node, &b.node),
+            (&a.nodepool, &b.nodepool),
+            (&a.zone, &b.zone),
+            (&a.phase, &b.phase),
+        ] {
+            assert!(std::sync::Arc::ptr_eq(x, y), "{x} is one copy");
+        }
+        let values = state.values.len();
+        drop((a, b));
+        cache.delete(&karpenter_state::ObjectRef::new(
+            karpenter_state::Kind::Pod,
+            Some("shop"),
+            "web-b",
+        ));
+        state.update(&cache);
+        assert_eq!(
+            state.values.len(),
+            values - 1,
+            "web-b's name is forgotten, the shared values stay"
+        );
+        let text = registry.encode().expect("encodes");
+        assert!(
+            text.contains("karpenter_pods_state{name=\"web-a\""),
+            "{text}"
+        );
+        assert!(!text.contains("name=\"web-b\""), "{text}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Metric;
 
+use super::pod_state::PodStateLabels;
 use super::runtime::RuntimeMetrics;
 pub use super::series::{DEFAULT_BUCKETS, DURATION_BUCKETS, FloatGauge, Labels};
 use super::status::ConditionMetrics;
@@ -215,7 +216,7 @@ pub struct ControllerMetrics {
     pub(crate) nodes_allocatable: Family<NodeSeriesLabels, FloatGauge>,
     pub(crate) nodes_total_pod_requests: Family<NodeSeriesLabels, FloatGauge>,
     pub(crate) nodes_total_daemon_requests: Family<NodeSeriesLabels, FloatGauge>,
-    pub(crate) pods_state: Family<Labels, Gauge>,
+    pub(crate) pods_state: Family<PodStateLabels, Gauge>,
     pub(crate) nodes_total_pod_limits: Family<NodeSeriesLabels, FloatGauge>,
     pub(crate) nodes_total_daemon_limits: Family<NodeSeriesLabels, FloatGauge>,
     pub(crate) nodes_system_overhead: Family<NodeSeriesLabels, FloatGauge>,

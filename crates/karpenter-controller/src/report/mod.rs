@@ -8,6 +8,7 @@ pub mod events;
 pub mod metrics;
 #[cfg(test)]
 mod parity;
+pub mod pod_state;
 pub mod runtime;
 pub mod scheduler;
 pub mod series;
