@@ -44,7 +44,9 @@ impl<T: Copy + Ord + Add<Duration, Output = T>> Batcher<T> {
     /// Something needs provisioning (`key`: a pod uid). Opens a batch or, for a key not seen
     /// in this batch, extends its idle window.
     pub fn trigger(&mut self, key: &str, now: T) {
-        let new = self.seen.insert(key.to_owned());
+        // Looked up before it is copied: the provisioner triggers every pending pod on every
+        // scan, and nearly all were seen already.
+        let new = !self.seen.contains(key) && self.seen.insert(key.to_owned());
         match &mut self.open {
             None => self.open = Some((now, now)),
             Some((_, last)) if new => *last = now,

@@ -49,6 +49,10 @@ pub struct Cluster {
     nodes: BTreeMap<String, Node>,
     node_claims: BTreeMap<String, NodeClaim>,
     pods: BTreeMap<Key, Arc<PodRecord>>,
+    /// The keys of the pods that are provisionable (`is_provisionable`, a function of the pod
+    /// alone), kept with `pods`: the provisioner asks on every change, and walking 5,000 pods
+    /// to find the few pending was a tenth of the controller's CPU in a 5,000-pod scale-out.
+    provisionable: BTreeSet<Key>,
     /// The pods' specs, one copy per distinct spec.
     pod_specs: SpecPool,
     pods_by_node: HashMap<String, BTreeSet<Key>>,
@@ -164,6 +168,11 @@ impl Cluster {
                 .or_default()
                 .insert(key.clone());
         }
+        if is_provisionable(&pod) {
+            self.provisionable.insert(key.clone());
+        } else {
+            self.provisionable.remove(&key);
+        }
         self.pods.insert(key, Arc::new(pod));
     }
 
@@ -210,6 +219,7 @@ impl Cluster {
                     self.record_pod_event(node);
                 }
                 self.unbind(&key);
+                self.provisionable.remove(&key);
                 self.pods.remove(&key);
             }
             Kind::NodePool => {
@@ -517,7 +527,10 @@ impl Cluster {
 
     /// Pods waiting for capacity (upstream `IsProvisionable`), in name order.
     pub fn provisionable_pods(&self) -> Vec<&Arc<PodRecord>> {
-        self.pods.values().filter(|p| is_provisionable(p)).collect()
+        self.provisionable
+            .iter()
+            .filter_map(|key| self.pods.get(key))
+            .collect()
     }
 
     /// What a NodePool's NodeClaims use (capacity of in-flight claims included), for

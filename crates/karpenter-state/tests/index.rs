@@ -198,6 +198,54 @@ fn only_unschedulable_unbound_pods_are_provisionable() {
 }
 
 #[test]
+fn the_provisionable_pods_follow_every_apply_delete_and_relist() {
+    // The index keeps the provisionable pods' keys beside the pods: after any sequence of
+    // changes it must answer what a scan of every pod answers.
+    let mut cluster = Cluster::new();
+    let scan = |cluster: &Cluster| -> Vec<String> {
+        cluster
+            .pods()
+            .filter(|p| karpenter_state::provisionable::is_provisionable(p))
+            .map(|p| p.key())
+            .collect()
+    };
+    let indexed = |cluster: &Cluster| -> Vec<String> {
+        cluster
+            .provisionable_pods()
+            .iter()
+            .map(|p| p.key())
+            .collect()
+    };
+    let mut seed = 7_u64;
+    let mut next = |n: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (seed >> 33) % n
+    };
+    for step in 0..2_000 {
+        let name = format!("p{}", next(40));
+        match next(10) {
+            0..=3 => cluster.apply(Object::Pod(pod(&name, None, true))),
+            4 => cluster.apply(Object::Pod(pod(&name, None, false))),
+            5..=6 => cluster.apply(Object::Pod(pod(&name, Some("n1"), false))),
+            7..=8 => cluster.delete(&ObjectRef::new(Kind::Pod, Some("shop"), &name)),
+            _ => {
+                let kept: Vec<Object> = cluster
+                    .pods()
+                    .filter(|_| next(2) == 0)
+                    .map(|p| Object::Pod(Pod::from(p)))
+                    .collect();
+                cluster.reset(Kind::Pod, kept);
+            }
+        }
+        assert_eq!(indexed(&cluster), scan(&cluster), "after step {step}");
+    }
+    assert!(
+        !scan(&cluster).is_empty(),
+        "the sequence leaves some pending"
+    );
+}
+
+#[test]
 fn moving_or_deleting_a_pod_updates_the_node_it_was_bound_to() {
     let mut cluster = Cluster::new();
     cluster.apply(Object::Pod(pod("web-1", Some("n1"), false)));

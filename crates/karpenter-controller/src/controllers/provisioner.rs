@@ -48,6 +48,9 @@ pub fn nomination_window(settings: &Settings) -> Duration {
 /// pod the index holds; the batch windows are 1 s and 10 s, so 100 ms is invisible).
 const SCAN_INTERVAL: Duration = Duration::from_millis(100);
 
+/// How often the pod times of pods that are gone are forgotten.
+const FORGET_INTERVAL: chrono::Duration = chrono::Duration::seconds(10);
+
 /// What a pod with DRA requirements is told while `IGNORE_DRA_REQUESTS` is on (upstream's
 /// `FailedScheduling` message).
 pub const DRA_NOT_SUPPORTED: &str = "Failed to schedule pod, pod has Dynamic Resource Allocation requirements that are not yet supported by Karpenter";
@@ -83,6 +86,8 @@ pub struct Provisioner<C> {
     batcher: Mutex<Batcher<DateTime<Utc>>>,
     /// The virtual pods (uids) that last opened a batch, and when.
     buffers_seen: Mutex<(Vec<String>, Option<DateTime<Utc>>)>,
+    /// When the times of pods that are gone were last forgotten.
+    forgot_at: Mutex<Option<DateTime<Utc>>>,
 }
 
 /// What one batch did, for logs and tests.
@@ -145,6 +150,7 @@ impl<C> Provisioner<C> {
             ctx,
             batcher: Mutex::new(batcher),
             buffers_seen: Mutex::new((Vec::new(), None)),
+            forgot_at: Mutex::new(None),
         }
     }
 
@@ -199,14 +205,28 @@ impl<C: CloudProvider + 'static> Reconciler for Provisioner<C> {
         }
         let (solve, wake) = poll_batch(&mut self.batcher(), cluster, now);
         // Every pending pod is acknowledged when first seen (upstream's `AckPods`), so the time
-        // until a decision about it counts from then; the pods gone are forgotten.
-        for pod in cluster.provisionable_pods() {
-            self.ctx.pod_times.ack(&pod.key(), now);
+        // until a decision about it counts from then; the pods gone are forgotten, at most
+        // every `FORGET_INTERVAL` (a lookup of every remembered pod, up to 10 scans a second).
+        self.ctx
+            .pod_times
+            .ack_all(cluster.provisionable_pods().iter().map(|p| p.key()), now);
+        let forget = {
+            let mut forgot = match self.forgot_at.lock() {
+                Ok(at) => at,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            let due = forgot.is_none_or(|at| now - at >= FORGET_INTERVAL);
+            if due {
+                *forgot = Some(now);
+            }
+            due
+        };
+        if forget {
+            self.ctx.pod_times.retain(|key| {
+                key.split_once('/')
+                    .is_some_and(|(namespace, name)| cluster.pod(namespace, name).is_some())
+            });
         }
-        self.ctx.pod_times.retain(|key| {
-            key.split_once('/')
-                .is_some_and(|(namespace, name)| cluster.pod(namespace, name).is_some())
-        });
         if solve {
             scan.step(Self::NAME, Provision);
         }

@@ -82,18 +82,35 @@ impl PodTimes {
 
     /// The provisioner sees pending pod `key` (the first time counts).
     pub fn ack(&self, key: &str, now: DateTime<Utc>) {
+        self.ack_all([key], now);
+    }
+
+    /// The provisioner sees the pending pods `keys` (the first time counts), under one lock.
+    pub fn ack_all<K: AsRef<str>>(&self, keys: impl IntoIterator<Item = K>, now: DateTime<Utc>) {
         let mut times = self.lock();
-        if let Some(time) = times.get_mut(key) {
-            time.acked.get_or_insert(now);
-        } else {
-            times.insert(
-                key.to_owned(),
-                PodTime {
-                    acked: Some(now),
-                    ..PodTime::default()
-                },
-            );
+        for key in keys {
+            let key = key.as_ref();
+            if let Some(time) = times.get_mut(key) {
+                time.acked.get_or_insert(now);
+            } else {
+                times.insert(
+                    key.to_owned(),
+                    PodTime {
+                        acked: Some(now),
+                        ..PodTime::default()
+                    },
+                );
+            }
         }
+    }
+
+    /// Pods with times kept.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
     }
 
     /// A scheduling simulation decided about pods: `placed` found a place, `unplaced` did not
