@@ -198,9 +198,9 @@ fn only_unschedulable_unbound_pods_are_provisionable() {
 }
 
 #[test]
-fn the_provisionable_pods_follow_every_apply_delete_and_relist() {
-    // The index keeps the provisionable pods' keys beside the pods: after any sequence of
-    // changes it must answer what a scan of every pod answers.
+fn the_provisionable_and_bound_pods_follow_every_apply_delete_and_relist() {
+    // The index keeps the provisionable pods' keys and each node's pods beside the pods: after
+    // any sequence of changes it must answer what a scan of every pod answers.
     let mut cluster = Cluster::new();
     let scan = |cluster: &Cluster| -> Vec<String> {
         cluster
@@ -226,7 +226,8 @@ fn the_provisionable_pods_follow_every_apply_delete_and_relist() {
         match next(10) {
             0..=3 => cluster.apply(Object::Pod(pod(&name, None, true))),
             4 => cluster.apply(Object::Pod(pod(&name, None, false))),
-            5..=6 => cluster.apply(Object::Pod(pod(&name, Some("n1"), false))),
+            5 => cluster.apply(Object::Pod(pod(&name, Some("n1"), false))),
+            6 => cluster.apply(Object::Pod(pod(&name, Some("n2"), false))),
             7..=8 => cluster.delete(&ObjectRef::new(Kind::Pod, Some("shop"), &name)),
             _ => {
                 let kept: Vec<Object> = cluster
@@ -238,6 +239,27 @@ fn the_provisionable_pods_follow_every_apply_delete_and_relist() {
             }
         }
         assert_eq!(indexed(&cluster), scan(&cluster), "after step {step}");
+        for node in ["n1", "n2"] {
+            let on: Vec<String> = cluster.pods_on(node).iter().map(|p| p.key()).collect();
+            let scanned: Vec<String> = cluster
+                .pods()
+                .filter(|p| p.node_name() == Some(node))
+                .map(|p| p.key())
+                .collect();
+            assert_eq!(on, scanned, "{node}'s pods after step {step}");
+            for pod in cluster.pods_on(node) {
+                let current = cluster
+                    .pod(
+                        pod.metadata.namespace.as_deref().unwrap_or_default(),
+                        &pod.key()[5..],
+                    )
+                    .expect("a pod of the node is in the index");
+                assert!(
+                    std::ptr::eq(current, &**pod),
+                    "{node} holds the current record, not an older one"
+                );
+            }
+        }
     }
     assert!(
         !scan(&cluster).is_empty(),
