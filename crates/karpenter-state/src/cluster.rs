@@ -403,6 +403,12 @@ impl Cluster {
         self.pods.values().map(|p| &**p)
     }
 
+    /// The pods' shared records: a record is replaced, never changed, so a caller holding the
+    /// last one it saw can tell an unchanged pod by pointer.
+    pub fn pod_records(&self) -> impl Iterator<Item = &Arc<PodRecord>> {
+        self.pods.values()
+    }
+
     pub fn node_pools(&self) -> impl Iterator<Item = &NodePool> {
         self.node_pools.values()
     }
