@@ -231,6 +231,9 @@ def cmd_run(args):
         "nodes": api.count("/api/v1/nodes"),
         "unbound_sample": unbound[:5],
     }
+    if args.prices:
+        claims = api.get("/apis/karpenter.sh/v1/nodeclaims")["items"]
+        result["cost_per_hour"] = cluster_cost(claims, price_table(args.side, args.prices))
     json.dump(result, sys.stdout)
     print()
 
@@ -387,6 +390,8 @@ ROWS = [
     ("bind latency p50 (s)", lambda r: fmt(r.get("bind_latency_p50_s"), 0)),
     ("bind latency p99 (s)", lambda r: fmt(r.get("bind_latency_p99_s"), 0)),
     ("NodeClaims", lambda r: fmt(r.get("nodeclaims"), 0)),
+    ("cost per hour once all are bound ($)", lambda r: fmt(r.get("cost_per_hour"), 2)
+     if "cost_per_hour" in r else None),
     ("nodes", lambda r: fmt(r.get("nodes"), 0)),
     ("time to steady after the change (s)", lambda r: fmt(r.get("seconds_to_steady"), 1)
      if "seconds_to_steady" in r else None),
@@ -506,6 +511,8 @@ def main():
                    required=True)
     r.add_argument("--pods", type=int, required=True)
     r.add_argument("--timeout", type=float, default=900)
+    r.add_argument("--side", choices=["ours", "upstream"])
+    r.add_argument("--prices", help="the catalog to price the NodeClaims from (with --side)")
     r.set_defaults(fn=cmd_run)
     d = sub.add_parser("disrupt")
     d.add_argument("--state", required=True)
