@@ -470,9 +470,9 @@ impl Cluster {
         out
     }
 
-    /// [`Cluster::state_nodes`] without their pods (for callers that read nodes only: finding
-    /// every node's pods is the costly part at 20,000 pods).
-    fn bare_state_nodes(&self) -> Vec<StateNode<'_>> {
+    /// [`Cluster::state_nodes`] without their pods (`pods` empty: for callers that read nodes
+    /// only; collecting every node's pods is the costly part at 20,000 pods).
+    pub fn bare_state_nodes(&self) -> Vec<StateNode<'_>> {
         let by_provider: HashMap<&str, &Node> = self
             .nodes
             .values()

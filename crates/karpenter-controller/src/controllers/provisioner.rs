@@ -460,7 +460,7 @@ impl<C: CloudProvider + 'static> Provisioner<C> {
             self.ctx
                 .cache
                 .lock()
-                .state_nodes()
+                .bare_state_nodes()
                 .iter()
                 .map(|n| (n.name().to_owned(), nomination_target(n)))
                 .collect()
