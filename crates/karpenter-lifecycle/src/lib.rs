@@ -6,7 +6,9 @@
 //!
 //! - **The batch window** ([`Batcher`]): upstream's `BATCH_IDLE_DURATION` /
 //!   `BATCH_MAX_DURATION` rule and defaults, over any clock, and how long a node stays
-//!   nominated after a batch placed pods on it ([`batcher::nomination_window`]).
+//!   nominated after a batch placed pods on it ([`batcher::nomination_window`]); which
+//!   provisionable pods trigger it at a look ([`pod_triggers::PodTriggers`]: first seen,
+//!   changed, every 10 s, as upstream's pod trigger controller).
 //! - **NodeClaims as upstream shapes them** ([`nodeclaim::node_claim`]): from the solver's
 //!   [`karpenter_scheduling::NewNodeClaim`] and its NodePool: generated name, labels,
 //!   annotations, owner reference, requirements (instance types kept with minValues),
@@ -46,6 +48,7 @@ pub mod node_termination;
 pub mod nodeclaim;
 pub mod nodeoverlay_status;
 pub mod nodepool_status;
+pub mod pod_triggers;
 pub mod reboot;
 pub mod registration_health;
 pub mod taint;
@@ -53,3 +56,4 @@ pub mod termination;
 
 pub use batcher::Batcher;
 pub use lifecycle::{LifecycleConfig, Step, decide};
+pub use pod_triggers::PodTriggers;

@@ -1,6 +1,7 @@
 //! The provisioner (upstream `provisioner` + `provisioner.trigger.pod`): pods the
 //! kube-scheduler marked unschedulable open a batch ([`karpenter_lifecycle::Batcher`], 1 s
-//! idle / 10 s max); when it closes, the solver runs over the cluster as the index holds it
+//! idle / 10 s max) when first seen, when changed and every 10 s while pending
+//! ([`PodTriggers`]); when it closes, the solver runs over the cluster as the index holds it
 //! (existing nodes, in-flight NodeClaims, NodePools by weight) and the result is executed:
 //! NodeClaims created as upstream shapes them (after the NodePool limit check), existing nodes
 //! nominated, and every pod nothing can hold told why in a `FailedScheduling` event, one line
@@ -26,7 +27,7 @@ use futures::StreamExt;
 use karpenter_api::labels;
 use karpenter_api::v1::NodePool;
 use karpenter_cloud::CloudProvider;
-use karpenter_lifecycle::{Batcher, limits, nodeclaim};
+use karpenter_lifecycle::{Batcher, PodTriggers, limits, nodeclaim};
 use karpenter_scheduling::PodRecord;
 use karpenter_scheduling::capacity_buffer;
 use karpenter_scheduling::{
@@ -79,11 +80,14 @@ pub fn solve_options(settings: &Settings) -> SolveOptions {
     }
 }
 
+/// The batch window and the pods' last triggers (one lock: they are used together).
+type Window = (Batcher<DateTime<Utc>>, PodTriggers<DateTime<Utc>>);
+
 /// The provisioning loop.
 #[derive(Debug)]
 pub struct Provisioner<C> {
     pub ctx: Context<C>,
-    batcher: Mutex<Batcher<DateTime<Utc>>>,
+    batcher: Mutex<Window>,
     /// The virtual pods (uids) that last opened a batch, and when.
     buffers_seen: Mutex<(Vec<String>, Option<DateTime<Utc>>)>,
     /// When the times of pods that are gone were last forgotten.
@@ -115,17 +119,30 @@ fn launches_settled(cluster: &Cluster) -> bool {
     })
 }
 
-/// Feeds the batch window with the pods waiting at `now`; whether a batch is to be solved
-/// now, and when to look again. A batch that closes while a NodeClaim is still launching is
-/// deferred by one idle window (its pods still wait).
+/// Feeds the batch window with the pods waiting at `now` (those [`PodTriggers`] finds due:
+/// new, changed, or pending for another 10 s, as upstream's pod trigger controller); whether a
+/// batch is to be solved now, and when to look again. A batch that closes while a NodeClaim is
+/// still launching is deferred by one idle window (its pods still wait).
 pub fn poll_batch(
     batcher: &mut Batcher<DateTime<Utc>>,
+    triggers: &mut PodTriggers<DateTime<Utc>>,
     cluster: &Cluster,
     now: DateTime<Utc>,
 ) -> (bool, Option<Duration>) {
     for pod in cluster.provisionable_pods() {
-        batcher.trigger(pod.metadata.uid.as_deref().unwrap_or_default(), now);
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let version = pod
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default();
+        if triggers.due(uid, version, now) {
+            batcher.trigger(uid, now);
+        }
     }
+    // Every pod still provisionable was just seen; the others are forgotten.
+    triggers.forget_unseen(now);
     let mut solve = false;
     if batcher.poll(now) {
         if launches_settled(cluster) {
@@ -148,7 +165,7 @@ impl<C> Provisioner<C> {
         );
         Provisioner {
             ctx,
-            batcher: Mutex::new(batcher),
+            batcher: Mutex::new((batcher, PodTriggers::default())),
             buffers_seen: Mutex::new((Vec::new(), None)),
             forgot_at: Mutex::new(None),
         }
@@ -171,7 +188,7 @@ impl<C> Provisioner<C> {
         due && !seen.0.is_empty()
     }
 
-    fn batcher(&self) -> MutexGuard<'_, Batcher<DateTime<Utc>>> {
+    fn batcher(&self) -> MutexGuard<'_, Window> {
         match self.batcher.lock() {
             Ok(batcher) => batcher,
             // The window's timestamps only: keep using them.
@@ -201,9 +218,13 @@ impl<C: CloudProvider + 'static> Reconciler for Provisioner<C> {
             .filter_map(|p| p.metadata.uid.clone())
             .collect();
         if self.buffers_due(buffer_uids, now) {
-            self.batcher().trigger("capacity-buffers", now);
+            self.batcher().0.trigger("capacity-buffers", now);
         }
-        let (solve, wake) = poll_batch(&mut self.batcher(), cluster, now);
+        let (solve, wake) = {
+            let mut window = self.batcher();
+            let (batcher, triggers) = &mut *window;
+            poll_batch(batcher, triggers, cluster, now)
+        };
         // Every pending pod is acknowledged when first seen (upstream's `AckPods`), so the time
         // until a decision about it counts from then; the pods gone are forgotten, at most
         // every `FORGET_INTERVAL` (a lookup of every remembered pod, up to 10 scans a second).
@@ -691,3 +712,7 @@ pub enum ProvisionError {
     #[error("the solver task failed")]
     Solver(#[source] tokio::task::JoinError),
 }
+
+#[cfg(test)]
+#[path = "provisioner_tests.rs"]
+mod tests;
