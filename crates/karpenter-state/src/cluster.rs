@@ -49,10 +49,11 @@ pub struct Cluster {
     nodes: BTreeMap<String, Node>,
     node_claims: BTreeMap<String, NodeClaim>,
     pods: BTreeMap<Key, Arc<PodRecord>>,
-    /// The keys of the pods that are provisionable (`is_provisionable`, a function of the pod
-    /// alone), kept with `pods`: the provisioner asks on every change, and walking 5,000 pods
-    /// to find the few pending was a tenth of the controller's CPU in a 5,000-pod scale-out.
-    provisionable: BTreeSet<Key>,
+    /// The pods that are provisionable (`is_provisionable`, a function of the pod alone; the
+    /// same records as `pods`), kept with `pods`: the provisioner asks at every scan (up to 10
+    /// a second), and walking 5,000 pods to find the pending was a tenth of the controller's
+    /// CPU in a 5,000-pod scale-out, then looking each pending key up in `pods` a fifth.
+    provisionable: BTreeMap<Key, Arc<PodRecord>>,
     /// The pods' specs, one copy per distinct spec.
     pod_specs: SpecPool,
     /// The pods bound to each node (the same records as `pods`): a node's pods without a
@@ -164,12 +165,12 @@ impl Cluster {
             }
         }
         self.unbind(&key);
+        let pod = Arc::new(pod);
         if is_provisionable(&pod) {
-            self.provisionable.insert(key.clone());
+            self.provisionable.insert(key.clone(), Arc::clone(&pod));
         } else {
             self.provisionable.remove(&key);
         }
-        let pod = Arc::new(pod);
         if let Some(node) = pod.node_name() {
             self.pods_by_node
                 .entry(node.to_owned())
@@ -551,10 +552,7 @@ impl Cluster {
 
     /// Pods waiting for capacity (upstream `IsProvisionable`), in name order.
     pub fn provisionable_pods(&self) -> Vec<&Arc<PodRecord>> {
-        self.provisionable
-            .iter()
-            .filter_map(|key| self.pods.get(key))
-            .collect()
+        self.provisionable.values().collect()
     }
 
     /// What a NodePool's NodeClaims use (capacity of in-flight claims included), for

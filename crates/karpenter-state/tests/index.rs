@@ -199,7 +199,7 @@ fn only_unschedulable_unbound_pods_are_provisionable() {
 
 #[test]
 fn the_provisionable_and_bound_pods_follow_every_apply_delete_and_relist() {
-    // The index keeps the provisionable pods' keys and each node's pods beside the pods: after
+    // The index keeps the provisionable pods and each node's pods beside the pods: after
     // any sequence of changes it must answer what a scan of every pod answers.
     let mut cluster = Cluster::new();
     let scan = |cluster: &Cluster| -> Vec<String> {
@@ -239,6 +239,16 @@ fn the_provisionable_and_bound_pods_follow_every_apply_delete_and_relist() {
             }
         }
         assert_eq!(indexed(&cluster), scan(&cluster), "after step {step}");
+        for pod in cluster.provisionable_pods() {
+            let current = cluster
+                .pod("shop", &pod.key()[5..])
+                .expect("a provisionable pod is in the index");
+            assert!(
+                std::ptr::eq(current, &**pod),
+                "the provisionable {} is the current record, not an older one",
+                pod.key()
+            );
+        }
         for node in ["n1", "n2"] {
             let on: Vec<String> = cluster.pods_on(node).iter().map(|p| p.key()).collect();
             let scanned: Vec<String> = cluster

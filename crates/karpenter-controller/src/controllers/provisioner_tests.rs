@@ -58,13 +58,15 @@ impl Scans {
     fn until(&mut self, seconds: f64) {
         let end = self.start + Span::milliseconds((seconds * 1000.0) as i64);
         while self.now < end {
-            let (solve, _) = poll_batch(
+            let pending = self.cluster.provisionable_pods();
+            let polled = poll_batch(
                 &mut self.batcher,
                 &mut self.triggers,
                 &self.cluster,
+                &pending,
                 self.now,
             );
-            if solve {
+            if polled.solve {
                 let at = (self.now - self.start).num_milliseconds() as f64 / 1000.0;
                 self.solved.push(at);
             }
