@@ -700,6 +700,8 @@ impl Cluster {
 }
 
 /// A `resourceVersion` as the etcd revision it is (`None`: absent or not a number).
-fn revision_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Option<u64> {
+pub fn revision_of(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<u64> {
     meta.resource_version.as_deref()?.parse().ok()
 }

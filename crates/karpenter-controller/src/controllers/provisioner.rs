@@ -146,12 +146,7 @@ pub fn poll_batch<'a>(
     let mut triggered = Vec::new();
     for &pod in pending {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let version = pod
-            .metadata
-            .resource_version
-            .as_deref()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_default();
+        let version = karpenter_state::cluster::revision_of(&pod.metadata).unwrap_or_default();
         if triggers.due(uid, version, now) {
             batcher.trigger(uid, now);
             triggered.push(pod);
