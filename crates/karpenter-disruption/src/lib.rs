@@ -41,7 +41,8 @@
 //! - beside the decision: [`removal`] simulates removing one named node (`explain consolidation
 //!   --node`), with the same rules single-node consolidation applies;
 //! - after the decision: [`validation`] re-checks a command after its delay and [`queue`]
-//!   carries it through replacement and deletion; `conditions.rs` is what the NodeClaims'
+//!   carries it through replacement and deletion; [`settle`] says when the pods a deletion
+//!   moves have landed, for the next pass; `conditions.rs` is what the NodeClaims'
 //!   `Drifted` and `Consolidatable` conditions should say.
 
 pub(crate) mod budgets;
@@ -68,6 +69,7 @@ pub mod reboot_history;
 pub mod removal;
 pub(crate) mod repair_settings;
 pub(crate) mod scores;
+pub mod settle;
 pub(crate) mod simulate;
 pub mod snapshot;
 pub mod static_pool;

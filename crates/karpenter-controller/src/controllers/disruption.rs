@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use karpenter_api::v1::nodeclaim::conditions;
 use karpenter_api::v1::nodeclaim::conditions::DISRUPTION_REASON;
 use karpenter_api::v1::{DisruptionReason, NodeClaim};
@@ -41,6 +42,7 @@ use karpenter_cloud::CloudProvider;
 use karpenter_cloud::RepairMatcher;
 use karpenter_disruption::reason::NODE_REPAIR_BLOCKED;
 use karpenter_disruption::reboot_history::RebootHistory;
+use karpenter_disruption::settle;
 use karpenter_disruption::{
     BudgetMap, Code, Command, Decision, Method, Queue, RepairSettings, Replacement, Snapshot, Step,
     TerminateFirst,
@@ -59,6 +61,8 @@ use crate::settings::Settings;
 pub use karpenter_disruption::PASS_INTERVAL;
 /// How often the queue is looked at (replacements ready, commands due for validation).
 pub const TICK: Duration = Duration::from_secs(1);
+/// A command's candidates written (tainted, marked, deleted, untainted) this many at a time.
+const WRITES_AT_ONCE: usize = 16;
 /// A node left alone for the same reason is told again after this long.
 pub const BLOCKED_REPEAT: Duration = Duration::from_secs(15 * 60);
 
@@ -186,6 +190,8 @@ struct LoopState {
     next_pass: Instant,
     /// Replacements told `DisruptionWaitingReadiness` while they are still pending.
     waiting_told: BTreeSet<String>,
+    /// When the last deletion started, until its pods landed ([`settle`]).
+    settling_since: Option<Instant>,
 }
 
 impl Default for LoopState {
@@ -195,6 +201,16 @@ impl Default for LoopState {
             told: HashMap::new(),
             next_pass: Instant::now(),
             waiting_told: BTreeSet::new(),
+            settling_since: None,
+        }
+    }
+}
+
+impl LoopState {
+    /// `step` starts a deletion: the next pass waits for its pods to land.
+    fn deleting(&mut self, step: &Step) {
+        if matches!(step, Step::Delete { .. }) {
+            self.settling_since = Some(Instant::now());
         }
     }
 }
@@ -319,6 +335,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         });
         self.tell_waiting(&mut state.waiting_told, pending).await;
         for step in steps {
+            state.deleting(&step);
             self.execute(&mut state.queue, step).await;
         }
         let validation_due = state.queue.next_validation().is_some_and(|at| at <= now);
@@ -333,6 +350,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         if !due.is_empty() {
             let snapshot = self.snapshot(&instance_types, &state.queue, now).await;
             for step in state.queue.validate(due, &snapshot, now) {
+                state.deleting(&step);
                 self.execute(&mut state.queue, step).await;
             }
         }
@@ -342,8 +360,16 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         if !pass_due || !state.queue.may_decide() {
             return Ok(());
         }
-        state.next_pass = Instant::now() + PASS_INTERVAL;
         let snapshot = self.snapshot(&instance_types, &state.queue, now).await;
+        // After a deletion, the pass waits (a tick at a time) for the pods it moves to land.
+        if let Some(since) = state.settling_since {
+            let moving = settle::pods_in_flight(&snapshot);
+            if moving > 0 && since.elapsed() < settle::SETTLE_AT_MOST {
+                return Ok(());
+            }
+            state.settling_since = None;
+        }
+        state.next_pass = Instant::now() + PASS_INTERVAL;
         self.expire(&snapshot, now).await;
         self.report_budgets(&snapshot, now);
         let decided = tokio::task::spawn_blocking(move || {
@@ -404,6 +430,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                 continue;
             }
             let step = state.queue.submit(command, now);
+            state.deleting(&step);
             self.execute(&mut state.queue, step).await;
         }
         Ok(())
@@ -583,12 +610,12 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         }
     }
 
-    /// Taints the candidates and sets their `DisruptionReason`; false (candidates untainted
-    /// again) when one of them could not be marked.
+    /// Taints the candidates and sets their `DisruptionReason`, [`WRITES_AT_ONCE`] candidates
+    /// at a time; false (candidates untainted again) when one of them could not be marked.
     async fn mark(&self, command: &Command) -> bool {
         let reason = command.reason.as_str();
         let now = Utc::now();
-        for candidate in &command.candidates {
+        let marks: Vec<_> = command.candidates.iter().map(|candidate| async move {
             let marked = async {
                 self.ctx
                     .writer()
@@ -605,40 +632,55 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                     .await
             }
             .await;
-            if let Err(error) = marked {
+            if let Err(error) = &marked {
                 tracing::warn!(%error, node = %candidate.node, "marking a disruption candidate failed; command not started");
-                self.unmark(command).await;
-                return false;
             }
+            marked.is_ok()
+        }).collect();
+        let marked: Vec<bool> = futures::stream::iter(marks)
+            .buffer_unordered(WRITES_AT_ONCE)
+            .collect()
+            .await;
+        if marked.iter().all(|ok| *ok) {
+            return true;
         }
-        true
+        self.unmark(command).await;
+        false
     }
 
     /// Removes the taint and `DisruptionReason` from the candidates and their deletion mark.
     async fn unmark(&self, command: &Command) {
         let now = Utc::now();
-        for candidate in &command.candidates {
-            self.ctx
-                .cache
-                .lock()
-                .mark_for_deletion(&candidate.node_claim, false);
-            if let Err(error) = self
-                .ctx
-                .writer()
-                .set_disrupted_taint(&candidate.node, false)
-                .await
-            {
-                tracing::warn!(%error, "untainting a candidate failed; the next pass retries");
-            }
-            if let Err(error) = self
-                .ctx
-                .writer()
-                .set_claim_condition(&candidate.node_claim, DISRUPTION_REASON, None, now)
-                .await
-            {
-                tracing::warn!(%error, "clearing DisruptionReason failed");
-            }
-        }
+        let unmarks: Vec<_> = command
+            .candidates
+            .iter()
+            .map(|candidate| async move {
+                self.ctx
+                    .cache
+                    .lock()
+                    .mark_for_deletion(&candidate.node_claim, false);
+                if let Err(error) = self
+                    .ctx
+                    .writer()
+                    .set_disrupted_taint(&candidate.node, false)
+                    .await
+                {
+                    tracing::warn!(%error, "untainting a candidate failed; the next pass retries");
+                }
+                if let Err(error) = self
+                    .ctx
+                    .writer()
+                    .set_claim_condition(&candidate.node_claim, DISRUPTION_REASON, None, now)
+                    .await
+                {
+                    tracing::warn!(%error, "clearing DisruptionReason failed");
+                }
+            })
+            .collect();
+        futures::stream::iter(unmarks)
+            .buffer_unordered(WRITES_AT_ONCE)
+            .collect::<Vec<()>>()
+            .await;
     }
 
     /// Starts a command with replacements: marks the candidates, creates the replacements,
@@ -743,7 +785,10 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             // A command with replacements was counted when it started.
             self.record_decision(command);
         }
-        for candidate in &command.candidates {
+        // [`WRITES_AT_ONCE`] candidates at a time: a 46-node command deleted one after
+        // another took 2.4 s of round trips before its last node began to drain.
+        let reason = &reason;
+        let deletes: Vec<_> = command.candidates.iter().map(|candidate| async move {
             // Repair stamps its drain bound after the replacements are ready, just before the
             // deletion, so launch latency does not eat into it (as upstream).
             if let Some(bound) = command
@@ -761,7 +806,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                 .await
             {
                 tracing::warn!(%error, "deleting a disrupted NodeClaim failed; the next pass retries");
-                continue;
+                return;
             }
             let (claim, policy) = {
                 let cluster = self.ctx.cache.lock();
@@ -774,7 +819,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             };
             self.ctx.metrics.disrupted(
                 &Disrupted {
-                    reason: &reason,
+                    reason,
                     nodepool: &candidate.node_pool,
                     capacity_type: &candidate.capacity_type,
                     // Drift goes through the same queue: only a consolidation has a policy.
@@ -812,7 +857,11 @@ impl<C: CloudProvider + 'static> Disruption<C> {
                 &format!("Disrupting Node: {}", command.reason.as_str()),
             )
             .await;
-        }
+        }).collect();
+        futures::stream::iter(deletes)
+            .buffer_unordered(WRITES_AT_ONCE)
+            .collect::<Vec<()>>()
+            .await;
         tracing::info!(
             method = command.method.as_str(),
             nodes = ?command.candidate_names(),
