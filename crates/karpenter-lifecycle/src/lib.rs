@@ -22,6 +22,9 @@
 //!   waits for, the drain order (workloads, DaemonSet pods, then critical ones), which pods the
 //!   Eviction API is asked for and which are deleted because the termination grace period
 //!   runs out.
+//! - **The order of evictions across nodes draining together**
+//!   ([`eviction_order::EvictionOrder`]): larger pods first, so kube-scheduler places the
+//!   replacements in the order consolidation's plan was checked in.
 //! - **A Node's termination** ([`node_termination::decide_termination`]): the steps of one
 //!   pass over a Node being deleted (its NodeClaim deleted, taint, drain, `Drained`,
 //!   `MinDrainTime`, `VolumesDetached`, `InstanceTerminating`, the instance, the finalizer).
@@ -41,6 +44,7 @@
 //! nothing (the controller does).
 
 pub mod batcher;
+pub mod eviction_order;
 pub mod garbage;
 pub mod lifecycle;
 pub mod limits;

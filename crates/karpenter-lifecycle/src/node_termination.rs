@@ -99,6 +99,14 @@ impl TerminationPass {
             _ => None,
         })
     }
+
+    /// The drain plan of this pass, to narrow ([`crate::eviction_order::EvictionOrder::admit`]).
+    pub fn drain_mut(&mut self) -> Option<&mut DrainPlan> {
+        self.steps.iter_mut().find_map(|s| match s {
+            TerminationStep::Drain(plan) => Some(plan),
+            _ => None,
+        })
+    }
 }
 
 /// The NodeClaim's drain deadline (`karpenter.sh/nodeclaim-termination-timestamp`).

@@ -6,9 +6,11 @@
 //! finalizer) and performed here in order, stopping at the first failure. A PDB that refuses
 //! an eviction is asked again on the next pass, never overridden; only the NodeClaim's
 //! termination grace period deletes pods past it. Passes run on changes and at least every
-//! [`RESYNC`].
+//! [`RESYNC`]. Across the nodes that began draining in the last 10 s, larger pods are evicted
+//! first ([`EvictionOrder`]), so kube-scheduler places their replacements before smaller ones
+//! take the room they need.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +22,7 @@ use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_api::v1::nodeclaim::conditions::DISRUPTION_REASON;
 use karpenter_cloud::{CloudError, CloudProvider};
+use karpenter_lifecycle::eviction_order::{EvictionOrder, ORDER_GAP, ordered, size_class};
 use karpenter_lifecycle::node_termination::{
     TerminationPass, TerminationStep, TerminationView, decide_termination, is_terminating,
 };
@@ -49,6 +52,8 @@ pub struct Termination<C> {
     pub ctx: Context<C>,
     /// Pod events already told (pod, reason, message): each once, not at every pass.
     told: std::sync::Mutex<std::collections::HashSet<(String, &'static str, String)>>,
+    /// The last evictions by size class, across passes ([`EvictionOrder`]).
+    order: std::sync::Mutex<EvictionOrder>,
 }
 
 /// Told pod events remembered at most (then forgotten at once: a few repeats, no growth).
@@ -59,6 +64,7 @@ impl<C> Termination<C> {
         Termination {
             ctx,
             told: std::sync::Mutex::default(),
+            order: std::sync::Mutex::default(),
         }
     }
 
@@ -133,18 +139,28 @@ fn drain_reason(claim: Option<&NodeClaim>) -> &str {
         .map_or("Forceful Termination", |c| c.reason.as_str())
 }
 
-/// A pass for every Node being deleted with our finalizer and no pass in flight.
-pub fn scan(cluster: &Cluster, now: DateTime<Utc>, busy: Busy<'_>) -> Scan<NodePass> {
+/// A pass for every Node being deleted with our finalizer and no pass in flight, its
+/// evictions in `order` across the nodes draining together ([`EvictionOrder`]: larger pods
+/// first).
+pub fn scan(
+    cluster: &Cluster,
+    now: DateTime<Utc>,
+    busy: Busy<'_>,
+    order: &mut EvictionOrder,
+) -> Scan<NodePass> {
     let claims: BTreeMap<&str, &NodeClaim> = cluster
         .node_claims()
         .filter_map(|c| Some((c.status.as_ref()?.provider_id.as_deref()?, c)))
         .collect();
     let mut scan = Scan::new();
+    // Every terminating node's pass first, those in flight too (their pods still awaiting
+    // eviction hold smaller pods elsewhere), then the order across them.
+    let mut looked = Vec::new();
     for node in cluster.nodes() {
         let Some(name) = node.metadata.name.as_deref() else {
             continue;
         };
-        if !is_terminating(node) || busy.contains(name) {
+        if !is_terminating(node) {
             continue;
         }
         let claim = node
@@ -170,6 +186,47 @@ pub fn scan(cluster: &Cluster, now: DateTime<Utc>, busy: Busy<'_>) -> Scan<NodeP
             },
             now,
         );
+        let since = node
+            .metadata
+            .deletion_timestamp
+            .as_ref()
+            .and_then(karpenter_state::conditions::from_api_time)
+            .unwrap_or(now);
+        looked.push((name, node, claim, on_node, pass, since));
+    }
+    let mut classes: HashMap<String, i32> = HashMap::new();
+    let mut awaiting = Vec::new();
+    for (_, _, _, on_node, pass, since) in &looked {
+        let Some(plan) = pass.drain().filter(|_| ordered(*since, now)) else {
+            continue;
+        };
+        let evicting: std::collections::HashSet<&str> = plan
+            .actions
+            .iter()
+            .filter(|(_, a)| *a == PodAction::Evict)
+            .map(|(k, _)| k.as_str())
+            .collect();
+        for pod in on_node {
+            let key = pod.key();
+            // A DaemonSet pod is not placed elsewhere: it neither waits nor holds.
+            if evicting.contains(key.as_str()) && !pod.is_daemonset() {
+                let class = size_class(pod);
+                awaiting.push(class);
+                classes.insert(key, class);
+            }
+        }
+    }
+    let front = order.front(awaiting, now);
+    for (name, node, claim, on_node, mut pass, since) in looked {
+        if busy.contains(name) {
+            continue;
+        }
+        if let Some(plan) = pass.drain_mut() {
+            let held = order.admit(plan, |key| classes.get(key).copied(), front, since, now);
+            if held > 0 {
+                scan.requeue_after(front.recheck.unwrap_or(ORDER_GAP));
+            }
+        }
         if let Some(after) = pass.requeue_after {
             scan.requeue_after(after);
         }
@@ -216,7 +273,11 @@ impl<C: CloudProvider + 'static> Reconciler for Termination<C> {
     }
 
     fn scan(&self, cluster: &Cluster, now: DateTime<Utc>, busy: Busy<'_>) -> Scan<NodePass> {
-        scan(cluster, now, busy)
+        let mut order = match self.order.lock() {
+            Ok(order) => order,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        scan(cluster, now, busy, &mut order)
     }
 
     async fn execute(&self, pass: NodePass) -> Result<Action, TerminationError> {
@@ -464,6 +525,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use karpenter_state::Object;
 
     fn api_error(code: u16) -> kube::Error {
         let status: kube::core::Status = serde_json::from_value(serde_json::json!({
@@ -498,6 +560,116 @@ mod tests {
         };
         assert_eq!(cloud.retry(), Retry::Backoff);
         assert!(cloud.to_string().contains("nodeclaim c1"));
+    }
+
+    fn draining_node(name: &str, since: &str) -> Node {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "deletionTimestamp": since,
+                         "finalizers": ["karpenter.sh/termination"]},
+            "spec": {"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn bound_pod(name: &str, node: &str, cpu: &str, memory: &str, evicted: Option<&str>) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}"),
+                         "deletionTimestamp": evicted, "deletionGracePeriodSeconds": 30,
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                              "name": "web-1", "uid": "r", "controller": true}]},
+            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 30,
+                     "containers": [{"name": "c", "resources": {"requests":
+                         {"cpu": cpu, "memory": memory}}}]},
+            "status": {"phase": "Running"}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn time(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_timezone(&Utc)
+    }
+
+    /// The pods each scanned node's pass evicts, by node.
+    fn evictions(scan: &Scan<NodePass>) -> BTreeMap<String, Vec<String>> {
+        scan.steps()
+            .iter()
+            .map(|(node, pass)| {
+                let evicted = pass.pass.drain().map_or_else(Vec::new, |plan| {
+                    plan.actions
+                        .iter()
+                        .filter(|(_, a)| *a == PodAction::Evict)
+                        .map(|(k, _)| k.clone())
+                        .collect()
+                });
+                (node.clone(), evicted)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_nodes_draining_together_evict_their_large_pods_first_then_the_small_ones() {
+        let mut cluster = Cluster::new();
+        let since = "2026-11-29T00:00:00Z";
+        for node in ["a", "b"] {
+            cluster.apply(Object::Node(draining_node(node, since)));
+        }
+        cluster.apply(Object::Pod(bound_pod("small", "a", "900m", "3100Mi", None)));
+        cluster.apply(Object::Pod(bound_pod("large", "b", "3500m", "28Gi", None)));
+        let mut order = EvictionOrder::default();
+
+        let first = scan(&cluster, time(since), Busy::none(), &mut order);
+        let evicted = evictions(&first);
+        assert_eq!(evicted["a"], Vec::<String>::new(), "{evicted:?}");
+        assert_eq!(evicted["b"], ["shop/large"]);
+        assert_eq!(first.requeue(), Some(ORDER_GAP));
+
+        // The large pod is terminating: the small one waits out the gap after its eviction.
+        cluster.apply(Object::Pod(bound_pod(
+            "large",
+            "b",
+            "3500m",
+            "28Gi",
+            Some("2026-11-29T00:00:30Z"),
+        )));
+        let held = scan(
+            &cluster,
+            time("2026-11-29T00:00:00.400Z"),
+            Busy::none(),
+            &mut order,
+        );
+        assert_eq!(evictions(&held)["a"], Vec::<String>::new());
+        assert_eq!(held.requeue(), Some(Duration::from_millis(600)));
+        let after = scan(
+            &cluster,
+            time("2026-11-29T00:00:01Z"),
+            Busy::none(),
+            &mut order,
+        );
+        assert_eq!(evictions(&after)["a"], ["shop/small"]);
+    }
+
+    #[test]
+    fn a_node_in_flight_still_holds_the_small_pods_of_the_others_and_the_hold_ends() {
+        let mut cluster = Cluster::new();
+        let since = "2026-11-29T00:00:00Z";
+        for node in ["a", "b"] {
+            cluster.apply(Object::Node(draining_node(node, since)));
+        }
+        cluster.apply(Object::Pod(bound_pod("small", "a", "900m", "3100Mi", None)));
+        cluster.apply(Object::Pod(bound_pod("large", "b", "3500m", "28Gi", None)));
+        let mut order = EvictionOrder::default();
+        let in_flight: std::collections::HashSet<String> = ["b".to_owned()].into();
+        let busy = Busy::new(&in_flight);
+        let held = scan(&cluster, time("2026-11-29T00:00:09Z"), busy, &mut order);
+        assert_eq!(evictions(&held).get("b"), None);
+        assert_eq!(evictions(&held)["a"], Vec::<String>::new());
+        // Ten seconds into its drain, a node's pods go whatever waits elsewhere (a PDB
+        // refusing the large pod holds nobody longer).
+        let busy = Busy::new(&in_flight);
+        let later = scan(&cluster, time("2026-11-29T00:00:10Z"), busy, &mut order);
+        assert_eq!(evictions(&later)["a"], ["shop/small"]);
     }
 
     #[test]

@@ -112,6 +112,12 @@ impl Busy<'_> {
         Busy(&EMPTY)
     }
 
+    /// These keys in flight (tests of a scan).
+    #[cfg(test)]
+    pub fn new(keys: &HashSet<String>) -> Busy<'_> {
+        Busy(keys)
+    }
+
     /// A step for `key` is in flight: the driver will not start another.
     pub fn contains(&self, key: &str) -> bool {
         self.0.contains(key)
