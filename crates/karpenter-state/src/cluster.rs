@@ -670,12 +670,20 @@ impl Cluster {
         features: Features,
         solve_options: SolveOptions,
     ) -> Snapshot {
+        // A nomination keeps disruption off a node until the pods a batch placed there have
+        // arrived. With no pod waiting for capacity none is on its way, and the nomination
+        // ends early (not upstream, whose nomination lasts its 20 s: a scale-down right after
+        // a scale-out waited it out before any consolidation).
+        let awaited = !self.provisionable.is_empty();
         let nodes = self
             .state_nodes()
             .iter()
             .map(|n| {
                 let mut state = n.to_node_state(now);
                 state.queued = queued.contains(state.name.as_str());
+                if !awaited {
+                    state.nominated_until = None;
+                }
                 state
             })
             .collect();

@@ -369,6 +369,8 @@ fn the_disruption_view_carries_drift_pod_events_expiry_nomination_and_queueing()
     cluster.apply(Object::Node(node("n1", "kwok://n1", "2")));
     cluster.nominate("n1", now() + chrono::Duration::seconds(20));
     cluster.mark_for_deletion("a", true);
+    // The nomination is for a pod still waiting for capacity.
+    cluster.apply(Object::Pod(pod("waiting", None, true)));
     let snapshot = cluster.disruption_snapshot(
         now(),
         Default::default(),
@@ -678,4 +680,32 @@ fn the_next_batch_is_given_the_last_plan_for_its_pods_by_the_name_their_node_has
         ],
         "plans of the batch's pods onto nodes that exist, by the node's name once registered"
     );
+}
+
+#[test]
+fn a_nomination_ends_once_no_pod_waits_for_capacity() {
+    let mut cluster = Cluster::new();
+    cluster.apply(Object::NodeClaim(node_claim("a", Some("kwok://n1"), true)));
+    cluster.apply(Object::Node(node("n1", "kwok://n1", "2")));
+    cluster.nominate("n1", now() + chrono::Duration::seconds(20));
+    cluster.apply(Object::Pod(pod("waiting", None, true)));
+    let nominated = |cluster: &Cluster| {
+        cluster
+            .disruption_snapshot(
+                now(),
+                Default::default(),
+                &BTreeSet::new(),
+                Default::default(),
+                Default::default(),
+            )
+            .nodes[0]
+            .nominated_until
+    };
+    assert_eq!(
+        nominated(&cluster),
+        Some(now() + chrono::Duration::seconds(20))
+    );
+    // The pod it was for is bound: nothing is on its way to the node any more.
+    cluster.apply(Object::Pod(pod("waiting", Some("n1"), false)));
+    assert_eq!(nominated(&cluster), None);
 }
