@@ -34,7 +34,7 @@ pub const ORDER_GAP: Duration = Duration::from_secs(1);
 pub const ORDER_HOLD: Duration = Duration::from_secs(10);
 
 /// Memory weighed as one cpu (the general-purpose ratio).
-const GIB_PER_CPU: f64 = 4.0;
+pub const GIB_PER_CPU: f64 = 4.0;
 
 /// The pod's size class: `floor(log2(size * 8))` of its larger request in cpus (memory at
 /// [`GIB_PER_CPU`]), so 1/8 cpu is class 0, one cpu class 3, 4 cpus or 16 GiB class 5. A pod
