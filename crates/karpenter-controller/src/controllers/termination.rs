@@ -608,8 +608,9 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn the_nodes_draining_together_evict_their_large_pods_first_then_the_small_ones() {
+    /// Nodes `a` (a 900m/3100Mi pod) and `b` (a 3500m/28Gi pod), both draining since the
+    /// time returned.
+    fn small_and_large_draining() -> (Cluster, &'static str) {
         let mut cluster = Cluster::new();
         let since = "2026-11-29T00:00:00Z";
         for node in ["a", "b"] {
@@ -617,6 +618,12 @@ mod tests {
         }
         cluster.apply(Object::Pod(bound_pod("small", "a", "900m", "3100Mi", None)));
         cluster.apply(Object::Pod(bound_pod("large", "b", "3500m", "28Gi", None)));
+        (cluster, since)
+    }
+
+    #[test]
+    fn the_nodes_draining_together_evict_their_large_pods_first_then_the_small_ones() {
+        let (mut cluster, since) = small_and_large_draining();
         let mut order = EvictionOrder::default();
 
         let first = scan(&cluster, time(since), Busy::none(), &mut order);
@@ -652,13 +659,7 @@ mod tests {
 
     #[test]
     fn a_node_in_flight_still_holds_the_small_pods_of_the_others_and_the_hold_ends() {
-        let mut cluster = Cluster::new();
-        let since = "2026-11-29T00:00:00Z";
-        for node in ["a", "b"] {
-            cluster.apply(Object::Node(draining_node(node, since)));
-        }
-        cluster.apply(Object::Pod(bound_pod("small", "a", "900m", "3100Mi", None)));
-        cluster.apply(Object::Pod(bound_pod("large", "b", "3500m", "28Gi", None)));
+        let (cluster, _) = small_and_large_draining();
         let mut order = EvictionOrder::default();
         let in_flight: std::collections::HashSet<String> = ["b".to_owned()].into();
         let busy = Busy::new(&in_flight);
