@@ -157,9 +157,7 @@ impl ClusterCache {
     /// lifecycle step. Resource versions are compared as the etcd revisions they are; one that
     /// is not a number is never stale.
     fn is_stale(&self, object: &Object) -> bool {
-        let version = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-            meta.resource_version.as_deref()?.parse::<u64>().ok()
-        };
+        let version = karpenter_state::cluster::revision_of;
         let cluster = self.lock();
         let (incoming, stored) = match object {
             Object::NodeClaim(claim) => (
