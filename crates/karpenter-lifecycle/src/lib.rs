@@ -25,6 +25,8 @@
 //! - **The order of evictions across nodes draining together**
 //!   ([`eviction_order::EvictionOrder`]): larger pods first, so kube-scheduler places the
 //!   replacements in the order consolidation's plan was checked in.
+//! - **The pods evicted already** ([`evicted::Evicted`]): not asked for again while the
+//!   controller's copy does not yet show them terminating.
 //! - **A Node's termination** ([`node_termination::decide_termination`]): the steps of one
 //!   pass over a Node being deleted (its NodeClaim deleted, taint, drain, `Drained`,
 //!   `MinDrainTime`, `VolumesDetached`, `InstanceTerminating`, the instance, the finalizer).
@@ -44,6 +46,7 @@
 //! nothing (the controller does).
 
 pub mod batcher;
+pub mod evicted;
 pub mod eviction_order;
 pub mod garbage;
 pub mod lifecycle;

@@ -8,7 +8,8 @@
 //! termination grace period deletes pods past it. Passes run on changes and at least every
 //! [`RESYNC`]. Across the nodes that began draining in the last 10 s, larger pods are evicted
 //! first ([`EvictionOrder`]), so kube-scheduler places their replacements before smaller ones
-//! take the room they need.
+//! take the room they need. A pod evicted already is not asked for again while the watch has
+//! not yet shown it terminating ([`Evicted`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use karpenter_api::labels;
 use karpenter_api::v1::NodeClaim;
 use karpenter_api::v1::nodeclaim::conditions::DISRUPTION_REASON;
 use karpenter_cloud::{CloudError, CloudProvider};
+use karpenter_lifecycle::evicted::Evicted;
 use karpenter_lifecycle::eviction_order::{EvictionOrder, ORDER_GAP, ordered, size_class};
 use karpenter_lifecycle::node_termination::{
     TerminationPass, TerminationStep, TerminationView, decide_termination, is_terminating,
@@ -54,6 +56,8 @@ pub struct Termination<C> {
     told: std::sync::Mutex<std::collections::HashSet<(String, &'static str, String)>>,
     /// The last evictions by size class, across passes ([`EvictionOrder`]).
     order: std::sync::Mutex<EvictionOrder>,
+    /// The pods evicted and not yet seen terminating ([`Evicted`]).
+    evicted: std::sync::Mutex<Evicted>,
 }
 
 /// Told pod events remembered at most (then forgotten at once: a few repeats, no growth).
@@ -65,19 +69,34 @@ impl<C> Termination<C> {
             ctx,
             told: std::sync::Mutex::default(),
             order: std::sync::Mutex::default(),
+            evicted: std::sync::Mutex::default(),
         }
     }
 
     /// Whether (pod, reason, message) is new; remembers it.
     fn first_telling(&self, pod: &str, reason: &'static str, message: &str) -> bool {
-        let mut told = match self.told.lock() {
-            Ok(told) => told,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut told = lock(&self.told);
         if told.len() >= TOLD_AT_MOST {
             told.clear();
         }
         told.insert((pod.to_owned(), reason, message.to_owned()))
+    }
+
+    /// Remembers a pod the Eviction API accepted.
+    fn evicted(&self, pod: &PodRecord) {
+        let Some(uid) = pod.metadata.uid.as_deref() else {
+            return;
+        };
+        lock(&self.evicted).record(uid, Utc::now());
+    }
+}
+
+/// The mutex's value, even after a panic elsewhere poisoned it (each is a memory of requests
+/// made, consistent after any single update).
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(value) => value,
+        Err(poisoned) => poisoned.into_inner(),
     }
 }
 
@@ -141,12 +160,13 @@ fn drain_reason(claim: Option<&NodeClaim>) -> &str {
 
 /// A pass for every Node being deleted with our finalizer and no pass in flight, its
 /// evictions in `order` across the nodes draining together ([`EvictionOrder`]: larger pods
-/// first).
+/// first), without the pods `evicted` already.
 pub fn scan(
     cluster: &Cluster,
     now: DateTime<Utc>,
     busy: Busy<'_>,
     order: &mut EvictionOrder,
+    evicted: &Evicted,
 ) -> Scan<NodePass> {
     let claims: BTreeMap<&str, &NodeClaim> = cluster
         .node_claims()
@@ -177,7 +197,7 @@ pub fn scan(
                 .and_then(|c| c.spec.as_ref()?.volume_name.clone())
         };
         let awaited = attachments_to_await(&attachments, &pods, volume_of, now);
-        let pass = decide_termination(
+        let mut pass = decide_termination(
             &TerminationView {
                 node,
                 claim,
@@ -186,6 +206,13 @@ pub fn scan(
             },
             now,
         );
+        if let Some(plan) = pass.drain_mut().filter(|_| !evicted.is_empty()) {
+            let uids: HashMap<String, &str> = on_node
+                .iter()
+                .filter_map(|p| Some((p.key(), p.metadata.uid.as_deref()?)))
+                .collect();
+            evicted.skip_in(plan, |key| uids.get(key).copied(), now);
+        }
         let since = node
             .metadata
             .deletion_timestamp
@@ -273,11 +300,9 @@ impl<C: CloudProvider + 'static> Reconciler for Termination<C> {
     }
 
     fn scan(&self, cluster: &Cluster, now: DateTime<Utc>, busy: Busy<'_>) -> Scan<NodePass> {
-        let mut order = match self.order.lock() {
-            Ok(order) => order,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        scan(cluster, now, busy, &mut order)
+        let mut evicted = lock(&self.evicted);
+        evicted.forget_old(now);
+        scan(cluster, now, busy, &mut lock(&self.order), &evicted)
     }
 
     async fn execute(&self, pass: NodePass) -> Result<Action, TerminationError> {
@@ -474,6 +499,7 @@ impl<C: CloudProvider + 'static> Termination<C> {
                 });
                 match answer {
                     Ok(_) => {
+                        self.evicted(pod);
                         self.ctx.metrics.pod_drained(reason);
                         events
                             .normal_pod(pod, "Evicted", "Evicted pod: the node is terminating")
@@ -626,7 +652,13 @@ mod tests {
         let (mut cluster, since) = small_and_large_draining();
         let mut order = EvictionOrder::default();
 
-        let first = scan(&cluster, time(since), Busy::none(), &mut order);
+        let first = scan(
+            &cluster,
+            time(since),
+            Busy::none(),
+            &mut order,
+            &Evicted::default(),
+        );
         let evicted = evictions(&first);
         assert_eq!(evicted["a"], Vec::<String>::new(), "{evicted:?}");
         assert_eq!(evicted["b"], ["shop/large"]);
@@ -645,6 +677,7 @@ mod tests {
             time("2026-11-29T00:00:00.400Z"),
             Busy::none(),
             &mut order,
+            &Evicted::default(),
         );
         assert_eq!(evictions(&held)["a"], Vec::<String>::new());
         assert_eq!(held.requeue(), Some(Duration::from_millis(600)));
@@ -653,8 +686,36 @@ mod tests {
             time("2026-11-29T00:00:01Z"),
             Busy::none(),
             &mut order,
+            &Evicted::default(),
         );
         assert_eq!(evictions(&after)["a"], ["shop/small"]);
+    }
+
+    #[test]
+    fn a_pod_evicted_already_is_not_asked_for_again_before_the_watch_shows_it_terminating() {
+        let (cluster, since) = small_and_large_draining();
+        let mut evicted = Evicted::default();
+        evicted.record("uid-large", time(since));
+        // Ten seconds in, the order holds nobody: only the small pod is asked for; the large
+        // one still looks running in the copy, and its node's drain still waits for it.
+        let now = time("2026-11-29T00:00:10Z");
+        let scan = scan(
+            &cluster,
+            now,
+            Busy::none(),
+            &mut EvictionOrder::default(),
+            &evicted,
+        );
+        let evicted = evictions(&scan);
+        assert_eq!(evicted["a"], ["shop/small"]);
+        assert_eq!(evicted["b"], Vec::<String>::new());
+        let waiting = scan
+            .steps()
+            .iter()
+            .find(|(node, _)| node == "b")
+            .and_then(|(_, pass)| pass.pass.drain())
+            .map(|plan| plan.waiting);
+        assert_eq!(waiting, Some(1));
     }
 
     #[test]
@@ -663,13 +724,25 @@ mod tests {
         let mut order = EvictionOrder::default();
         let in_flight: std::collections::HashSet<String> = ["b".to_owned()].into();
         let busy = Busy::new(&in_flight);
-        let held = scan(&cluster, time("2026-11-29T00:00:09Z"), busy, &mut order);
+        let held = scan(
+            &cluster,
+            time("2026-11-29T00:00:09Z"),
+            busy,
+            &mut order,
+            &Evicted::default(),
+        );
         assert_eq!(evictions(&held).get("b"), None);
         assert_eq!(evictions(&held)["a"], Vec::<String>::new());
         // Ten seconds into its drain, a node's pods go whatever waits elsewhere (a PDB
         // refusing the large pod holds nobody longer).
         let busy = Busy::new(&in_flight);
-        let later = scan(&cluster, time("2026-11-29T00:00:10Z"), busy, &mut order);
+        let later = scan(
+            &cluster,
+            time("2026-11-29T00:00:10Z"),
+            busy,
+            &mut order,
+            &Evicted::default(),
+        );
         assert_eq!(evictions(&later)["a"], ["shop/small"]);
     }
 
