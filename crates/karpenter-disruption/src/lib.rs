@@ -42,7 +42,8 @@
 //!   --node`), with the same rules single-node consolidation applies;
 //! - after the decision: [`validation`] re-checks a command after its delay and [`queue`]
 //!   carries it through replacement and deletion; [`settle`] says when the pods a deletion
-//!   moves have landed, for the next pass; `conditions.rs` is what the NodeClaims'
+//!   moves have landed, for the next pass; [`pass_timing`] says when that pass runs (every
+//!   10 s, or early once what it decides from has changed and stood still); `conditions.rs` is what the NodeClaims'
 //!   `Drifted` and `Consolidatable` conditions should say.
 
 pub(crate) mod budgets;
@@ -60,6 +61,7 @@ pub(crate) mod drift_detect;
 pub mod fixtures;
 pub(crate) mod methods;
 pub(crate) mod pass;
+pub mod pass_timing;
 pub mod pdb;
 pub mod pods;
 pub(crate) mod pool;

@@ -1,5 +1,6 @@
 //! The disruption controller (upstream `disruption`, `disruption.queue` and
-//! `nodeclaim.expiration`): every [`PASS_INTERVAL`] the index becomes a
+//! `nodeclaim.expiration`): every [`PASS_INTERVAL`] (sooner once what a pass decides from has
+//! changed and stood still for 2 s: [`PassTiming`], over [`inputs_stamp`]) the index becomes a
 //! [`karpenter_disruption::Snapshot`], [`karpenter_disruption::decide`] picks the commands, and
 //! the orchestration queue ([`karpenter_disruption::Queue`], the same one `simulate --timeline`
 //! drives) says what to do with each; this module only performs the steps:
@@ -40,6 +41,7 @@ use karpenter_api::v1::nodeclaim::conditions::DISRUPTION_REASON;
 use karpenter_api::v1::{DisruptionReason, NodeClaim};
 use karpenter_cloud::CloudProvider;
 use karpenter_cloud::RepairMatcher;
+use karpenter_disruption::pass_timing::PassTiming;
 use karpenter_disruption::reason::NODE_REPAIR_BLOCKED;
 use karpenter_disruption::reboot_history::RebootHistory;
 use karpenter_disruption::settle;
@@ -104,6 +106,40 @@ pub fn snapshot_of(
         }
     }
     snapshot
+}
+
+/// What a disruption pass decides from, as a number that changes when it does
+/// ([`PassTiming`] brings the pass forward once it has): pod events on nodes (bound, finished,
+/// deleted), the nodes, the NodeClaims with their `Consolidatable` and `Drifted` conditions and
+/// whether they are being deleted, the NodePools' generations. Order-independent (a sum of
+/// one hash per object), so the index's iteration order does not matter.
+pub fn inputs_stamp(cluster: &Cluster) -> u64 {
+    let mut stamp = hash_one(cluster.pod_event_max());
+    for node in cluster.nodes() {
+        stamp = stamp.wrapping_add(hash_one(("node", &node.metadata.name)));
+    }
+    for claim in cluster.node_claims() {
+        let conditions = claim.status.as_ref().and_then(|s| s.conditions.as_deref());
+        let flags = (
+            karpenter_api::conditions::is_true(conditions, conditions::CONSOLIDATABLE),
+            karpenter_api::conditions::is_true(conditions, conditions::DRIFTED),
+            claim.metadata.deletion_timestamp.is_some(),
+        );
+        stamp = stamp.wrapping_add(hash_one(("claim", &claim.metadata.name, flags)));
+    }
+    for pool in cluster.node_pools() {
+        let key = ("pool", &pool.metadata.name, pool.metadata.generation);
+        stamp = stamp.wrapping_add(hash_one(key));
+    }
+    stamp
+}
+
+/// `value`'s hash under fixed keys (the same from one scan to the next).
+fn hash_one(value: impl std::hash::Hash) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Node repair cannot start: the gate is on but the cloud's policies are missing or invalid.
@@ -186,12 +222,15 @@ struct LoopState {
     queue: Queue,
     /// Node (or `nodepool/<name>` for NodePool events) -> the reason last told, and when.
     told: HashMap<String, (String, Instant)>,
-    /// When the next pass is due.
-    next_pass: Instant,
+    /// When the next pass is due ([`PassTiming`]).
+    timing: PassTiming<Instant>,
     /// Replacements told `DisruptionWaitingReadiness` while they are still pending.
     waiting_told: BTreeSet<String>,
     /// When the last deletion started, until its pods landed ([`settle`]).
     settling_since: Option<Instant>,
+    /// When the pass began waiting for nodes about to become consolidatable
+    /// ([`settle::ripening`]), until it decides.
+    ripening_since: Option<Instant>,
 }
 
 impl Default for LoopState {
@@ -199,9 +238,10 @@ impl Default for LoopState {
         LoopState {
             queue: Queue::default(),
             told: HashMap::new(),
-            next_pass: Instant::now(),
+            timing: PassTiming::new(Instant::now()),
             waiting_told: BTreeSet::new(),
             settling_since: None,
+            ripening_since: None,
         }
     }
 }
@@ -241,15 +281,16 @@ impl<C: CloudProvider + 'static> Reconciler for Disruption<C> {
         Shape::periodic(TICK)
     }
 
-    fn scan(&self, _: &Cluster, _: DateTime<Utc>, busy: Busy<'_>) -> Scan<DisruptionStep> {
+    fn scan(&self, cluster: &Cluster, _: DateTime<Utc>, busy: Busy<'_>) -> Scan<DisruptionStep> {
         let mut scan = Scan::new();
         if busy.contains(Self::NAME) {
             return scan;
         }
-        let pass = self
-            .state
-            .try_lock()
-            .is_ok_and(|state| Instant::now() >= state.next_pass);
+        let now = Instant::now();
+        let pass = self.state.try_lock().is_ok_and(|mut state| {
+            state.timing.observe(inputs_stamp(cluster), now);
+            state.timing.due(now)
+        });
         scan.step(
             Self::NAME,
             if pass {
@@ -339,7 +380,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             self.execute(&mut state.queue, step).await;
         }
         let validation_due = state.queue.next_validation().is_some_and(|at| at <= now);
-        let pass_due = pass && Instant::now() >= state.next_pass;
+        let pass_due = pass && state.timing.due(Instant::now());
         if !validation_due && !pass_due {
             return Ok(());
         }
@@ -369,7 +410,16 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             }
             state.settling_since = None;
         }
-        state.next_pass = Instant::now() + PASS_INTERVAL;
+        // While a scale-down's nodes become consolidatable one after another, the pass waits
+        // for them (at most `RIPEN_AT_MOST`), to decide on all of them at once.
+        if settle::ripening(&snapshot, now).is_some() {
+            let since = *state.ripening_since.get_or_insert_with(Instant::now);
+            if since.elapsed() < settle::RIPEN_AT_MOST {
+                return Ok(());
+            }
+        }
+        state.ripening_since = None;
+        state.timing.passed(Instant::now(), false);
         self.expire(&snapshot, now).await;
         self.report_budgets(&snapshot, now);
         let decided = tokio::task::spawn_blocking(move || {
@@ -401,7 +451,7 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         }
         if !decision.commands.is_empty() {
             // Upstream goes again at once after acting: more may be possible.
-            state.next_pass = Instant::now();
+            state.timing.passed(Instant::now(), true);
         }
         self.ctx
             .explanations
@@ -1190,6 +1240,62 @@ fn stale_disrupted(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_inputs_stamp_moves_with_what_a_pass_decides_from_and_only_with_it() {
+        use karpenter_state::Object;
+        let claim = |consolidatable: bool| -> NodeClaim {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                "metadata": {"name": "c1"},
+                "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}, "requirements": []},
+                "status": {"conditions": [{"type": "Consolidatable",
+                    "status": if consolidatable { "True" } else { "False" },
+                    "reason": "", "message": "", "lastTransitionTime": "2026-11-29T00:00:00Z"}]}
+            }))
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let node = |name: &str| -> k8s_openapi::api::core::v1::Node {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}}))
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let mut cluster = Cluster::new();
+        cluster.apply(Object::NodeClaim(claim(false)));
+        cluster.apply(Object::Node(node("n1")));
+        cluster.apply(Object::Node(node("n2")));
+        let first = inputs_stamp(&cluster);
+        assert_eq!(
+            inputs_stamp(&cluster),
+            first,
+            "the same cluster, the same stamp"
+        );
+
+        let mut labelled = node("n1");
+        labelled.metadata.labels = Some([("team".to_owned(), "a".to_owned())].into());
+        cluster.apply(Object::Node(labelled));
+        assert_eq!(
+            inputs_stamp(&cluster),
+            first,
+            "a node's labels are not an input"
+        );
+
+        cluster.apply(Object::NodeClaim(claim(true)));
+        let consolidatable = inputs_stamp(&cluster);
+        assert_ne!(consolidatable, first, "a NodeClaim became Consolidatable");
+
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "shop", "uid": "u"},
+            "spec": {"nodeName": "n2", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running"}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        cluster.apply(Object::Pod(pod));
+        assert_ne!(
+            inputs_stamp(&cluster),
+            consolidatable,
+            "a pod was bound to a node"
+        );
+    }
 
     #[test]
     fn each_method_has_upstreams_consolidation_type_label() {
