@@ -40,8 +40,11 @@ pub const SETTLE_AT_MOST: Duration = Duration::from_secs(10);
 /// pass decides with it.
 pub const RIPENING: Duration = crate::queue::VALIDATION_DELAY;
 /// ... and at most this long in all, so consolidation in a cluster whose nodes keep ripening
-/// is decided at least this often.
-pub const RIPEN_AT_MOST: Duration = Duration::from_secs(20);
+/// is decided at least this often. Longer than the ripening window itself: a node's ripening
+/// moves back when another of its pods comes or goes (a scale-down's pods are deleted, then
+/// gone seconds later), and a 20 s bound ran out 2-6 s before 37 empty nodes ripened, which
+/// then waited a validation hold more.
+pub const RIPEN_AT_MOST: Duration = Duration::from_secs(30);
 
 /// The soonest time after `now`, within [`RIPENING`], at which a node of a pool that
 /// consolidates becomes consolidatable (`consolidateAfter` passed since its last pod event);
