@@ -77,6 +77,11 @@ impl<T: Copy + Ord + Add<Duration, Output = T>> PassTiming<T> {
         self.early_at().map_or(self.next, |at| at.min(self.next))
     }
 
+    /// A pass is due by `at` at the latest (a node becomes consolidatable then).
+    pub fn due_by(&mut self, at: T) {
+        self.next = self.next.min(at);
+    }
+
     /// A pass ran at `now` on the inputs last observed; `decided` when it produced commands
     /// (the next pass is then due at once, as upstream goes again after acting).
     pub fn passed(&mut self, now: T, decided: bool) {
@@ -156,6 +161,16 @@ mod tests {
         timing.observe(1, s(10));
         timing.passed(s(10), true);
         assert!(timing.due(s(10)));
+    }
+
+    #[test]
+    fn a_pass_can_be_brought_forward_but_not_put_off() {
+        let mut timing = after_a_quiet_pass();
+        timing.due_by(s(4));
+        assert!(!timing.due(ms(3_900)));
+        assert!(timing.due(s(4)));
+        timing.due_by(s(30));
+        assert!(timing.due(s(4)), "a later time does not put the pass off");
     }
 
     #[test]

@@ -18,9 +18,10 @@
 //! no longer empty; the scale-down went on for 205 s in a cascade of commands, each moving
 //! pods onto nodes a later one removed (189 evictions, against 54 for upstream's, which
 //! happened to pass after the empty nodes ripened). [`ripening`] says when the next node
-//! ripens, if within [`RIPENING`] (15 s, the validation hold); the controller defers the pass
-//! until none is, at most [`RIPEN_AT_MOST`], so the pass decides on the whole scale-down at
-//! once.
+//! ripens, if within [`RIPENING`] (15 s, the validation hold); the controller holds the
+//! pass's emptiness and consolidation commands ([`waits_for_ripening`]) until none is, at most
+//! [`RIPEN_AT_MOST`], so they are decided on the whole scale-down at once (drift, repair and
+//! expiration do not wait).
 
 use std::time::Duration;
 
@@ -45,6 +46,16 @@ pub const RIPENING: Duration = crate::queue::VALIDATION_DELAY;
 /// gone seconds later), and a 20 s bound ran out 2-6 s before 37 empty nodes ripened, which
 /// then waited a validation hold more.
 pub const RIPEN_AT_MOST: Duration = Duration::from_secs(30);
+
+/// Whether a command of `method` waits while nodes ripen: emptiness and consolidation, which
+/// a ripening node would join; drift, static drift and repair do not wait.
+pub fn waits_for_ripening(method: crate::command::Method) -> bool {
+    use crate::command::Method;
+    matches!(
+        method,
+        Method::Emptiness | Method::MultiNodeConsolidation | Method::SingleNodeConsolidation
+    )
+}
 
 /// The soonest time after `now`, within [`RIPENING`], at which a node of a pool that
 /// consolidates becomes consolidatable (`consolidateAfter` passed since its last pod event);

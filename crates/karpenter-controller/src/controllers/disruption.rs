@@ -410,15 +410,19 @@ impl<C: CloudProvider + 'static> Disruption<C> {
             }
             state.settling_since = None;
         }
-        // While a scale-down's nodes become consolidatable one after another, the pass waits
-        // for them (at most `RIPEN_AT_MOST`), to decide on all of them at once.
-        if settle::ripening(&snapshot, now).is_some() {
+        // While a scale-down's nodes become consolidatable one after another, emptiness and
+        // consolidation wait for them (at most `RIPEN_AT_MOST`), to decide on all of them at
+        // once; drift, repair and expiration do not wait. The pass still runs (at its usual
+        // times: the ripening nodes' conditions change its inputs), and acts only when its
+        // commands do not wait.
+        let ripe_at = settle::ripening(&snapshot, now);
+        let ripening = ripe_at.is_some() && {
             let since = *state.ripening_since.get_or_insert_with(Instant::now);
-            if since.elapsed() < settle::RIPEN_AT_MOST {
-                return Ok(());
-            }
+            since.elapsed() < settle::RIPEN_AT_MOST
+        };
+        if !ripening {
+            state.ripening_since = None;
         }
-        state.ripening_since = None;
         state.timing.passed(Instant::now(), false);
         self.expire(&snapshot, now).await;
         self.report_budgets(&snapshot, now);
@@ -428,6 +432,23 @@ impl<C: CloudProvider + 'static> Disruption<C> {
         })
         .await;
         let (decision, snapshot) = decided.map_err(DisruptionError::Decide)?;
+        if ripening
+            && decision
+                .commands
+                .first()
+                .is_some_and(|c| settle::waits_for_ripening(c.method))
+        {
+            tracing::debug!(
+                commands = decision.commands.len(),
+                "disruption: waiting for nodes about to become consolidatable"
+            );
+            // Again when the next of them is (or earlier, when the inputs change).
+            if let Some(at) = ripe_at {
+                let wait = (at - now).to_std().unwrap_or_default();
+                state.timing.due_by(Instant::now() + wait);
+            }
+            return Ok(());
+        }
         // Kept for removal simulations on request (`/explain/consolidation/node/{name}`).
         self.ctx
             .explanations
