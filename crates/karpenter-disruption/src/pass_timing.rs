@@ -72,11 +72,6 @@ impl<T: Copy + Ord + Add<Duration, Output = T>> PassTiming<T> {
         Some((changed + QUIET).max(passed_at + MIN_GAP))
     }
 
-    /// When a pass is next due if nothing changes meanwhile.
-    pub fn wake(&self) -> T {
-        self.early_at().map_or(self.next, |at| at.min(self.next))
-    }
-
     /// A pass is due by `at` at the latest (a node becomes consolidatable then).
     pub fn due_by(&mut self, at: T) {
         self.next = self.next.min(at);
@@ -116,7 +111,6 @@ mod tests {
         let mut timing = after_a_quiet_pass();
         timing.observe(1, s(5));
         assert!(!timing.due(s(9)));
-        assert_eq!(timing.wake(), PASS_INTERVAL);
         assert!(timing.due(PASS_INTERVAL));
     }
 
@@ -127,7 +121,6 @@ mod tests {
         timing.observe(2, s(4));
         timing.observe(3, ms(4_800));
         assert!(!timing.due(ms(6_700)));
-        assert_eq!(timing.wake(), ms(6_800));
         assert!(timing.due(ms(6_800)));
         timing.passed(ms(6_800), false);
         // The pass saw those inputs: the next is due at the interval again.

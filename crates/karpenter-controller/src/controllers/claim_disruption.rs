@@ -14,7 +14,7 @@
 //!   switch from upstream causes no drift storm.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -27,6 +27,7 @@ use karpenter_state::Cluster;
 use karpenter_state::conditions::api_time;
 use serde_json::json;
 
+use super::lock;
 use crate::cluster::writes::WriteError;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
 
@@ -50,14 +51,6 @@ fn claim_condition<'a>(
 
 fn is_true(claim: &NodeClaim, type_: &str) -> bool {
     claim_condition(claim, type_).is_some_and(|c| c.status == "True")
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        // Bookkeeping only: a panicked holder at worst repeats a write.
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }
 
 /// `nodepool.hash`: NodePools get our hash annotations; NodeClaims stamped by another hash

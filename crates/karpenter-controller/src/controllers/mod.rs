@@ -48,6 +48,16 @@ use crate::report::metrics::ControllerMetrics;
 use crate::run::{ControllerContext, ControllerError};
 use crate::settings::CloudProviderKind;
 
+/// A loop's bookkeeping mutex, even after a panic elsewhere poisoned it: each holds memories of
+/// requests made, consistent after any single update, so a panicked holder at worst repeats a
+/// write.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
 /// NodePools as the index holds them.
 #[derive(Debug, Clone)]
 pub struct CachedPools(pub ClusterCache);

@@ -34,6 +34,7 @@ use karpenter_state::Cluster;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, EvictParams};
 
+use super::lock;
 use crate::cluster::writes::{self, WriteError};
 use crate::leader::Fenced;
 use crate::reconcile::{Action, Busy, Context, Reconciler, Retry, Scan, Shape};
@@ -88,15 +89,6 @@ impl<C> Termination<C> {
             return;
         };
         lock(&self.evicted).record(uid, Utc::now());
-    }
-}
-
-/// The mutex's value, even after a panic elsewhere poisoned it (each is a memory of requests
-/// made, consistent after any single update).
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(value) => value,
-        Err(poisoned) => poisoned.into_inner(),
     }
 }
 
